@@ -1,0 +1,9 @@
+package main
+
+// commands lists every subcommand in the order usage shows them. serve lives in serve.go;
+// the people-facing commands live in cli_*.go files.
+func commands() []command {
+	return []command{
+		serveCommand(),
+	}
+}

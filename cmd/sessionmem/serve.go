@@ -1,0 +1,279 @@
+package main
+
+import (
+	"context"
+	"crypto/subtle"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"net"
+	"net/http"
+	"net/url"
+	"os"
+	"runtime/debug"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/sessionmem/sessionmem/compaction"
+	"github.com/sessionmem/sessionmem/mcpserver"
+	"github.com/sessionmem/sessionmem/memory"
+	"github.com/sessionmem/sessionmem/redact"
+	"github.com/sessionmem/sessionmem/storage"
+)
+
+// Shutdown budget: running tool calls get drainTimeout to finish after SIGINT/SIGTERM.
+const (
+	drainTimeout   = 10 * time.Second
+	sessionIdleTTL = 30 * time.Minute
+)
+
+func serveCommand() command {
+	return command{
+		name:    "serve",
+		summary: "run the MCP server (stdio, or streamable HTTP + SSE with --http)",
+		run:     runServe,
+	}
+}
+
+func runServe(ctx context.Context, e *env, args []string) error {
+	cfg, err := loadConfig(args, e.getenv)
+	if errors.Is(err, flag.ErrHelp) {
+		fmt.Fprint(e.stdout, serveHelp)
+		return nil
+	}
+	if err != nil {
+		fmt.Fprintf(e.stderr, "sessionmem serve: %v\n", err)
+		return errUsage
+	}
+
+	logOut := e.stderr
+	if cfg.LogFile != "" {
+		f, err := os.OpenFile(cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return fmt.Errorf("open log file: %w", err)
+		}
+		defer f.Close()
+		logOut = f
+	}
+	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))
+
+	opts := memory.Options{Logger: logger, FileMapping: cfg.FileMapping}
+	if cfg.LLM.URL != "" {
+		if opts.LLM, err = compaction.NewLLM(cfg.LLM); err != nil {
+			return fmt.Errorf("llm summarizer: %w", err)
+		}
+	}
+	red, err := redact.New(cfg.RedactPatterns)
+	if err != nil {
+		return fmt.Errorf("%s: %w", envRedact, err)
+	}
+	opts.Redact = red.String
+
+	store, err := storage.Open(cfg.Store, storeOptions(logger))
+	if err != nil {
+		return fmt.Errorf("open store %s: %w", cfg.Store, err)
+	}
+	defer func() {
+		// Close seals the tails this process wrote; errors here must still reach the user.
+		if cerr := store.Close(); cerr != nil {
+			logger.Error("close store", "err", cerr)
+		}
+	}()
+
+	d := &drain{}
+	mcpSrv := mcpserver.New(memory.New(store, opts), mcpserver.Options{
+		Version:         buildVersion(),
+		Logger:          logger,
+		SamplingTimeout: cfg.SamplingTimeout,
+		Middleware:      []server.ToolHandlerMiddleware{d.middleware},
+	})
+	logger.Info("sessionmem serving", "store", cfg.Store, "transport", transportName(cfg), "version", buildVersion())
+	if cfg.HTTPAddr == "" {
+		return serveStdio(ctx, mcpSrv, d, e, logger)
+	}
+	return serveHTTP(ctx, mcpSrv, d, cfg, e, logger)
+}
+
+func transportName(cfg serveConfig) string {
+	if cfg.HTTPAddr == "" {
+		return "stdio"
+	}
+	return "http"
+}
+
+// storeOptions are the storage options serve uses.
+func storeOptions(logger *slog.Logger) storage.Options {
+	return storage.Options{Logger: logger}
+}
+
+func buildVersion() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
+		return bi.Main.Version
+	}
+	return "dev"
+}
+
+// serveStdio runs MCP on stdin/stdout until the client closes stdin or a signal arrives.
+func serveStdio(ctx context.Context, s *server.MCPServer, d *drain, e *env, logger *slog.Logger) error {
+	std := server.NewStdioServer(s)
+	std.SetErrorLogger(log.New(slogWriter{logger}, "", 0))
+	// Listen's context is ours, not the signal's: on a signal we first let running calls
+	// finish (their contexts derive from it), then stop reading.
+	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	done := make(chan error, 1)
+	go func() { done <- std.Listen(lctx, e.stdin, e.stdout) }()
+	select {
+	case err := <-done:
+		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, context.Canceled) {
+			return fmt.Errorf("stdio: %w", err)
+		}
+		return nil
+	case <-ctx.Done():
+		logger.Info("shutting down", "reason", context.Cause(ctx))
+		d.wait(drainTimeout, logger)
+		stop()
+		<-done
+		return nil
+	}
+}
+
+// serveHTTP serves streamable HTTP at /mcp and legacy SSE at /sse + /message on one port.
+func serveHTTP(ctx context.Context, s *server.MCPServer, d *drain, cfg serveConfig, e *env, logger *slog.Logger) error {
+	ln, err := net.Listen("tcp", cfg.HTTPAddr)
+	if err != nil {
+		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
+	}
+	base := "http://" + ln.Addr().String()
+	streamable := server.NewStreamableHTTPServer(s,
+		server.WithEndpointPath("/mcp"),
+		server.WithStateful(true),
+		// Without a TTL, sessions of clients that never send DELETE leak (mcp-go #723).
+		server.WithSessionIdleTTL(sessionIdleTTL),
+		server.WithStreamableHTTPLogger(logger),
+	)
+	sse := server.NewSSEServer(s,
+		server.WithBaseURL(base),
+		server.WithSSEEndpoint("/sse"),
+		server.WithMessageEndpoint("/message"),
+	)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", streamable)
+	mux.Handle("/sse", sse.SSEHandler())
+	mux.Handle("/message", sse.MessageHandler())
+	srv := &http.Server{
+		Handler:           guard(mux, cfg.Token, logger),
+		ReadHeaderTimeout: 10 * time.Second,
+		ErrorLog:          log.New(slogWriter{logger}, "", 0),
+	}
+	// Tests and scripts read this line to find the port when ADDR ends in :0.
+	fmt.Fprintf(e.stderr, "sessionmem: serving MCP on %s/mcp (legacy SSE: %s/sse)\n", base, base)
+
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	select {
+	case err := <-errc:
+		return fmt.Errorf("http: %w", err)
+	case <-ctx.Done():
+	}
+	logger.Info("shutting down", "reason", context.Cause(ctx))
+	d.wait(drainTimeout, logger)
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
+	defer cancel()
+	// Long-lived GET/SSE streams would hold Shutdown until its deadline: end them first.
+	streamable.CloseSessions(sctx)
+	sse.CloseSessions()
+	if err := srv.Shutdown(sctx); err != nil {
+		srv.Close()
+	}
+	return nil
+}
+
+// guard applies the HTTP security checks before MCP sees a request: a browser Origin must be
+// a localhost origin (DNS-rebinding and cross-site requests), and with a token configured every
+// request needs "Authorization: Bearer <token>".
+func guard(next http.Handler, token string, logger *slog.Logger) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if origin := r.Header.Get("Origin"); origin != "" && !localOrigin(origin) {
+			logger.Warn("refused request from foreign origin", "origin", origin, "path", r.URL.Path)
+			http.Error(w, "Forbidden: Origin "+origin+" is not allowed", http.StatusForbidden)
+			return
+		}
+		if token != "" {
+			got, ok := strings.CutPrefix(r.Header.Get("Authorization"), "Bearer ")
+			if !ok || subtle.ConstantTimeCompare([]byte(got), []byte(token)) != 1 {
+				w.Header().Set("WWW-Authenticate", `Bearer realm="sessionmem"`)
+				http.Error(w, "Unauthorized: send Authorization: Bearer <SESSIONMEM_TOKEN>", http.StatusUnauthorized)
+				return
+			}
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func localOrigin(origin string) bool {
+	u, err := url.Parse(origin)
+	if err != nil || u.Host == "" {
+		return false
+	}
+	return isLoopback(u.Hostname())
+}
+
+// drain tracks running tool calls so shutdown can let them finish, and refuses new ones once
+// shutdown has begun.
+type drain struct {
+	mu       sync.Mutex
+	stopping bool
+	wg       sync.WaitGroup
+}
+
+// writeTools change the store; once started they run to completion even if the client goes
+// away, so an interrupted connection never leaves a caller guessing about a half-done call.
+var writeTools = map[string]bool{"session_save": true, "session_fork": true, "session_delete": true}
+
+func (d *drain) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		d.mu.Lock()
+		if d.stopping {
+			d.mu.Unlock()
+			return mcp.NewToolResultError(req.Params.Name + ": the server is shutting down; retry with a new server"), nil
+		}
+		d.wg.Add(1)
+		d.mu.Unlock()
+		defer d.wg.Done()
+		if writeTools[req.Params.Name] {
+			var cancel context.CancelFunc
+			ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+			defer cancel()
+		}
+		return next(ctx, req)
+	}
+}
+
+func (d *drain) wait(timeout time.Duration, logger *slog.Logger) {
+	d.mu.Lock()
+	d.stopping = true
+	d.mu.Unlock()
+	done := make(chan struct{})
+	go func() { d.wg.Wait(); close(done) }()
+	select {
+	case <-done:
+	case <-time.After(timeout):
+		logger.Warn("tool calls still running at shutdown", "waited", timeout)
+	}
+}
+
+// slogWriter adapts the standard logger used by mcp-go's transports to slog.
+type slogWriter struct{ l *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.l.Warn(strings.TrimSpace(string(p)))
+	return len(p), nil
+}

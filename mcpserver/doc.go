@@ -1,0 +1,10 @@
+// Package mcpserver exposes a memory.Service over the Model Context Protocol: the seven session_*
+// tools (schemas, argument checks, error mapping, bounded and sanitised output), the compaction
+// prompt templates as MCP prompts, session resources (session://{id}, …/summary, …/files) and an
+// MCP-sampling summarizer for session_compact.
+//
+// It is the only non-test package that imports mcp-go; it must not be imported by memory or any
+// package below it (imports point inward: cmd → mcpserver → memory). It owns no state of its own
+// beyond configuration: every tool call is one call into memory.Service, which is safe for
+// concurrent use, so the returned server may serve many sessions and transports at once.
+package mcpserver

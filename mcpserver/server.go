@@ -1,0 +1,99 @@
+package mcpserver
+
+import (
+	"context"
+	_ "embed"
+	"log/slog"
+	"time"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/sessionmem/sessionmem/memory"
+)
+
+// Name is the server name announced to clients.
+const Name = "sessionmem"
+
+//go:embed instructions.md
+var instructions string
+
+// Defaults for Options.
+const (
+	DefaultSamplingTimeout = 2 * time.Minute
+	DefaultMaxResultTokens = 20000
+	// notificationDelay is how long a tool that sent notifications waits before answering.
+	notificationDelay = 10 * time.Millisecond
+)
+
+// Options configure the MCP server. The zero value is usable.
+type Options struct {
+	// Version is announced to clients ("dev" when empty).
+	Version string
+	// Logger receives one record per request and tool call (mcp-go's WithLogger); nil logs
+	// nothing.
+	Logger *slog.Logger
+	// SamplingTimeout bounds one MCP sampling request to a legacy client (default 2 minutes).
+	SamplingTimeout time.Duration
+	// MaxResultTokens caps the estimated size of session_list, session_search and
+	// session_compact results (default 20000; session_resume has its own max_tokens).
+	MaxResultTokens int
+	// Middleware wraps every tool handler (outermost first), e.g. to track running calls for
+	// a graceful shutdown.
+	Middleware []server.ToolHandlerMiddleware
+}
+
+func (o Options) withDefaults() Options {
+	if o.Version == "" {
+		o.Version = "dev"
+	}
+	if o.SamplingTimeout <= 0 {
+		o.SamplingTimeout = DefaultSamplingTimeout
+	}
+	if o.MaxResultTokens <= 0 {
+		o.MaxResultTokens = DefaultMaxResultTokens
+	}
+	return o
+}
+
+// New returns an MCP server exposing svc: the seven session tools, the compaction prompt
+// templates and the session resources. One server may serve stdio and HTTP at the same time.
+func New(svc *memory.Service, opts Options) *server.MCPServer {
+	o := opts.withDefaults()
+	serverOpts := []server.ServerOption{
+		server.WithToolCapabilities(false),
+		server.WithResourceCapabilities(false, false),
+		server.WithPromptCapabilities(false),
+		server.WithInstructions(instructions),
+		server.WithRecovery(),
+	}
+	for _, m := range o.Middleware {
+		serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(m))
+	}
+	serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(notificationFlush))
+	if o.Logger != nil {
+		serverOpts = append(serverOpts, server.WithLogger(o.Logger))
+	}
+	s := server.NewMCPServer(Name, o.Version, serverOpts...)
+	s.AddTools(tools(svc, &o)...)
+	addPrompts(s)
+	addResources(s, svc)
+	return s
+}
+
+// notificationFlush works around lost notifications (mcp-go v1.2.1, upstream #969): a
+// progress notification sent just before a handler returns is dropped or overtaken by the
+// response. Waiting 10 ms before answering delivered all of them in testing. Only calls that
+// can send notifications (they carry a progress token) pay for it.
+func notificationFlush(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		res, err := next(ctx, req)
+		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
+			select {
+			case <-time.After(notificationDelay):
+			case <-ctx.Done():
+			}
+		}
+		return res, err
+	}
+}

@@ -1,0 +1,100 @@
+package mcpserver
+
+import (
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+
+	"github.com/sessionmem/sessionmem/memory"
+)
+
+// tools is the one list every tool is registered from.
+func tools(svc *memory.Service, o *Options) []server.ServerTool {
+	return []server.ServerTool{
+		saveTool(svc),
+		resumeTool(svc),
+		compactTool(svc, o),
+		listTool(svc, o),
+		forkTool(svc),
+		deleteTool(svc),
+		searchTool(svc, o),
+	}
+}
+
+// hints are a tool's behaviour annotations. Every field is set explicitly for every tool
+// because mcp-go's defaults claim every tool is destructive and open-world.
+type hints struct {
+	title       string
+	readOnly    bool
+	destructive bool
+	idempotent  bool
+	openWorld   bool
+}
+
+func newTool(name, desc string, in, out schema, h hints) mcp.Tool {
+	t := mcp.NewTool(name,
+		mcp.WithDescription(desc),
+		mcp.WithTitleAnnotation(h.title),
+		mcp.WithReadOnlyHintAnnotation(h.readOnly),
+		mcp.WithDestructiveHintAnnotation(h.destructive),
+		mcp.WithIdempotentHintAnnotation(h.idempotent),
+		mcp.WithOpenWorldHintAnnotation(h.openWorld),
+	)
+	// NewTool pre-fills a struct schema; a raw one replaces it (both set is a marshal error).
+	t.InputSchema = mcp.ToolInputSchema{}
+	t.RawInputSchema = mustJSON(in)
+	t.RawOutputSchema = mustJSON(out)
+	return t
+}
+
+// result pairs the structured content (verbatim) with a short sanitised text for the model.
+func result(v any, text string) *mcp.CallToolResult {
+	return mcp.NewToolResultStructured(v, sanitize(text))
+}
+
+// tokens is the contract's estimate for what a result returns: JSON characters / 4, rounded up.
+func tokens(res *mcp.CallToolResult) int {
+	b, err := json.Marshal(res)
+	if err != nil {
+		return 0
+	}
+	return (utf8.RuneCount(b) + 3) / 4
+}
+
+// oneLine cuts s to one line of at most n runes for the short text.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if utf8.RuneCountInString(s) <= n {
+		return s
+	}
+	r := []rune(s)
+	return string(r[:n-1]) + "…"
+}
+
+func plural(n int, one, many string) string {
+	if n == 1 {
+		return fmt.Sprintf("%d %s", n, one)
+	}
+	return fmt.Sprintf("%d %s", n, many)
+}
+
+// orEmpty keeps list fields as [] rather than null: output schemas say "array", and the
+// TypeScript SDK validates structured content against them.
+func orEmpty[T any](s []T) []T {
+	if s == nil {
+		return []T{}
+	}
+	return s
+}
+
+func normalizeMessages(msgs []memory.Message) []memory.Message {
+	msgs = orEmpty(msgs)
+	for i := range msgs {
+		msgs[i].Content = orEmpty(msgs[i].Content)
+	}
+	return msgs
+}

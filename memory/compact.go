@@ -1,0 +1,331 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+
+	"github.com/sessionmem/sessionmem/compaction"
+	"github.com/sessionmem/sessionmem/fileops"
+	"github.com/sessionmem/sessionmem/prompts"
+	"github.com/sessionmem/sessionmem/storage"
+)
+
+// Summarizer names accepted by session_compact.
+const (
+	SummarizerAuto       = "auto"
+	SummarizerAgent      = "agent"
+	SummarizerSampling   = "sampling"
+	SummarizerLLM        = "llm"
+	SummarizerExtractive = "extractive"
+	// SummarizerImport marks summaries another agent wrote, brought in by an import.
+	SummarizerImport = "import"
+)
+
+// agentConversationTokens bounds the conversation a needs_summary response carries, so the
+// whole response stays under the 20,000-token cap clients enforce.
+const agentConversationTokens = 14000
+
+type compactionToken struct {
+	Session string `json:"s"`
+	LastSeq uint64 `json:"q"`
+	Kept    string `json:"k"`
+	Keep    int    `json:"t,omitempty"` // keep_recent_tokens of step one, so step two cuts alike
+}
+
+// plan is a compaction worked out from the current path, before any summary exists.
+type plan struct {
+	path          *sessionPath
+	entries       []compaction.Entry
+	cut           compaction.Cut
+	req           compaction.Request
+	firstKeptID   string
+	tokensBefore  int
+	read, modifed []string
+}
+
+// Compact compacts a session: it folds everything older than keep_recent_tokens into a summary,
+// written by the caller (two-step agent flow), by MCP sampling, by a configured LLM, or by the
+// extractive summarizer.
+func (s *Service) Compact(ctx context.Context, req CompactRequest) (CompactResult, error) {
+	if err := checkSessionID("session_id", req.SessionID); err != nil {
+		return CompactResult{}, err
+	}
+	if req.KeepRecentTokens < 0 {
+		return CompactResult{}, invalidf("pass keep_recent_tokens as a positive number of tokens, or omit it for 20000", "keep_recent_tokens is negative")
+	}
+	name := req.Summarizer
+	switch name {
+	case "", SummarizerAuto, SummarizerAgent, SummarizerSampling, SummarizerLLM, SummarizerExtractive:
+	default:
+		return CompactResult{}, invalidf(`use one of "auto", "agent", "sampling", "llm", "extractive"`, "unknown summarizer %q", clip(name, 40))
+	}
+	if req.Summary != "" && req.CompactionID == "" {
+		return CompactResult{}, invalidf("call session_compact without summary first; it returns a compaction_id to send back with the summary",
+			"summary given without compaction_id")
+	}
+	if req.CompactionID != "" && req.Summary == "" {
+		return CompactResult{}, invalidf("send the summary you wrote together with compaction_id", "compaction_id given without summary")
+	}
+	progress := func(done float64, msg string) {
+		if req.Progress != nil {
+			req.Progress(done, 4, msg)
+		}
+	}
+	var tok compactionToken
+	if req.CompactionID != "" {
+		if err := decodeToken("c1.", req.CompactionID, &tok); err != nil || tok.Session == "" {
+			return CompactResult{}, invalidf("pass compaction_id exactly as the needs_summary response gave it", "compaction_id is not one this server issued")
+		}
+		if tok.Session != req.SessionID {
+			return CompactResult{}, stalef("use the compaction_id with the session it came from", "compaction_id belongs to session %s", tok.Session)
+		}
+		req.KeepRecentTokens = tok.Keep
+	}
+	progress(0, "reading session")
+	pl, err := s.plan(ctx, req)
+	if err != nil {
+		return CompactResult{}, err
+	}
+	if pl == nil && req.CompactionID != "" {
+		return CompactResult{}, stalef("call session_compact again without summary to get a fresh compaction_id and conversation",
+			"compaction_id is stale: session %s changed after it was issued", req.SessionID)
+	}
+	if pl == nil {
+		p, err := s.readPath(ctx, req.SessionID, false)
+		if err != nil {
+			return CompactResult{}, err
+		}
+		return CompactResult{Status: StatusNothingToCompact, ContextTokens: p.contextTokens()}, nil
+	}
+	if req.CompactionID != "" {
+		if tok.LastSeq != pl.path.lastSeq || tok.Kept != pl.firstKeptID {
+			return CompactResult{}, stalef("call session_compact again without summary to get a fresh compaction_id and conversation",
+				"compaction_id is stale: session %s changed after it was issued", req.SessionID)
+		}
+		text := summaryText(s.redact(req.Summary))
+		if text == "" {
+			return CompactResult{}, invalidf("write the summary text", "summary is empty")
+		}
+		return s.commitCompaction(ctx, pl, text, SummarizerAgent, progress)
+	}
+	var sum compaction.Summarizer
+	switch name {
+	case "", SummarizerAuto:
+		switch {
+		case req.Sampler != nil:
+			sum = req.Sampler
+		case s.opts.LLM != nil:
+			sum = s.opts.LLM
+		}
+	case SummarizerSampling:
+		if req.Sampler == nil {
+			return CompactResult{}, &Error{Kind: ErrUnavailable, Msg: "this client did not declare MCP sampling",
+				Hint: `use summarizer "agent" (you write the summary) or "extractive" (no model)`}
+		}
+		sum = req.Sampler
+	case SummarizerLLM:
+		if s.opts.LLM == nil {
+			return CompactResult{}, &Error{Kind: ErrUnavailable, Msg: "no LLM summarizer is configured",
+				Hint: `set SESSIONMEM_LLM_URL and SESSIONMEM_LLM_MODEL (and SESSIONMEM_LLM_API_KEY) for the server, or use summarizer "agent" or "extractive"`}
+		}
+		sum = s.opts.LLM
+	case SummarizerExtractive:
+		sum = compaction.Extractive{}
+	}
+	if sum == nil { // the agent writes it: step one of the two-step flow
+		return s.needsSummary(pl, req.KeepRecentTokens), nil
+	}
+	progress(1, "summarizing with "+sum.Name())
+	text, err := compaction.Run(ctx, sum, pl.req)
+	if err != nil {
+		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+			return CompactResult{}, &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("the %s summarizer did not answer in time", sum.Name()),
+				Hint: `try again, or use summarizer "agent" or "extractive"`}
+		}
+		return CompactResult{}, &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("the %s summarizer failed: %v", sum.Name(), err),
+			Hint: `try again, or use summarizer "agent" or "extractive"`}
+	}
+	text = summaryText(s.redact(text))
+	if text == "" {
+		return CompactResult{}, &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("the %s summarizer returned an empty summary", sum.Name()),
+			Hint: `try again, or use summarizer "agent" or "extractive"`}
+	}
+	progress(3, "storing the compaction")
+	return s.commitCompaction(ctx, pl, text, sum.Name(), progress)
+}
+
+// plan reads the path and works out the cut, the summarizer request and the cumulative file
+// lists. It returns nil when there is nothing older than the kept part to fold in.
+func (s *Service) plan(ctx context.Context, req CompactRequest) (*plan, error) {
+	p, err := s.readPath(ctx, req.SessionID, false)
+	if err != nil {
+		return nil, err
+	}
+	entries := compactionEntries(p.entries)
+	prev := -1
+	var prevComp *Compaction
+	if p.comp >= 0 {
+		prevComp = p.entries[p.comp].Compaction
+		if prevComp.FirstKeptID != "" {
+			prev = 0
+		}
+	}
+	cut, ok := compaction.FindCut(entries, req.KeepRecentTokens, prev)
+	if !ok {
+		return nil, nil
+	}
+	var sets fileops.Sets
+	if prevComp != nil {
+		sets.AddLists(prevComp.ReadFiles, prevComp.ModifiedFiles)
+	}
+	for _, e := range p.entries[cut.Start:cut.FirstKept] {
+		if e.Type == KindMessage {
+			sets.Add(s.files.Message(e.raw, p.header.WorkingDir)...)
+		}
+	}
+	read, modified := sets.Lists()
+	cr := compaction.Request{
+		Instructions:  s.redact(req.Instructions),
+		ReadFiles:     read,
+		ModifiedFiles: modified,
+	}
+	if prevComp != nil {
+		cr.PreviousSummary = summaryText(prevComp.Summary)
+	}
+	histEnd := cut.FirstKept
+	if cut.SplitTurn {
+		histEnd = cut.TurnStart
+		cr.TurnPrefix = withoutCompactions(entries[cut.TurnStart:cut.FirstKept])
+	}
+	cr.History = withoutCompactions(entries[cut.Start:histEnd])
+	pl := &plan{path: p, entries: entries, cut: cut, req: cr, tokensBefore: p.contextTokens(), read: read, modifed: modified}
+	if cut.FirstKept < len(p.entries) {
+		pl.firstKeptID = p.entries[cut.FirstKept].ID
+	}
+	return pl, nil
+}
+
+func withoutCompactions(es []compaction.Entry) []compaction.Entry {
+	out := make([]compaction.Entry, 0, len(es))
+	for _, e := range es {
+		if e.Kind != compaction.KindCompaction {
+			out = append(out, e)
+		}
+	}
+	return out
+}
+
+// needsSummary is step one of the agent flow: everything the caller needs to write the summary,
+// bounded so the response fits a client's tool-output cap. The prompt refers to the
+// conversation and previous_summary fields instead of repeating them.
+func (s *Service) needsSummary(pl *plan, keep int) CompactResult {
+	req := pl.req
+	req.MaxInputTokens = agentConversationTokens
+	p := compaction.BuildPrompt(req)
+	return CompactResult{
+		Status:          StatusNeedsSummary,
+		CompactionID:    encodeToken("c1.", compactionToken{Session: pl.path.header.ID, LastSeq: pl.path.lastSeq, Kept: pl.firstKeptID, Keep: keep}),
+		Prompt:          agentPrompt(req),
+		Conversation:    p.Conversation,
+		PreviousSummary: req.PreviousSummary,
+		ReadFiles:       nonNil(pl.read),
+		ModifiedFiles:   nonNil(pl.modifed),
+	}
+}
+
+// agentPrompt is the instruction text for an agent writing the summary itself.
+func agentPrompt(req compaction.Request) string {
+	const conv = "(the conversation field of this response)"
+	var body string
+	var err error
+	if req.PreviousSummary != "" {
+		body, err = prompts.Update(conv, "(the previous_summary field of this response)", req.Instructions)
+	} else {
+		body, err = prompts.Summary(conv, req.Instructions)
+	}
+	if err != nil {
+		body = "Summarize the conversation field of this response as a structured context checkpoint."
+	}
+	return prompts.System() + "\n\n" + body + "\n\nThen call session_compact again with the same session_id, this compaction_id and your summary. " +
+		"Do not list files: the server appends the read and modified file lists itself."
+}
+
+// commitCompaction appends the compaction entry, provided the session did not move since the
+// plan was made in a way that invalidates it.
+func (s *Service) commitCompaction(ctx context.Context, pl *plan, text, summarizer string, progress func(float64, string)) (CompactResult, error) {
+	id := pl.path.header.ID
+	summary := fileops.AppendTags(text, pl.read, pl.modifed)
+	var res CompactResult
+	err := s.update(ctx, id, func(w *storage.Writer) error {
+		st, err := s.current(id, &w.Reader)
+		if err != nil {
+			return err
+		}
+		if st.lastSeq != pl.path.lastSeq {
+			// The session grew while the summary was written. The compaction still holds if the
+			// kept entry is on the new leaf's path and nobody compacted meanwhile.
+			if !st.onPath(st.leaf, pl.firstKeptID) || st.compactionsSince(pl.path.lastSeq) {
+				return stalef("call session_compact again", "session %s changed while the summary was being written", id)
+			}
+		}
+		c := &Compaction{Summary: summary, FirstKeptID: pl.firstKeptID, TokensBefore: pl.tokensBefore,
+			ReadFiles: nonNil(pl.read), ModifiedFiles: nonNil(pl.modifed), Summarizer: summarizer}
+		b := newBatch(st, st.leaf, s.now())
+		b.barrier = true
+		b.add(Entry{Type: KindCompaction, Compaction: c})
+		// tokens_after is the context a client resumes with: the new summary and what it keeps.
+		c.TokensAfter = estimateText(summary) + st.keptTokens(st.leaf, pl.firstKeptID)
+		if err := s.commit(w, st, b, s.now()); err != nil {
+			return err
+		}
+		res = CompactResult{Status: StatusCompacted, Summary: summary, TokensBefore: c.TokensBefore, TokensAfter: c.TokensAfter,
+			FirstKeptID: c.FirstKeptID, ReadFiles: c.ReadFiles, ModifiedFiles: c.ModifiedFiles, Summarizer: summarizer}
+		return nil
+	})
+	if err != nil {
+		return CompactResult{}, mapStoreErr(id, err)
+	}
+	progress(4, "compacted")
+	return res, nil
+}
+
+// onPath reports whether id is leaf or one of its ancestors.
+func (st *state) onPath(leaf, id string) bool {
+	if id == "" {
+		return true
+	}
+	for n := st.nodes[leaf]; n != nil; n = st.nodes[n.parent] {
+		if n.id == id {
+			return true
+		}
+	}
+	return false
+}
+
+// compactionsSince reports whether a compaction was stored after seq.
+func (st *state) compactionsSince(seq uint64) bool {
+	for _, n := range st.nodes {
+		if n.kind == KindCompaction && n.seq > seq {
+			return true
+		}
+	}
+	return false
+}
+
+// keptTokens sums the estimates from firstKept to leaf along the path.
+func (st *state) keptTokens(leaf, firstKept string) int {
+	if firstKept == "" {
+		return 0
+	}
+	total := 0
+	for n := st.nodes[leaf]; n != nil; n = st.nodes[n.parent] {
+		if n.kind != KindCompaction {
+			total += n.tokens
+		}
+		if n.id == firstKept {
+			break
+		}
+	}
+	return total
+}

@@ -1,0 +1,19 @@
+// Package memory is the session model and the service the tools call.
+//
+// A session is a tree of entries (messages, compactions, branch summaries, labels, renames,
+// model changes) stored as one append-only log per session in package storage. The leaf, the
+// current tip, is always the newest entry: saving with a parent_id appends a new branch and
+// moves the leaf there. Every entry has a server-assigned id unique in its session; a message
+// may also carry the client's own id, which makes saving it again a no-op.
+//
+// The Service validates every request completely before it writes anything, so a rejected call
+// changes nothing. Errors a caller can act on are *Error values wrapping the sentinels
+// ErrInvalid, ErrNotFound, ErrStale and ErrUnavailable, with a message saying what to do.
+//
+// Concurrency: a Service is safe for concurrent use, and several processes may share one store.
+// Every write runs under the session's cross-process lock (storage.Store.Update) and first
+// brings the process's cached view of the session up to date with what other processes wrote.
+//
+// Imports: memory uses compaction, fileops, prompts (through compaction), redact-style hooks
+// (a function in Options) and storage. It never imports mcp-go or mcpserver.
+package memory

@@ -1,0 +1,113 @@
+package memory
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+)
+
+// encodeEntry renders an entry as its stored JSON object: small keys first (type, id,
+// parent_id, ts) so scanners can stop early, and no HTML escaping, so stored text reads and
+// searches as written.
+func encodeEntry(e Entry) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(e); err != nil {
+		return nil, fmt.Errorf("encode %s entry: %w", e.Type, err)
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// redact applies the configured redaction to one text.
+func (s *Service) redact(text string) string {
+	if s.opts.Redact == nil || text == "" {
+		return text
+	}
+	return s.opts.Redact(text)
+}
+
+// redactMessages returns copies of msgs with every text the client sent passed through the
+// redaction hook: text, thinking, tool-call arguments and tool output. Entry ids given on input
+// are dropped: the server assigns them.
+func (s *Service) redactMessages(msgs []Message) []Message {
+	out := make([]Message, len(msgs))
+	for i, m := range msgs {
+		m.EntryID = ""
+		if s.opts.Redact != nil {
+			m.Content = s.redactBlocks(m.Content)
+		}
+		out[i] = m
+	}
+	return out
+}
+
+func (s *Service) redactBlocks(bs []Block) []Block {
+	out := make([]Block, len(bs))
+	for i, b := range bs {
+		b.Text = s.redact(b.Text)
+		b.Thinking = s.redact(b.Thinking)
+		if len(b.Arguments) > 0 {
+			b.Arguments = s.redactJSON(b.Arguments)
+		}
+		if len(b.Content) > 0 {
+			b.Content = s.redactBlocks(b.Content)
+		}
+		out[i] = b
+	}
+	return out
+}
+
+// redactJSON redacts every string inside a JSON value, keys included. Values the hook leaves
+// alone are returned byte for byte, so clean arguments keep their original key order.
+func (s *Service) redactJSON(raw json.RawMessage) json.RawMessage {
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil || !s.changes(v) {
+		return raw
+	}
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(s.redactValue(v)); err != nil {
+		return raw
+	}
+	return json.RawMessage(bytes.TrimRight(buf.Bytes(), "\n"))
+}
+
+func (s *Service) changes(v any) bool {
+	switch x := v.(type) {
+	case string:
+		return s.redact(x) != x
+	case []any:
+		for _, e := range x {
+			if s.changes(e) {
+				return true
+			}
+		}
+	case map[string]any:
+		for k, e := range x {
+			if s.redact(k) != k || s.changes(e) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+func (s *Service) redactValue(v any) any {
+	switch x := v.(type) {
+	case string:
+		return s.redact(x)
+	case []any:
+		for i := range x {
+			x[i] = s.redactValue(x[i])
+		}
+	case map[string]any:
+		out := make(map[string]any, len(x))
+		for k, e := range x {
+			out[s.redact(k)] = s.redactValue(e)
+		}
+		return out
+	}
+	return v
+}

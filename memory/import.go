@@ -1,0 +1,146 @@
+package memory
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"encoding/json"
+	"errors"
+	"fmt"
+
+	"github.com/sessionmem/sessionmem/fileops"
+	"github.com/sessionmem/sessionmem/storage"
+)
+
+// Import stores a foreign transcript in the session req.SessionID, creating it with that id if
+// it does not exist. Messages whose id is already stored, and summaries whose key is, are
+// skipped, so importing the same transcript again adds nothing and importing a grown one adds
+// only the new part. Everything is validated before anything is written.
+func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, error) {
+	if err := checkSessionID("session_id", req.SessionID); err != nil {
+		return ImportResult{}, err
+	}
+	if err := checkWorkingDir(req.WorkingDir); err != nil {
+		return ImportResult{}, err
+	}
+	if err := checkMeta(req.Name, req.Model, req.Provider); err != nil {
+		return ImportResult{}, err
+	}
+	for i := range req.Items {
+		it := &req.Items[i]
+		switch {
+		case it.Message != nil && it.Summary != "":
+			return ImportResult{}, invalidf("give each item either a message or a summary", "items[%d] has both", i)
+		case it.Message != nil:
+			if err := validateMessage(it.Message); err != nil {
+				return ImportResult{}, invalidf(err.Hint, "items[%d]: %s", i, err.Msg)
+			}
+		case it.Summary == "":
+			return ImportResult{}, invalidf("give each item a message or a summary", "items[%d] is empty", i)
+		}
+	}
+	res := ImportResult{SessionID: req.SessionID}
+	if _, err := s.store.Get(req.SessionID); err != nil {
+		if !isNotFound(err) {
+			return ImportResult{}, mapStoreErr(req.SessionID, err)
+		}
+		if req.WorkingDir == "" {
+			return ImportResult{}, invalidf("pass the transcript's working directory", "working_dir is required to create session %s", req.SessionID)
+		}
+		created := req.Created
+		if created.IsZero() {
+			created = s.now()
+		}
+		h := storage.Header{Version: storage.FormatVersion, ID: req.SessionID, Created: created, WorkingDir: req.WorkingDir}
+		err := s.store.Create(h, storage.Meta{ID: req.SessionID, WorkingDir: req.WorkingDir, Created: created, Updated: created})
+		if err != nil && !isExists(err) {
+			return ImportResult{}, fmt.Errorf("create session %s: %w", req.SessionID, err)
+		}
+		res.Created = err == nil
+	}
+	err := s.update(ctx, req.SessionID, func(w *storage.Writer) error {
+		st, err := s.current(req.SessionID, &w.Reader)
+		if err != nil {
+			return err
+		}
+		last := st.updated
+		b := newBatch(st, st.leaf, s.now())
+		if req.Name != "" && req.Name != st.name {
+			b.add(Entry{Type: KindSessionInfo, SessionInfo: &SessionInfo{Name: req.Name}, Time: req.Created})
+		}
+		if (req.Model != "" && req.Model != st.model) || (req.Provider != "" && req.Provider != st.provider) {
+			b.add(Entry{Type: KindModelChange, ModelChange: &ModelChange{Model: req.Model, Provider: req.Provider}, Time: req.Created})
+		}
+		var files fileops.Sets
+		for _, it := range req.Items {
+			if it.Time.After(last) {
+				last = it.Time
+			}
+			e := Entry{Time: it.Time}
+			if it.EntryID != "" && validID(it.EntryID) && !st.has(it.EntryID) && !b.taken[it.EntryID] {
+				e.ID = it.EntryID
+			}
+			if it.Message != nil {
+				if it.Message.ID != "" {
+					if _, dup := st.client[it.Message.ID]; dup || b.taken["client:"+it.Message.ID] {
+						continue
+					}
+					b.taken["client:"+it.Message.ID] = true
+				}
+				m := s.redactMessages([]Message{*it.Message})[0]
+				files.Add(s.files.Message(mustJSON(m), req.WorkingDir)...)
+				e.Type, e.Message = KindMessage, &m
+				b.add(e)
+				res.Added++
+				continue
+			}
+			key := it.Key
+			if key == "" {
+				sum := sha256.Sum256([]byte(it.Summary))
+				key = "import-" + hex.EncodeToString(sum[:8])
+			}
+			if _, dup := st.client[key]; dup || b.taken["client:"+key] {
+				continue
+			}
+			b.taken["client:"+key] = true
+			read, modified := it.ReadFiles, it.ModifiedFiles
+			if len(read) == 0 && len(modified) == 0 {
+				read, modified = files.Lists()
+			} else {
+				files.AddLists(read, modified)
+			}
+			kept := it.FirstKeptID
+			if kept != "" && !st.has(kept) && !b.taken[kept] {
+				kept = ""
+			}
+			who := it.Summarizer
+			if who == "" {
+				who = SummarizerImport
+			}
+			text := summaryText(s.redact(it.Summary))
+			e.Type = KindCompaction
+			e.Compaction = &Compaction{Summary: fileops.AppendTags(text, read, modified), FirstKeptID: kept,
+				ReadFiles: nonNil(read), ModifiedFiles: nonNil(modified), Summarizer: who, Key: key,
+				TokensAfter: estimateText(text)}
+			b.add(e)
+			res.Added++
+		}
+		if last.IsZero() {
+			last = s.now()
+		}
+		return s.commit(w, st, b, last)
+	})
+	if err != nil {
+		return ImportResult{}, mapStoreErr(req.SessionID, err)
+	}
+	return res, nil
+}
+
+func isNotFound(err error) bool { return errors.Is(err, storage.ErrNotFound) }
+func isExists(err error) bool   { return errors.Is(err, storage.ErrExists) }
+
+// mustJSON encodes a validated message (which cannot fail).
+func mustJSON(m Message) []byte {
+	b, _ := json.Marshal(m)
+	return b
+}

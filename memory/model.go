@@ -1,0 +1,252 @@
+package memory
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"time"
+)
+
+// Role is who produced a message.
+type Role string
+
+// Message roles of the contract.
+const (
+	RoleSystem     Role = "system"
+	RoleUser       Role = "user"
+	RoleAssistant  Role = "assistant"
+	RoleToolResult Role = "tool_result"
+)
+
+// Block types of the contract.
+const (
+	BlockText       = "text"
+	BlockThinking   = "thinking"
+	BlockToolCall   = "tool_call"
+	BlockToolResult = "tool_result"
+	BlockImage      = "image"
+)
+
+// Message is one conversation message in the contract's shape. On input Content may be a string
+// (shorthand for one text block); on output it is always the block form.
+type Message struct {
+	// ID is the client's own idempotency key within a session (optional).
+	ID string `json:"id,omitempty"`
+	// EntryID is the server-assigned entry id (output only).
+	EntryID string  `json:"entry_id,omitempty"`
+	Role    Role    `json:"role"`
+	Content []Block `json:"content"`
+	Usage   *Usage  `json:"usage,omitempty"`
+}
+
+// Usage is the token usage a client reports with an assistant turn.
+type Usage struct {
+	InputTokens  int `json:"input_tokens"`
+	OutputTokens int `json:"output_tokens"`
+}
+
+// Block is one content block. Which fields are set depends on Type:
+// text: Text; thinking: Thinking; tool_call: ID, Name, Arguments; tool_result: ToolCallID,
+// Content, IsError; image: MediaType, Data (base64).
+type Block struct {
+	Type       string          `json:"type"`
+	Text       string          `json:"text,omitempty"`
+	Thinking   string          `json:"thinking,omitempty"`
+	ID         string          `json:"id,omitempty"`
+	Name       string          `json:"name,omitempty"`
+	Arguments  json.RawMessage `json:"arguments,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty"`
+	Content    []Block         `json:"content,omitempty"`
+	IsError    bool            `json:"is_error,omitempty"`
+	MediaType  string          `json:"media_type,omitempty"`
+	Data       string          `json:"data,omitempty"`
+}
+
+// UnmarshalJSON accepts content as a string or a block list.
+func (m *Message) UnmarshalJSON(b []byte) error {
+	var raw struct {
+		ID      string          `json:"id"`
+		EntryID string          `json:"entry_id"`
+		Role    Role            `json:"role"`
+		Content json.RawMessage `json:"content"`
+		Usage   *Usage          `json:"usage"`
+	}
+	if err := json.Unmarshal(b, &raw); err != nil {
+		return err
+	}
+	blocks, err := decodeContent(raw.Content)
+	if err != nil {
+		return fmt.Errorf("content: %w", err)
+	}
+	*m = Message{ID: raw.ID, EntryID: raw.EntryID, Role: raw.Role, Content: blocks, Usage: raw.Usage}
+	return nil
+}
+
+// UnmarshalJSON accepts a tool_result block's content as a string or a block list.
+func (b *Block) UnmarshalJSON(data []byte) error {
+	type plain Block
+	var raw struct {
+		plain
+		Content json.RawMessage `json:"content"`
+	}
+	if err := json.Unmarshal(data, &raw); err != nil {
+		return err
+	}
+	*b = Block(raw.plain)
+	blocks, err := decodeContent(raw.Content)
+	if err != nil {
+		return fmt.Errorf("%s block content: %w", b.Type, err)
+	}
+	b.Content = blocks
+	return nil
+}
+
+// decodeContent turns a string or a block list into blocks; null or absent gives nil.
+func decodeContent(raw json.RawMessage) ([]Block, error) {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
+		return nil, nil
+	}
+	if raw[0] == '"' {
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			return nil, err
+		}
+		return []Block{{Type: BlockText, Text: s}}, nil
+	}
+	if raw[0] != '[' {
+		return nil, fmt.Errorf("must be a string or a list of blocks")
+	}
+	var blocks []Block
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return nil, err
+	}
+	return blocks, nil
+}
+
+// MarshalJSON writes exactly the fields of the block's type, so an empty text stays "text":""
+// and is_error is always present on tool results.
+func (b Block) MarshalJSON() ([]byte, error) {
+	switch b.Type {
+	case BlockText:
+		return json.Marshal(struct {
+			Type string `json:"type"`
+			Text string `json:"text"`
+		}{b.Type, b.Text})
+	case BlockThinking:
+		return json.Marshal(struct {
+			Type     string `json:"type"`
+			Thinking string `json:"thinking"`
+		}{b.Type, b.Thinking})
+	case BlockToolCall:
+		args := b.Arguments
+		if len(args) == 0 {
+			args = json.RawMessage("{}")
+		}
+		return json.Marshal(struct {
+			Type      string          `json:"type"`
+			ID        string          `json:"id"`
+			Name      string          `json:"name"`
+			Arguments json.RawMessage `json:"arguments"`
+		}{b.Type, b.ID, b.Name, args})
+	case BlockToolResult:
+		content := b.Content
+		if content == nil {
+			content = []Block{}
+		}
+		return json.Marshal(struct {
+			Type       string  `json:"type"`
+			ToolCallID string  `json:"tool_call_id"`
+			Content    []Block `json:"content"`
+			IsError    bool    `json:"is_error"`
+		}{b.Type, b.ToolCallID, content, b.IsError})
+	case BlockImage:
+		return json.Marshal(struct {
+			Type      string `json:"type"`
+			MediaType string `json:"media_type"`
+			Data      string `json:"data"`
+		}{b.Type, b.MediaType, b.Data})
+	}
+	type plain Block
+	return json.Marshal(plain(b))
+}
+
+// Entry kinds stored in a session log.
+const (
+	KindMessage       = "message"
+	KindCompaction    = "compaction"
+	KindBranchSummary = "branch_summary"
+	KindLabel         = "label"
+	KindSessionInfo   = "session_info"
+	KindModelChange   = "model_change"
+)
+
+// Entry is one node of a session's tree, stored as one record. Exactly one of the payload
+// pointers is set, matching Type.
+type Entry struct {
+	Type     string    `json:"type"`
+	ID       string    `json:"id"`
+	ParentID string    `json:"parent_id,omitempty"`
+	Time     time.Time `json:"ts"`
+
+	Message       *Message       `json:"message,omitempty"`
+	Compaction    *Compaction    `json:"compaction,omitempty"`
+	BranchSummary *BranchSummary `json:"branch_summary,omitempty"`
+	Label         *Label         `json:"label,omitempty"`
+	SessionInfo   *SessionInfo   `json:"session_info,omitempty"`
+	ModelChange   *ModelChange   `json:"model_change,omitempty"`
+}
+
+// Compaction replaces the path before FirstKeptID with Summary.
+type Compaction struct {
+	// Summary is the summary text followed by the <read-files>/<modified-files> blocks.
+	Summary       string   `json:"summary"`
+	FirstKeptID   string   `json:"first_kept_id"`
+	TokensBefore  int      `json:"tokens_before"`
+	TokensAfter   int      `json:"tokens_after"`
+	ReadFiles     []string `json:"read_files"`
+	ModifiedFiles []string `json:"modified_files"`
+	// Summarizer names who wrote the summary: agent, sampling, llm, extractive or import.
+	Summarizer string `json:"summarizer"`
+	// Key is an imported compaction's idempotency key, so importing it again adds nothing.
+	Key string `json:"key,omitempty"`
+}
+
+// BranchSummary summarizes an abandoned branch when the leaf moves back in the tree.
+type BranchSummary struct {
+	FromID  string `json:"from_id"`
+	Summary string `json:"summary"`
+}
+
+// Label names (or, when empty, un-names) an entry.
+type Label struct {
+	TargetID string `json:"target_id"`
+	Label    string `json:"label"`
+}
+
+// SessionInfo renames the session.
+type SessionInfo struct {
+	Name string `json:"name"`
+}
+
+// ModelChange records a switch of model or provider.
+type ModelChange struct {
+	Model    string `json:"model,omitempty"`
+	Provider string `json:"provider,omitempty"`
+}
+
+// Session is a session's metadata as tools report it.
+type Session struct {
+	ID              string    `json:"session_id"`
+	Name            string    `json:"name"`
+	WorkingDir      string    `json:"working_dir"`
+	Model           string    `json:"model"`
+	Provider        string    `json:"provider,omitempty"`
+	ParentSessionID string    `json:"parent_session_id,omitempty"`
+	CreatedAt       time.Time `json:"created_at"`
+	UpdatedAt       time.Time `json:"updated_at"`
+	MessageCount    int       `json:"message_count"`
+	Compactions     int       `json:"compactions"`
+	ContextTokens   int       `json:"context_tokens"`
+	Preview         string    `json:"preview"`
+}

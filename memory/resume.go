@@ -1,0 +1,288 @@
+package memory
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/sessionmem/sessionmem/compaction"
+	"github.com/sessionmem/sessionmem/fileops"
+)
+
+// Resume paging limits.
+const (
+	DefaultMaxTokens = 20000
+	MinMaxTokens     = 1000
+	// PruneProtectTokens is the newest part of the context whose tool outputs prune keeps.
+	PruneProtectTokens = 40000
+	// responseSlack leaves room for the short text block a transport adds next to the result.
+	responseSlack = 400
+)
+
+type resumeCursor struct {
+	Session string `json:"s"`
+	Next    string `json:"n"` // entry id of the next message to return
+}
+
+// Resume returns the context to continue a session: the latest summary with its file lists,
+// then the kept and newer messages, oldest first, paged so that no response exceeds max_tokens.
+func (s *Service) Resume(ctx context.Context, req ResumeRequest) (ResumeResult, error) {
+	maxTokens := req.MaxTokens
+	switch {
+	case maxTokens == 0:
+		maxTokens = DefaultMaxTokens
+	case maxTokens < MinMaxTokens:
+		return ResumeResult{}, invalidf(fmt.Sprintf("pass max_tokens of at least %d, or omit it for %d", MinMaxTokens, DefaultMaxTokens),
+			"max_tokens %d is too small", maxTokens)
+	}
+	var cur *resumeCursor
+	if req.Cursor != "" {
+		var c resumeCursor
+		if err := decodeToken("r1.", req.Cursor, &c); err != nil || c.Next == "" {
+			return ResumeResult{}, stalef("pass next_cursor exactly as session_resume returned it, or omit cursor", "cursor is not a session_resume cursor")
+		}
+		if req.SessionID != "" && c.Session != req.SessionID {
+			return ResumeResult{}, stalef("use a cursor only with the session it came from", "cursor belongs to session %s, not %s", c.Session, req.SessionID)
+		}
+		cur = &c
+	}
+	id := req.SessionID
+	if id == "" && cur != nil {
+		id = cur.Session
+	}
+	if id == "" {
+		if req.WorkingDir == "" {
+			return ResumeResult{}, invalidf("pass session_id, or working_dir to resume the newest session of that project",
+				"session_id and working_dir are both missing")
+		}
+		if err := checkWorkingDir(req.WorkingDir); err != nil {
+			return ResumeResult{}, err
+		}
+		metas, err := s.listMetas(req.WorkingDir, "")
+		if err != nil {
+			return ResumeResult{}, err
+		}
+		if len(metas) == 0 {
+			return ResumeResult{}, notFoundf("start one with session_save, or call session_list without working_dir to see all sessions",
+				"no session for working_dir %s", req.WorkingDir)
+		}
+		id = metas[0].ID
+	} else if err := checkSessionID("session_id", id); err != nil {
+		return ResumeResult{}, err
+	}
+	p, err := s.readPath(ctx, id, false)
+	if err != nil {
+		return ResumeResult{}, err
+	}
+	res := ResumeResult{SessionID: id, WorkingDir: p.header.WorkingDir, ReadFiles: []string{}, ModifiedFiles: []string{},
+		Messages: []Message{}, ContextTokens: p.contextTokens()}
+	var msgs []Message
+	for _, e := range p.context() {
+		if m, ok := outputMessage(e); ok {
+			msgs = append(msgs, m)
+		}
+	}
+	if req.Prune {
+		pruneToolOutputs(msgs, PruneProtectTokens)
+	}
+	start := 0
+	if cur != nil {
+		start = -1
+		for i, m := range msgs {
+			if m.EntryID == cur.Next {
+				start = i
+				break
+			}
+		}
+		if start < 0 {
+			return ResumeResult{}, stalef("start again without cursor", "cursor is stale: the session changed since that page (it was compacted or moved to another branch)")
+		}
+	} else if c := p.compaction(); c != nil {
+		res.Summary = c.Summary
+		res.ReadFiles = nonNil(c.ReadFiles)
+		res.ModifiedFiles = nonNil(c.ModifiedFiles)
+	}
+	budget := maxTokens*4 - responseSlack
+	used := jsonChars(res)
+	if used > budget/2 && res.Summary != "" {
+		// A summary this large would leave no room for messages: cut it, saying so.
+		over := used - budget/2
+		res.Summary = truncateText(res.Summary, utf8.RuneCountInString(res.Summary)-over-200,
+			"the summary was cut to fit max_tokens; call session_resume with a larger max_tokens for all of it")
+		used = jsonChars(res)
+	}
+	for i := start; i < len(msgs); i++ {
+		size := jsonChars(msgs[i]) + 1
+		if used+size > budget {
+			if len(res.Messages) > 0 {
+				res.NextCursor = encodeToken("r1.", resumeCursor{Session: id, Next: msgs[i].EntryID})
+				break
+			}
+			// A single message larger than the whole budget: send it cut, and move on.
+			msgs[i] = shrinkMessage(msgs[i], budget-used-200)
+			size = jsonChars(msgs[i]) + 1
+		}
+		res.Messages = append(res.Messages, msgs[i])
+		used += size
+	}
+	return res, nil
+}
+
+func nonNil(s []string) []string {
+	if s == nil {
+		return []string{}
+	}
+	return s
+}
+
+// jsonChars is the length in characters of v's JSON encoding, the contract's token measure ×4.
+func jsonChars(v any) int {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return 0
+	}
+	return utf8.RuneCount(b)
+}
+
+// truncateText keeps the first keep characters of s and appends a note.
+func truncateText(s string, keep int, why string) string {
+	if keep < 0 {
+		keep = 0
+	}
+	n := utf8.RuneCountInString(s)
+	if n <= keep {
+		return s
+	}
+	cut := 0
+	for i := range s {
+		if keep == 0 {
+			cut = i
+			break
+		}
+		keep--
+	}
+	return s[:cut] + fmt.Sprintf("\n[… %d characters not shown: %s]", n-utf8.RuneCountInString(s[:cut]), why)
+}
+
+// shrinkMessage cuts the longest texts of m until its JSON fits in chars.
+func shrinkMessage(m Message, chars int) Message {
+	if chars < 200 {
+		chars = 200
+	}
+	m.Content = append([]Block(nil), m.Content...)
+	for range 8 {
+		over := jsonChars(m) - chars
+		if over <= 0 {
+			return m
+		}
+		b, sub := largestText(m.Content)
+		if b == nil {
+			return m
+		}
+		text := blockText(b, sub)
+		*text = truncateText(*text, utf8.RuneCountInString(*text)-over-120, "this message is larger than max_tokens")
+		if b.Type == BlockImage {
+			b.Data = ""
+		}
+	}
+	return m
+}
+
+// largestText finds the block whose text field is longest (searching tool_result content too).
+func largestText(bs []Block) (*Block, int) {
+	var best *Block
+	bestSub, bestLen := -1, -1
+	for i := range bs {
+		b := &bs[i]
+		if n := len(*blockText(b, -1)); n > bestLen {
+			best, bestSub, bestLen = b, -1, n
+		}
+		if b.Type == BlockToolResult {
+			b.Content = append([]Block(nil), b.Content...)
+			for j := range b.Content {
+				if n := len(*blockText(&b.Content[j], -1)); n > bestLen {
+					best, bestSub, bestLen = b, j, n
+				}
+			}
+		}
+	}
+	if bestLen <= 0 {
+		return nil, 0
+	}
+	return best, bestSub
+}
+
+func blockText(b *Block, sub int) *string {
+	if sub >= 0 {
+		return blockText(&b.Content[sub], -1)
+	}
+	switch b.Type {
+	case BlockThinking:
+		return &b.Thinking
+	case BlockImage:
+		return &b.Data
+	case BlockToolCall:
+		s := string(b.Arguments)
+		return &s
+	}
+	return &b.Text
+}
+
+// pruneToolOutputs replaces the content of tool results older than the newest protect tokens
+// with a one-line placeholder. Only the response changes; the store keeps everything.
+func pruneToolOutputs(msgs []Message, protect int) {
+	seen := 0
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if seen < protect {
+			if b, err := json.Marshal(msgs[i]); err == nil {
+				seen += compaction.EstimateMessage(b)
+			}
+			continue
+		}
+		m := &msgs[i]
+		m.Content = append([]Block(nil), m.Content...)
+		for j := range m.Content {
+			b := &m.Content[j]
+			if b.Type != BlockToolResult {
+				continue
+			}
+			n := 0
+			for _, c := range b.Content {
+				n += utf8.RuneCountInString(c.Text) + len(c.Data)
+			}
+			b.Content = []Block{{Type: BlockText, Text: fmt.Sprintf("[tool output pruned from this view: %d characters; resume without prune to see it]", n)}}
+		}
+	}
+}
+
+// Transcript reads a session's whole current path.
+func (s *Service) Transcript(ctx context.Context, sessionID string) (Transcript, error) {
+	if err := checkSessionID("session_id", sessionID); err != nil {
+		return Transcript{}, err
+	}
+	meta, err := s.Get(ctx, sessionID)
+	if err != nil {
+		return Transcript{}, err
+	}
+	p, err := s.readPath(ctx, sessionID, true)
+	if err != nil {
+		return Transcript{}, err
+	}
+	t := Transcript{Session: meta, ReadFiles: []string{}, ModifiedFiles: []string{}, Messages: []Message{}}
+	if c := p.compaction(); c != nil {
+		t.Summary = c.Summary
+		t.ReadFiles = nonNil(c.ReadFiles)
+		t.ModifiedFiles = nonNil(c.ModifiedFiles)
+	}
+	for _, e := range p.entries {
+		if m, ok := outputMessage(e); ok {
+			t.Messages = append(t.Messages, m)
+		}
+	}
+	return t, nil
+}
+
+// summaryText returns a stored summary without its file tags.
+func summaryText(summary string) string { return strings.TrimSpace(fileops.StripTags(summary)) }

@@ -1,0 +1,473 @@
+package memory
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sessionmem/sessionmem/compaction"
+	"github.com/sessionmem/sessionmem/fileops"
+	"github.com/sessionmem/sessionmem/storage"
+)
+
+// cacheSize bounds how many sessions' states a process keeps (about 100 bytes per entry each).
+const cacheSize = 64
+
+// Service is what the tools call. It is safe for concurrent use, and several processes may
+// share one store.
+type Service struct {
+	store *storage.Store
+	opts  Options
+	log   *slog.Logger
+	now   func() time.Time
+	files fileops.Extractor
+
+	mu    sync.Mutex
+	cache map[string]*state
+	lru   []string
+	locks map[string]*sessionLock
+}
+
+// sessionLock serializes this process's writers of one session. The store's file lock already
+// excludes them, but the race detector cannot see file locks, and waiting on a mutex is cheaper
+// than on flock.
+type sessionLock struct {
+	mu   sync.Mutex
+	refs int
+}
+
+// update runs fn under the session's in-process lock and the store's exclusive lock.
+func (s *Service) update(ctx context.Context, id string, fn func(w *storage.Writer) error) error {
+	s.mu.Lock()
+	l := s.locks[id]
+	if l == nil {
+		l = &sessionLock{}
+		s.locks[id] = l
+	}
+	l.refs++
+	s.mu.Unlock()
+	l.mu.Lock()
+	defer func() {
+		l.mu.Unlock()
+		s.mu.Lock()
+		if l.refs--; l.refs == 0 {
+			delete(s.locks, id)
+		}
+		s.mu.Unlock()
+	}()
+	return s.store.Update(ctx, id, fn)
+}
+
+// New returns a Service over store.
+func New(store *storage.Store, opts Options) *Service {
+	s := &Service{store: store, opts: opts, log: opts.Logger, now: opts.Now,
+		files: fileops.Extractor{Mapping: opts.FileMapping}, cache: map[string]*state{}, locks: map[string]*sessionLock{}}
+	if s.log == nil {
+		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
+	}
+	if s.now == nil {
+		s.now = time.Now
+	}
+	return s
+}
+
+// Store returns the underlying store.
+func (s *Service) Store() *storage.Store { return s.store }
+
+func (s *Service) newSessionID() string {
+	if s.opts.NewID != nil {
+		return s.opts.NewID()
+	}
+	return newSessionID(s.now())
+}
+
+// current returns the session's state brought up to date with the log. The caller holds the
+// session's exclusive lock, so nobody else mutates the returned state meanwhile.
+func (s *Service) current(id string, r *storage.Reader) (*state, error) {
+	s.mu.Lock()
+	st := s.cache[id]
+	s.mu.Unlock()
+	last := r.LastSeq()
+	h := r.Header()
+	switch {
+	case st == nil || st.lastSeq > last || !st.header.Created.Equal(h.Created):
+		st = newState(h)
+		if err := st.applyAll(r.Records(1)); err != nil {
+			return nil, fmt.Errorf("read session %s: %w", id, err)
+		}
+	case st.lastSeq < last:
+		if err := st.applyAll(r.Records(st.lastSeq + 1)); err != nil {
+			s.forget(id)
+			return nil, fmt.Errorf("read session %s: %w", id, err)
+		}
+	}
+	s.remember(id, st)
+	return st, nil
+}
+
+func (s *Service) remember(id string, st *state) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, ok := s.cache[id]; !ok {
+		s.lru = append(s.lru, id)
+		if len(s.lru) > cacheSize {
+			delete(s.cache, s.lru[0])
+			s.lru = s.lru[1:]
+		}
+	}
+	s.cache[id] = st
+}
+
+func (s *Service) forget(id string) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	delete(s.cache, id)
+	for i, x := range s.lru {
+		if x == id {
+			s.lru = append(s.lru[:i], s.lru[i+1:]...)
+			break
+		}
+	}
+}
+
+// mapStoreErr turns storage errors about a session into caller-facing errors.
+func mapStoreErr(id string, err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, storage.ErrNotFound):
+		return notFoundf("call session_list to see existing sessions", "no session %q", clip(id, 80))
+	case errors.Is(err, storage.ErrInvalidID):
+		return checkSessionID("session_id", id)
+	case errors.Is(err, storage.ErrNewerFormat):
+		return &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("session %s was written by a newer sessionmem", id),
+			Hint: "upgrade sessionmem to read it"}
+	case errors.Is(err, storage.ErrCorrupt):
+		return &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("session %s is damaged beyond automatic repair", id),
+			Hint: "run 'sessionmem verify' to see what can be recovered"}
+	}
+	var e *Error
+	if errors.As(err, &e) {
+		return e
+	}
+	return err
+}
+
+// Save appends messages, creating the session when SessionID is empty.
+func (s *Service) Save(ctx context.Context, req SaveRequest) (SaveResult, error) {
+	creating := req.SessionID == ""
+	if creating {
+		if req.WorkingDir == "" {
+			return SaveResult{}, invalidf("pass working_dir (the project's absolute path) when creating a session, or pass session_id to add to an existing one",
+				"working_dir is required when session_id is omitted")
+		}
+		if req.ParentID != "" {
+			return SaveResult{}, invalidf("omit parent_id when creating a session", "parent_id given for a new session")
+		}
+	} else if err := checkSessionID("session_id", req.SessionID); err != nil {
+		return SaveResult{}, err
+	}
+	if err := checkWorkingDir(req.WorkingDir); err != nil {
+		return SaveResult{}, err
+	}
+	if req.ParentID != "" && !validID(req.ParentID) {
+		return SaveResult{}, invalidf("pass an entry id from leaf_id or a message's entry_id", "parent_id %q is not a valid id", clip(req.ParentID, 80))
+	}
+	if err := checkMeta(req.Name, req.Model, req.Provider); err != nil {
+		return SaveResult{}, err
+	}
+	if req.ContextWindow < 0 {
+		return SaveResult{}, invalidf("pass the model's context window in tokens, or omit it", "context_window is negative")
+	}
+	if _, err := validateMessages(req.Messages); err != nil {
+		return SaveResult{}, err
+	}
+	msgs := s.redactMessages(req.Messages)
+	id := req.SessionID
+	now := s.now()
+	if creating {
+		id = s.newSessionID()
+		h := storage.Header{Version: storage.FormatVersion, ID: id, Created: now, WorkingDir: req.WorkingDir}
+		m := storage.Meta{ID: id, WorkingDir: req.WorkingDir, Created: now, Updated: now}
+		if err := s.store.Create(h, m); err != nil {
+			return SaveResult{}, fmt.Errorf("create session: %w", err)
+		}
+	}
+	var res SaveResult
+	err := s.update(ctx, id, func(w *storage.Writer) error {
+		st, err := s.current(id, &w.Reader)
+		if err != nil {
+			return err
+		}
+		parent := st.leaf
+		if req.ParentID != "" {
+			if !st.has(req.ParentID) {
+				return notFoundf("pass leaf_id from an earlier session_save or an entry_id from session_resume",
+					"parent_id %q is not an entry of session %s", req.ParentID, id)
+			}
+			parent = req.ParentID
+		}
+		b := newBatch(st, parent, now)
+		if req.Name != "" && req.Name != st.name {
+			b.add(Entry{Type: KindSessionInfo, SessionInfo: &SessionInfo{Name: req.Name}})
+		}
+		if (req.Model != "" && req.Model != st.model) || (req.Provider != "" && req.Provider != st.provider) {
+			b.add(Entry{Type: KindModelChange, ModelChange: &ModelChange{Model: req.Model, Provider: req.Provider}})
+		}
+		seen := map[string]bool{}
+		for i := range msgs {
+			m := msgs[i]
+			if m.ID != "" {
+				if _, dup := st.client[m.ID]; dup || seen[m.ID] {
+					continue
+				}
+				seen[m.ID] = true
+			}
+			b.add(Entry{Type: KindMessage, Message: &m})
+			res.Saved++
+		}
+		if err := s.commit(w, st, b, now); err != nil {
+			return err
+		}
+		res.SessionID = id
+		res.MessageCount = st.messages
+		res.LeafID = st.leaf
+		res.ContextTokens = st.contextTokens(st.leaf)
+		res.ShouldCompact = compaction.ShouldCompact(res.ContextTokens, req.ContextWindow)
+		return nil
+	})
+	if err != nil {
+		return SaveResult{}, mapStoreErr(id, err)
+	}
+	return res, nil
+}
+
+func checkMeta(name, model, provider string) error {
+	for _, f := range []struct{ field, v string }{{"name", name}, {"model", model}, {"provider", provider}} {
+		if len(f.v) > MaxNameBytes {
+			return invalidf(fmt.Sprintf("keep %s under %d bytes", f.field, MaxNameBytes), "%s is %d bytes long", f.field, len(f.v))
+		}
+		if strings.ContainsAny(f.v, "\x00\n\r") {
+			return invalidf(fmt.Sprintf("pass %s as one line of text", f.field), "%s contains a line break or NUL", f.field)
+		}
+	}
+	return nil
+}
+
+// batch builds the entries one call appends, chaining each to the one before.
+type batch struct {
+	st      *state
+	parent  string
+	now     time.Time
+	entries []Entry
+	taken   map[string]bool
+	barrier bool // seal before the first record (compactions start a new frame)
+}
+
+func newBatch(st *state, parent string, now time.Time) *batch {
+	return &batch{st: st, parent: parent, now: now, taken: map[string]bool{}}
+}
+
+// add appends e as a child of the previous entry, assigning a fresh id unless e has one.
+func (b *batch) add(e Entry) {
+	if e.ID == "" {
+		e.ID = b.st.newEntryID(b.taken)
+	}
+	b.taken[e.ID] = true
+	e.ParentID = b.parent
+	if e.Time.IsZero() {
+		e.Time = b.now
+	}
+	b.entries = append(b.entries, e)
+	b.parent = e.ID
+}
+
+// commit appends the batch and applies it to st: one storage append (one write, one fsync),
+// or one per compaction in the batch, since each compaction must start a new frame. With
+// nothing to write it touches nothing. On failure the cached state is dropped, since it may be
+// half-applied.
+func (s *Service) commit(w *storage.Writer, st *state, b *batch, updated time.Time) error {
+	id := st.header.ID
+	var seg []storage.Record
+	flush := func() error {
+		if len(seg) == 0 {
+			return nil
+		}
+		written, err := w.Append(seg, st.meta(updated))
+		if err != nil {
+			s.forget(id)
+			return fmt.Errorf("append to session %s: %w", id, err)
+		}
+		if len(written) != len(seg) || written[len(written)-1].Seq != st.lastSeq {
+			// Records we did not see slipped in; rebuild from the log next time.
+			s.forget(id)
+		}
+		seg = nil
+		return nil
+	}
+	for i, e := range b.entries {
+		data, err := encodeEntry(e)
+		if err != nil {
+			return err
+		}
+		barrier := e.Type == KindCompaction || (b.barrier && i == 0)
+		if barrier {
+			if err := flush(); err != nil {
+				return err
+			}
+		}
+		r := storage.Record{Seq: st.lastSeq + 1, Kind: e.Type, Data: data, Barrier: barrier}
+		if err := st.apply(r); err != nil {
+			s.forget(id)
+			return err
+		}
+		seg = append(seg, r)
+	}
+	return flush()
+}
+
+// List lists sessions newest first.
+func (s *Service) List(ctx context.Context, req ListRequest) (ListResult, error) {
+	limit, err := checkLimit(req.Limit, 20, 100)
+	if err != nil {
+		return ListResult{}, err
+	}
+	if err := checkWorkingDir(req.WorkingDir); err != nil {
+		return ListResult{}, err
+	}
+	var after *listCursor
+	if req.Cursor != "" {
+		var c listCursor
+		if err := decodeToken("l1.", req.Cursor, &c); err != nil || c.ID == "" {
+			return ListResult{}, stalef("pass next_cursor exactly as session_list returned it, or omit cursor to start over",
+				"cursor is not a session_list cursor")
+		}
+		if c.Query != req.Query || c.WorkingDir != req.WorkingDir {
+			return ListResult{}, stalef("repeat the same working_dir and query with a cursor, or omit cursor to start over",
+				"cursor belongs to a listing with other filters")
+		}
+		after = &c
+	}
+	metas, err := s.listMetas(req.WorkingDir, req.Query)
+	if err != nil {
+		return ListResult{}, err
+	}
+	start := 0
+	if after != nil {
+		start = len(metas)
+		for i, m := range metas {
+			if newerFirst(after.Updated, after.ID, m.Updated, m.ID) {
+				start = i
+				break
+			}
+		}
+	}
+	res := ListResult{Sessions: []Session{}}
+	for _, m := range metas[start:] {
+		if len(res.Sessions) == limit {
+			last := res.Sessions[len(res.Sessions)-1]
+			res.NextCursor = encodeToken("l1.", listCursor{Updated: last.UpdatedAt, ID: last.ID, Query: req.Query, WorkingDir: req.WorkingDir})
+			break
+		}
+		res.Sessions = append(res.Sessions, sessionOf(m))
+	}
+	return res, nil
+}
+
+type listCursor struct {
+	Updated    time.Time `json:"u"`
+	ID         string    `json:"i"`
+	Query      string    `json:"q,omitempty"`
+	WorkingDir string    `json:"w,omitempty"`
+}
+
+// newerFirst reports whether (u2, id2) comes after (u1, id1) in newest-first order.
+func newerFirst(u1 time.Time, id1 string, u2 time.Time, id2 string) bool {
+	if !u1.Equal(u2) {
+		return u2.Before(u1)
+	}
+	return id2 > id1
+}
+
+// listMetas returns the matching sessions in newest-first order.
+func (s *Service) listMetas(workingDir, query string) ([]storage.Meta, error) {
+	q := strings.ToLower(query)
+	metas, err := s.store.List(func(m *storage.Meta) bool {
+		if workingDir != "" && !sameDir(m.WorkingDir, workingDir) {
+			return false
+		}
+		if q != "" && !strings.Contains(strings.ToLower(m.Name), q) && !strings.Contains(strings.ToLower(m.Preview), q) {
+			return false
+		}
+		return true
+	})
+	if err != nil {
+		return nil, fmt.Errorf("list sessions: %w", err)
+	}
+	sort.SliceStable(metas, func(i, j int) bool {
+		return newerFirst(metas[i].Updated, metas[i].ID, metas[j].Updated, metas[j].ID)
+	})
+	return metas, nil
+}
+
+// sameDir compares working directories, ignoring a trailing separator.
+func sameDir(a, b string) bool {
+	return strings.TrimRight(a, "/\\") == strings.TrimRight(b, "/\\")
+}
+
+func checkLimit(limit, def, max int) (int, error) {
+	switch {
+	case limit == 0:
+		return def, nil
+	case limit < 0 || limit > max:
+		return 0, invalidf(fmt.Sprintf("pass a limit from 1 to %d, or omit it for %d", max, def), "limit %d is out of range", limit)
+	}
+	return limit, nil
+}
+
+func sessionOf(m storage.Meta) Session {
+	return Session{
+		ID:              m.ID,
+		Name:            m.Name,
+		WorkingDir:      m.WorkingDir,
+		Model:           m.Model,
+		Provider:        m.Provider,
+		ParentSessionID: m.ParentSession,
+		CreatedAt:       m.Created.UTC(),
+		UpdatedAt:       m.Updated.UTC(),
+		MessageCount:    m.Messages,
+		Compactions:     m.Compactions,
+		ContextTokens:   m.ContextTokens,
+		Preview:         m.Preview,
+	}
+}
+
+// Get returns one session's metadata.
+func (s *Service) Get(ctx context.Context, sessionID string) (Session, error) {
+	if err := checkSessionID("session_id", sessionID); err != nil {
+		return Session{}, err
+	}
+	m, err := s.store.Get(sessionID)
+	if err != nil {
+		return Session{}, mapStoreErr(sessionID, err)
+	}
+	return sessionOf(m), nil
+}
+
+// Delete removes a session.
+func (s *Service) Delete(ctx context.Context, sessionID string) (DeleteResult, error) {
+	if err := checkSessionID("session_id", sessionID); err != nil {
+		return DeleteResult{}, err
+	}
+	if err := s.store.Delete(ctx, sessionID); err != nil {
+		return DeleteResult{}, mapStoreErr(sessionID, err)
+	}
+	s.forget(sessionID)
+	return DeleteResult{Deleted: true}, nil
+}

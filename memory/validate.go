@@ -1,0 +1,185 @@
+package memory
+
+import (
+	"encoding/json"
+	"fmt"
+	"path"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/sessionmem/sessionmem/storage"
+)
+
+// Limits on what one call may store. They keep one process's memory bounded and keep a single
+// runaway tool output from bloating every later resume.
+const (
+	MaxBatchMessages = 1000
+	MaxMessageBytes  = 8 << 20  // one message, JSON-encoded
+	MaxBatchBytes    = 32 << 20 // one save call, JSON-encoded
+	MaxNameBytes     = 512
+	MaxIDBytes       = 128
+	MaxQueryBytes    = 1000
+)
+
+// validID reports whether id is a valid session, entry or client id: [A-Za-z0-9_.-]{1,128},
+// never "." or "..", so ids can name files without escaping the store.
+func validID(id string) bool { return storage.ValidID(id) }
+
+func checkSessionID(field, id string) error {
+	if !validID(id) {
+		return invalidf("ids are 1-128 characters of A-Z a-z 0-9 _ . - (not \".\" or \"..\"); call session_list to see valid session ids",
+			"%s %q is not a valid id", field, clip(id, 80))
+	}
+	return nil
+}
+
+func checkWorkingDir(dir string) error {
+	if dir == "" {
+		return nil
+	}
+	if !utf8.ValidString(dir) || strings.ContainsRune(dir, 0) {
+		return invalidf("pass the absolute path of the project directory", "working_dir is not valid UTF-8 text")
+	}
+	if !path.IsAbs(dir) && !isWindowsAbs(dir) {
+		return invalidf("pass the absolute path of the project directory, e.g. /home/me/project",
+			"working_dir %q is not an absolute path", clip(dir, 200))
+	}
+	return nil
+}
+
+func isWindowsAbs(p string) bool {
+	return len(p) >= 3 && p[1] == ':' && (p[2] == '\\' || p[2] == '/') &&
+		(('a' <= p[0] && p[0] <= 'z') || ('A' <= p[0] && p[0] <= 'Z'))
+}
+
+// validateMessages checks a batch and returns each message's JSON encoding (block form), which
+// is what gets stored.
+func validateMessages(msgs []Message) ([][]byte, error) {
+	if len(msgs) == 0 {
+		return nil, invalidf("send at least one message in messages", "messages is empty")
+	}
+	if len(msgs) > MaxBatchMessages {
+		return nil, invalidf(fmt.Sprintf("split the batch into calls of at most %d messages", MaxBatchMessages),
+			"messages has %d entries", len(msgs))
+	}
+	encoded := make([][]byte, len(msgs))
+	total := 0
+	for i := range msgs {
+		if err := validateMessage(&msgs[i]); err != nil {
+			return nil, invalidf(err.Hint, "messages[%d]: %s", i, err.Msg)
+		}
+		b, err := json.Marshal(storedMessage(msgs[i]))
+		if err != nil {
+			return nil, invalidf("check the message's content", "messages[%d] cannot be encoded: %v", i, err)
+		}
+		if len(b) > MaxMessageBytes {
+			return nil, invalidf(fmt.Sprintf("shorten it (for example truncate long tool output) to under %d MiB", MaxMessageBytes>>20),
+				"messages[%d] is %d bytes", i, len(b))
+		}
+		total += len(b)
+		if total > MaxBatchBytes {
+			return nil, invalidf(fmt.Sprintf("split the batch into calls of under %d MiB", MaxBatchBytes>>20),
+				"messages add up to more than %d bytes", MaxBatchBytes)
+		}
+		encoded[i] = b
+	}
+	return encoded, nil
+}
+
+// storedMessage is the message as stored: no entry id (the entry carries it).
+func storedMessage(m Message) Message {
+	m.EntryID = ""
+	return m
+}
+
+func validateMessage(m *Message) *Error {
+	if m.ID != "" && !validID(m.ID) {
+		return invalidf("use 1-128 characters of A-Z a-z 0-9 _ . - as a message id, or omit it",
+			"id %q is not a valid message id", clip(m.ID, 80))
+	}
+	switch m.Role {
+	case RoleSystem, RoleUser, RoleAssistant, RoleToolResult:
+	case "":
+		return invalidf(`set role to one of "system", "user", "assistant", "tool_result"`, "role is missing")
+	default:
+		return invalidf(`use one of "system", "user", "assistant", "tool_result"`, "unknown role %q", clip(string(m.Role), 40))
+	}
+	if len(m.Content) == 0 {
+		return invalidf("give content as a non-empty string or a non-empty list of blocks", "content is empty")
+	}
+	if m.Usage != nil && (m.Usage.InputTokens < 0 || m.Usage.OutputTokens < 0) {
+		return invalidf("report usage as non-negative token counts", "usage has a negative count")
+	}
+	if m.Usage != nil && m.Role != RoleAssistant {
+		return invalidf("send usage only with assistant messages", "usage on a %s message", m.Role)
+	}
+	for i := range m.Content {
+		if err := validateBlock(m.Role, &m.Content[i], false); err != nil {
+			err.Msg = fmt.Sprintf("content[%d]: %s", i, err.Msg)
+			return err
+		}
+	}
+	return nil
+}
+
+func validateBlock(role Role, b *Block, nested bool) *Error {
+	switch b.Type {
+	case BlockText:
+		if !utf8.ValidString(b.Text) {
+			return invalidf("send text as valid UTF-8", "text is not valid UTF-8")
+		}
+	case BlockThinking:
+		if role != RoleAssistant {
+			return invalidf("thinking blocks belong to assistant messages", "thinking block in a %s message", role)
+		}
+	case BlockToolCall:
+		if role != RoleAssistant || nested {
+			return invalidf("tool_call blocks belong to assistant messages", "tool_call block in a %s message", role)
+		}
+		if b.ID == "" || b.Name == "" {
+			return invalidf(`give tool_call blocks an "id" and a "name"`, "tool_call block lacks id or name")
+		}
+		if len(b.Arguments) > 0 {
+			var obj map[string]json.RawMessage
+			if err := json.Unmarshal(b.Arguments, &obj); err != nil {
+				return invalidf(`pass tool_call "arguments" as a JSON object`, "tool_call %q arguments are not a JSON object", clip(b.Name, 60))
+			}
+		}
+	case BlockToolResult:
+		if nested {
+			return invalidf("do not nest tool_result blocks", "tool_result block inside a tool_result")
+		}
+		if role != RoleToolResult && role != RoleUser {
+			return invalidf("tool_result blocks belong to tool_result (or user) messages", "tool_result block in a %s message", role)
+		}
+		if b.ToolCallID == "" {
+			return invalidf(`give tool_result blocks the "tool_call_id" of the call they answer`, "tool_result block lacks tool_call_id")
+		}
+		for i := range b.Content {
+			if err := validateBlock(role, &b.Content[i], true); err != nil {
+				err.Msg = fmt.Sprintf("tool_result content[%d]: %s", i, err.Msg)
+				return err
+			}
+		}
+	case BlockImage:
+		if b.MediaType == "" || b.Data == "" {
+			return invalidf(`give image blocks "media_type" and base64 "data"`, "image block lacks media_type or data")
+		}
+	case "":
+		return invalidf(`set each block's "type" to text, thinking, tool_call, tool_result or image`, "block type is missing")
+	default:
+		return invalidf("use text, thinking, tool_call, tool_result or image", "unknown block type %q", clip(b.Type, 40))
+	}
+	return nil
+}
+
+// clip shortens s for an error message.
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…"
+}

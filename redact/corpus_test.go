@@ -1,0 +1,108 @@
+package redact
+
+import (
+	"bufio"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+const corpusDir = "../../shared/corpus"
+
+func corpusLines(t testing.TB) []string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.jsonl"))
+	if len(files) == 0 {
+		t.Skip("corpus not present at " + corpusDir)
+	}
+	var lines []string
+	for _, f := range files {
+		fh, err := os.Open(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(fh)
+		sc.Buffer(make([]byte, 0, 1<<20), 64<<20)
+		for sc.Scan() {
+			lines = append(lines, sc.Text())
+		}
+		fh.Close()
+		if err := sc.Err(); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return lines
+}
+
+// TestCorpusFindings lists what the built-in rules replace in the shared corpus (raw JSONL
+// lines, so JSON escaping is exercised too), for a human to check with -v; it fails only if
+// redaction is not idempotent there or the count jumps far beyond the reviewed figure.
+func TestCorpusFindings(t *testing.T) {
+	lines := corpusLines(t)
+	r := mustNew(t)
+	counts := map[string]int{}
+	total := 0
+	for _, l := range lines {
+		mask := r.pre.scan(l)
+		cur := l
+		for i, ru := range r.rules {
+			if mask&(1<<uint(i)) == 0 {
+				continue
+			}
+			for _, sp := range ru.spans(cur) {
+				name := ru.name
+				if name == "" || ru.value > 0 {
+					name = "value:" + strings.SplitN(ru.re.String(), "\\", 2)[0]
+				}
+				counts[ru.marker()]++
+				total++
+				lo, hi := max(0, sp[0]-60), min(len(cur), sp[1]+20)
+				t.Logf("%s: …%s…", ru.marker(), strings.ReplaceAll(cur[lo:hi], "\n", "⏎"))
+			}
+			cur = ru.apply(cur)
+		}
+		if out := r.String(l); out != cur || r.String(out) != out {
+			t.Fatalf("inconsistent or not idempotent on line %.200q", l)
+		}
+	}
+	t.Logf("%d replacements in %d lines: %v", total, len(lines), counts)
+	if total > 200 {
+		t.Errorf("%d replacements in the corpus; the reviewed figure was far lower: look for new false positives", total)
+	}
+}
+
+func BenchmarkStringCorpus(b *testing.B) {
+	lines := corpusLines(b)
+	r := mustNew(b)
+	size := 0
+	for _, l := range lines {
+		size += len(l)
+	}
+	b.SetBytes(int64(size))
+	for b.Loop() {
+		for _, l := range lines {
+			r.String(l)
+		}
+	}
+}
+
+// BenchmarkStringClean measures the fast path: corpus lines the prefilter passes as clean.
+func BenchmarkStringClean(b *testing.B) {
+	r := mustNew(b)
+	var clean []string
+	size := 0
+	for _, l := range corpusLines(b) {
+		if r.pre.scan(l) == 0 {
+			clean = append(clean, l)
+			size += len(l)
+		}
+	}
+	b.SetBytes(int64(size))
+	b.ReportMetric(float64(len(clean)), "lines/op")
+	for b.Loop() {
+		for _, l := range clean {
+			r.String(l)
+		}
+	}
+}

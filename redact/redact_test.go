@@ -1,0 +1,200 @@
+package redact
+
+import (
+	"strings"
+	"testing"
+)
+
+func mustNew(t testing.TB, extra ...string) *Redactor {
+	t.Helper()
+	r, err := New(extra)
+	if err != nil {
+		t.Fatalf("New: %v", err)
+	}
+	return r
+}
+
+// Test secrets are assembled at run time so that this file itself trips no secret scanner.
+func j(parts ...string) string { return strings.Join(parts, "") }
+
+var (
+	openaiKey    = j("sk-proj-", "Ab3dEf6hIj9kLm2nOp5qRs8tUv1wXy4z_Ab3dEf6hIj9kLm2nOp5q")
+	openaiLegacy = j("sk-", "Zq8Wm3Rt6Yp9Uk2Ls5Dv8Fg1Hj4Kl7Nb0Mc3Xz6Va9Sd2")
+	anthropicKey = j("sk-ant-", "api03-Xy9Wv8Ut7Sr6Qp5On4Ml3Kj2Ih1Gf0Ed-Cb9Az8Yx7Wv6Ut5Sr4Qp3AA")
+	awsID        = j("AKIA", "Q3EGRTZ5XZ7TU6QW")
+	awsSecret    = j("wJalrXUtnFEMI/K7MDENG/", "bPxRfiCYzEXAMPLEKEY1")
+	ghToken      = j("ghp_", "aB3cD4eF5gH6iJ7kL8mN9oP0qR1sT2uV3wX4y")
+	ghPAT        = j("github_pat_", "11ABCDEFG0123456789_abcdefghijklmnopqrstuvwxyzABCDEFGH")
+	glToken      = j("glpat-", "xY1zA2bC3dE4fG5hI6jK")
+	slackToken   = j("xoxb-", "123456789012-1234567890123-AbCdEfGhIjKlMnOpQrStUvWx")
+	stripeKey    = j("sk_live_", "51Hx0aB2cD3eF4gH5iJ6kL7mN")
+	stripeRK     = j("rk_live_", "51Hx0aB2cD3eF4gH5iJ6kL7mN")
+	googleKey    = j("AIza", "SyA1b2C3d4E5f6G7h8I9j0K1l2M3n4O5p6Q")
+	hfToken      = j("hf_", "aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV1w")
+	mem0Key      = j("m0-", "aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0")
+	npmToken     = j("npm_", "aB1cD2eF3gH4iJ5kL6mN7oP8qR9sT0uV1wX2")
+	jwt          = j("eyJhbGciOiJIUzI1NiIsInR5cCI6IkpXVCJ9", ".", "eyJzdWIiOiIxMjM0NTY3ODkwIiwibmFtZSI6IkpvaG4ifQ", ".", "SflKxwRJSMeKKF2QT4fwpMeJf36POk6yJV_adQssw5c")
+	pemBlock     = j("-----BEGIN RSA ", "PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo\n4lgOEePzNm0tRgeLezV6ffAt0gunVTLw\n-----END RSA ", "PRIVATE KEY-----")
+)
+
+func TestString(t *testing.T) {
+	cases := []struct{ name, in, want string }{
+		// provider keys
+		{"openai project", "key " + openaiKey + " end", "key [REDACTED:openai-key] end"},
+		{"openai legacy", "OPENAI=" + openaiLegacy, "OPENAI=[REDACTED:openai-key]"},
+		{"anthropic", anthropicKey, "[REDACTED:anthropic-key]"},
+		{"aws id", "id " + awsID + ".", "id [REDACTED:aws-access-key-id]."},
+		{"aws asia", "ASIA" + awsID[4:], "[REDACTED:aws-access-key-id]"},
+		{"aws secret env", "aws_secret_access_key=" + awsSecret, "aws_secret_access_key=[REDACTED]"},
+		{"aws secret ini", "aws_secret_access_key = " + awsSecret, "aws_secret_access_key = [REDACTED]"},
+		{"aws cli json", `"SecretAccessKey": "` + awsSecret + `"`, `"SecretAccessKey": "[REDACTED]"`},
+		{"github classic", "token " + ghToken, "token [REDACTED:github-token]"},
+		{"github pat", ghPAT, "[REDACTED:github-token]"},
+		{"gitlab", glToken, "[REDACTED:gitlab-token]"},
+		{"slack", slackToken, "[REDACTED:slack-token]"},
+		{"stripe sk", stripeKey, "[REDACTED:stripe-key]"},
+		{"stripe rk", stripeRK, "[REDACTED:stripe-key]"},
+		{"google", "key=" + googleKey, "key=[REDACTED:google-api-key]"},
+		{"huggingface", hfToken, "[REDACTED:huggingface-token]"},
+		{"mem0", "MEM0_API_KEY=" + mem0Key, "MEM0_API_KEY=[REDACTED:mem0-key]"},
+		{"npm", "//registry.npmjs.org/:_authToken=" + npmToken, "//registry.npmjs.org/:_authToken=[REDACTED:npm-token]"},
+		{"jwt", "cookie: " + jwt + ";", "cookie: [REDACTED:jwt];"},
+		// headers
+		{"authorization bearer", "Authorization: Bearer abc.def-123", "Authorization: Bearer [REDACTED]"},
+		{"authorization basic", `-H "Authorization: Basic dXNlcjpwYXNz"`, `-H "Authorization: Basic [REDACTED]"`},
+		{"authorization json", `{"Authorization":"Bearer s3cr3tv4lue"}`, `{"Authorization":"Bearer [REDACTED]"}`},
+		{"bare bearer", "Bearer 9f8e7d6c5b4a39281706", "Bearer [REDACTED]"},
+		{"bearer jwt", "Bearer " + jwt, "Bearer [REDACTED:jwt]"},
+		// PEM
+		{"pem", "key:\n" + pemBlock + "\nafter", "key:\n[REDACTED:private-key]\nafter"},
+		{"pem truncated", "-----BEGIN OPENSSH PRIVATE KEY-----\nb3BlbnNzaC1rZXktdjEAAAAABG5vbmU=\n", "[REDACTED:private-key]"},
+		// assignments
+		{"env password", "DB_PASSWORD=hunter2", "DB_PASSWORD=[REDACTED]"},
+		{"yaml passwd", "passwd: Tr0ub4dor&3x", "passwd: [REDACTED]&3x"},
+		{"json password", `{"password":"correct horse"}`, `{"password":"[REDACTED]"}`},
+		{"escaped json", `{\"password\":\"p4ss w0rd\"}`, `{\"password\":\"[REDACTED]\"}`},
+		{"single quoted", `secret = 'abc'`, `secret = '[REDACTED]'`},
+		{"go short decl", `token := "tok_live_1"`, `token := "[REDACTED]"`},
+		{"camel case", `clientSecret: "s3cr3t"`, `clientSecret: "[REDACTED]"`},
+		{"api_key env", "OPENAI_API_KEY=abc123xyz", "OPENAI_API_KEY=[REDACTED]"},
+		{"query string", "https://x.io/cb?access_token=abcdef&x=1", "https://x.io/cb?access_token=[REDACTED]&x=1"},
+		{"cli flag equals", "--password=hunter2", "--password=[REDACTED]"},
+		{"cli flag space", "mysql --password s3cretPass9 db", "mysql --password [REDACTED] db"},
+		{"url credentials", "postgres://admin:s3cret@db:5432/x", "postgres://admin:[REDACTED]@db:5432/x"},
+		{"private span", "a <private>my\nsecret</private> b", "a [REDACTED] b"},
+		{"private span upper", "<PRIVATE>x</PRIVATE>", "[REDACTED]"},
+		{"two private spans", "<private>a</private> keep <private>b</private>", "[REDACTED] keep [REDACTED]"},
+		// negatives: ordinary code and prose stay as they are
+		{"plain", "func main() { fmt.Println(\"hi\") }", ""},
+		{"max tokens", "max_tokens: 4096, maxTokens = 100", ""},
+		{"tokenizer", "tokenizer = Tokenizer(model)", ""},
+		{"token from call", "token := os.Getenv(\"GITHUB_TOKEN\")", ""},
+		{"token var", "const token = req.headers.authorization;", ""},
+		{"ts type", "password: string;", ""},
+		{"ts optional", "token?: string", ""},
+		{"attr access", "token: this.token,", ""},
+		{"env var ref", "GITHUB_TOKEN=$GITHUB_TOKEN", ""},
+		{"template", `"token": "${{ secrets.GITHUB_TOKEN }}"`, ""},
+		{"placeholder", `api_key="<your key here>"`, ""},
+		{"stars", "password=********", ""},
+		{"prose value", `"token": "the token used to sign requests"`, ""},
+		{"secret plural", "secrets.GITHUB_TOKEN", ""},
+		{"secret path", "secret: /run/secrets/db", ""},
+		{"task word", "task-skeleton-generator-component-name", ""},
+		{"sk words", "sk-learn-compatible-estimators-are-great", ""},
+		{"hf identifier", "hf_hub_download(repo_id)", ""},
+		{"aws lowercase word", "fantasia and asia", ""},
+		{"bearer prose", "the Bearer authentication scheme", ""},
+		{"url no password", "https://github.com/user/repo@v1", ""},
+		{"url port", "http://localhost:8080/x@y", ""},
+		{"git ssh", "git@github.com:org/repo.git", ""},
+		{"eyJ short", "eyJ is base64 for {\"", ""},
+		{"private unclosed", "use <private> tags", ""},
+		{"begin public key", "-----BEGIN PUBLIC KEY-----\nMIIB", ""},
+		{"equality", `if token == "abc" {`, ""},
+		{"empty value", `password=""`, ""},
+		{"redacted already", "password=[REDACTED] [REDACTED:openai-key]", ""},
+	}
+	r := mustNew(t)
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			want := tc.want
+			if want == "" {
+				want = tc.in
+			}
+			got := r.String(tc.in)
+			if got != want {
+				t.Fatalf("String(%q)\n got %q\nwant %q", tc.in, got, want)
+			}
+			if again := r.String(got); again != got {
+				t.Fatalf("not idempotent: %q then %q", got, again)
+			}
+		})
+	}
+}
+
+func TestExtra(t *testing.T) {
+	cases := []struct {
+		name    string
+		extra   []string
+		in      string
+		want    string
+		wantErr string
+	}{
+		{name: "whole match", extra: []string{`ACME-[0-9]{6}`}, in: "id ACME-123456 x", want: "id [REDACTED] x"},
+		{name: "secret group", extra: []string{`pin=(?P<secret>\d+)`}, in: "pin=1234", want: "pin=[REDACTED]"},
+		{name: "no literal prefix", extra: []string{`(?i)internal-[a-z]+`}, in: "see INTERNAL-host", want: "see [REDACTED]"},
+		{name: "empty match ignored", extra: []string{`x*`}, in: "abc", want: "abc"},
+		{name: "bad pattern", extra: []string{`ok`, `a(b`}, wantErr: `extra pattern 2 "a(b"`},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			r, err := New(tc.extra)
+			if tc.wantErr != "" {
+				if err == nil || !strings.Contains(err.Error(), tc.wantErr) {
+					t.Fatalf("New error = %v, want it to contain %q", err, tc.wantErr)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := r.String(tc.in); got != tc.want {
+				t.Fatalf("String(%q) = %q, want %q", tc.in, got, tc.want)
+			}
+		})
+	}
+}
+
+func TestCleanTextNotCopied(t *testing.T) {
+	r := mustNew(t)
+	in := []byte("nothing to see here, just code: x := y + 1")
+	if got := r.Bytes(in); &got[0] != &in[0] {
+		t.Fatal("Bytes copied clean input")
+	}
+	if n := testing.AllocsPerRun(100, func() { r.String("plain text without triggers at all") }); n != 0 {
+		t.Fatalf("clean String allocates %v times", n)
+	}
+}
+
+func TestPrefilter(t *testing.T) {
+	p := newPrefilter([][]string{{"abc"}, {"bcd", "XY"}, {"c"}})
+	cases := []struct {
+		in   string
+		want uint64
+	}{
+		{"", 0},
+		{"zzz", 0},
+		{"ABC", 1 | 4},
+		{"abcd", 1 | 2 | 4},
+		{"xy", 2},
+		{"aabbc", 4},
+	}
+	for _, tc := range cases {
+		t.Run(tc.in, func(t *testing.T) {
+			if got := p.scan(tc.in); got != tc.want {
+				t.Fatalf("scan(%q) = %b, want %b", tc.in, got, tc.want)
+			}
+		})
+	}
+}

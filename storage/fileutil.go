@@ -1,0 +1,72 @@
+package storage
+
+import (
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+)
+
+// writeFileAtomic replaces dir/name with data: temp file in the same directory, fsync, rename.
+// The directory itself is synced only when doSyncDir is set, so callers that rename several
+// files can sync once at the end.
+func writeFileAtomic(dir, name string, data []byte, doSyncDir bool) (err error) {
+	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
+	if err != nil {
+		return fmt.Errorf("create temp for %s: %w", name, err)
+	}
+	defer func() {
+		if err != nil {
+			tmp.Close()
+			os.Remove(tmp.Name())
+		}
+	}()
+	if err = tmp.Chmod(0o600); err != nil {
+		return fmt.Errorf("chmod temp for %s: %w", name, err)
+	}
+	if _, err = tmp.Write(data); err != nil {
+		return fmt.Errorf("write temp for %s: %w", name, err)
+	}
+	if err = tmp.Sync(); err != nil {
+		return fmt.Errorf("sync temp for %s: %w", name, err)
+	}
+	if err = tmp.Close(); err != nil {
+		return fmt.Errorf("close temp for %s: %w", name, err)
+	}
+	if err = os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+		return fmt.Errorf("rename temp to %s: %w", name, err)
+	}
+	if doSyncDir {
+		if err = syncDir(dir); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// syncDir makes renames, creations and removals in dir durable.
+func syncDir(dir string) error {
+	d, err := os.Open(dir)
+	if err != nil {
+		return fmt.Errorf("open dir %s: %w", dir, err)
+	}
+	defer d.Close()
+	if err := d.Sync(); err != nil {
+		return fmt.Errorf("sync dir %s: %w", dir, err)
+	}
+	return nil
+}
+
+// readAt reads exactly len(b) bytes at off.
+func readAt(f *os.File, b []byte, off int64) error {
+	_, err := f.ReadAt(b, off)
+	return err
+}
+
+func jsonMarshal(v any) ([]byte, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, fmt.Errorf("encode json: %w", err)
+	}
+	return b, nil
+}

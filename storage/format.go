@@ -1,0 +1,171 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"fmt"
+	"math"
+	"regexp"
+
+	"github.com/cespare/xxhash/v2"
+	"github.com/klauspost/compress/zstd"
+)
+
+// On-disk constants. See doc.go for the layout they describe.
+const (
+	// headerMagic starts the skippable frame at offset 0 of <id>.zst that carries the Header.
+	headerMagic = 0x184D2A50
+	// recordMagic starts the 32-byte skippable frame in front of every sealed zstd frame.
+	recordMagic = 0x184D2A5E
+	// recordHeaderSize is the size of a record header: 8 bytes of skippable-frame header plus a
+	// 24-byte payload (u32 frame length, u32 record count, u64 first seq, u64 xxh64).
+	recordHeaderSize = 32
+	// maxHeaderFrame bounds the header frame so a damaged length cannot make us allocate GiBs.
+	maxHeaderFrame = 1 << 20
+	// maxContentSize bounds a frame's declared content size for the same reason.
+	maxContentSize = 1 << 32
+
+	zstSuffix  = ".zst"
+	tailSuffix = ".tail.jsonl"
+	lockSuffix = ".lock"
+)
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+// ValidID reports whether id can name a session: 1 to 128 characters from [A-Za-z0-9_.-],
+// and not "." or "..". Every id-taking method returns ErrInvalidID for other ids.
+func ValidID(id string) bool {
+	return id != "." && id != ".." && idPattern.MatchString(id)
+}
+
+func checkID(id string) error {
+	if !ValidID(id) {
+		return fmt.Errorf("%w %q: use 1-128 characters from A-Z a-z 0-9 _ . - (not \".\" or \"..\")", ErrInvalidID, id)
+	}
+	return nil
+}
+
+// encodeHeaderFrame returns the skippable frame holding h as JSON.
+func encodeHeaderFrame(h Header) ([]byte, error) {
+	js, err := json.Marshal(h)
+	if err != nil {
+		return nil, fmt.Errorf("encode header: %w", err)
+	}
+	b := make([]byte, 8, 8+len(js))
+	binary.LittleEndian.PutUint32(b[0:], headerMagic)
+	binary.LittleEndian.PutUint32(b[4:], uint32(len(js)))
+	return append(b, js...), nil
+}
+
+// versionError says which file is too new, so the user knows to upgrade rather than repair.
+func versionError(what string, v int) error {
+	return fmt.Errorf("%s has format version %d, this build reads up to %d; upgrade sessionmem: %w",
+		what, v, FormatVersion, ErrNewerFormat)
+}
+
+// parseHeaderPayload decodes the header JSON and checks its version.
+func parseHeaderPayload(js []byte, path string) (Header, error) {
+	var h Header
+	if err := json.Unmarshal(js, &h); err != nil {
+		return Header{}, fmt.Errorf("%s: header frame is not valid JSON (%v): %w", path, err, ErrCorrupt)
+	}
+	if h.Version > FormatVersion {
+		return Header{}, versionError(path, h.Version)
+	}
+	if h.Version < 1 {
+		return Header{}, fmt.Errorf("%s: header frame has no format version: %w", path, ErrCorrupt)
+	}
+	return h, nil
+}
+
+// recHeader is the decoded payload of a record's 32-byte skippable frame.
+type recHeader struct {
+	frameLen uint32
+	count    uint32
+	first    uint64
+	sum      uint64
+}
+
+// recordSum is the xxh64 stored in a record header. It covers the header's own length, count
+// and first-seq fields as well as the frame, so a flipped bit in any of them is detected
+// without decompressing.
+func recordSum(hdr []byte, frame []byte) uint64 {
+	d := xxhash.New()
+	_, _ = d.Write(hdr[8:24])
+	_, _ = d.Write(frame)
+	return d.Sum64()
+}
+
+func putRecordHeader(dst []byte, frame []byte, count uint32, first uint64) {
+	binary.LittleEndian.PutUint32(dst[0:], recordMagic)
+	binary.LittleEndian.PutUint32(dst[4:], recordHeaderSize-8)
+	binary.LittleEndian.PutUint32(dst[8:], uint32(len(frame)))
+	binary.LittleEndian.PutUint32(dst[12:], count)
+	binary.LittleEndian.PutUint64(dst[16:], first)
+	binary.LittleEndian.PutUint64(dst[24:], recordSum(dst, frame))
+}
+
+// parseRecordHeader checks the magic and the fixed payload size; the caller checks bounds,
+// sequence and checksum.
+func parseRecordHeader(b []byte) (recHeader, bool) {
+	if len(b) < recordHeaderSize ||
+		binary.LittleEndian.Uint32(b[0:]) != recordMagic ||
+		binary.LittleEndian.Uint32(b[4:]) != recordHeaderSize-8 {
+		return recHeader{}, false
+	}
+	h := recHeader{
+		frameLen: binary.LittleEndian.Uint32(b[8:]),
+		count:    binary.LittleEndian.Uint32(b[12:]),
+		first:    binary.LittleEndian.Uint64(b[16:]),
+		sum:      binary.LittleEndian.Uint64(b[24:]),
+	}
+	if h.frameLen == 0 || h.count == 0 || h.first == 0 || h.first > math.MaxUint64-uint64(h.count) {
+		return recHeader{}, false
+	}
+	return h, true
+}
+
+// frameContentSize reads the content size from a zstd frame header (0, false if absent or
+// implausible).
+func frameContentSize(frame []byte) (uint64, bool) {
+	var zh zstd.Header
+	if err := zh.Decode(frame); err != nil || !zh.HasFCS || zh.FrameContentSize > maxContentSize {
+		return 0, false
+	}
+	return zh.FrameContentSize, true
+}
+
+// tailHeader is the first line of every <id>.tail.jsonl.
+type tailHeader struct {
+	Version int    `json:"v"`
+	Tail    string `json:"tail"`
+}
+
+func encodeTailHeader(id string) []byte {
+	b, _ := json.Marshal(tailHeader{Version: FormatVersion, Tail: id})
+	return append(b, '\n')
+}
+
+// lineSeq parses the `{"seq":N` prefix that storage writes in front of every record. Lines
+// without it are not records.
+func lineSeq(line []byte) (uint64, bool) {
+	const prefix = `{"seq":`
+	if !bytes.HasPrefix(line, []byte(prefix)) {
+		return 0, false
+	}
+	var n uint64
+	i := len(prefix)
+	start := i
+	for ; i < len(line) && line[i] >= '0' && line[i] <= '9'; i++ {
+		d := uint64(line[i] - '0')
+		if n > (math.MaxUint64-d)/10 {
+			return 0, false
+		}
+		n = n*10 + d
+	}
+	if i == start || i-start > 1 && line[start] == '0' || i >= len(line) || (line[i] != ',' && line[i] != '}') || n == 0 {
+		return 0, false
+	}
+	return n, true
+}

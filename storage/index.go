@@ -1,0 +1,338 @@
+package storage
+
+import (
+	"bytes"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"log/slog"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+
+	"github.com/tidwall/gjson"
+)
+
+const (
+	indexName     = "index.jsonl"
+	indexLockName = "index.lock"
+	// minRewriteLines keeps a store with few sessions from rewriting its index every few
+	// appends; above it the index is rewritten at more than 4 lines per live session.
+	minRewriteLines = 256
+)
+
+// fileSizes are a session's file sizes when its index line was written; a mismatch at Open
+// means the line is stale (a crash between a tail fsync and the index write).
+type fileSizes struct {
+	Zst  int64 `json:"zst"`
+	Tail int64 `json:"tail"`
+}
+
+// indexLine is one line of index.jsonl after the header line.
+type indexLine struct {
+	ID      string          `json:"id"`
+	Deleted bool            `json:"deleted,omitempty"`
+	Files   *fileSizes      `json:"files,omitempty"`
+	Meta    json.RawMessage `json:"meta,omitempty"`
+}
+
+type indexHeader struct {
+	Version int    `json:"v"`
+	Index   string `json:"index"`
+}
+
+type indexEntry struct {
+	raw   []byte // the meta JSON as stored
+	meta  *Meta  // decoded on first use
+	bad   bool   // raw does not decode
+	sizes fileSizes
+}
+
+func (e *indexEntry) decode() (*Meta, bool) {
+	if e.meta == nil && !e.bad {
+		var m Meta
+		if err := json.Unmarshal(e.raw, &m); err != nil {
+			e.bad = true
+		} else {
+			e.meta = &m
+		}
+	}
+	return e.meta, !e.bad
+}
+
+// index is the in-memory fold of index.jsonl plus the read position, so that each call only
+// parses what other processes appended since.
+type index struct {
+	dir   string
+	path  string
+	log   *slog.Logger
+	mu    sync.Mutex
+	lockF *os.File
+	f     *os.File // O_RDWR|O_APPEND; nil while the file does not exist
+	ino   uint64
+	off   int64 // bytes folded so far (always at a line boundary)
+	lines int   // entry lines in the current file
+	bad   int   // damaged lines in the current file
+	badHd bool  // the header line is missing or damaged
+	ents  map[string]*indexEntry
+}
+
+func openIndex(dir string, log *slog.Logger) (*index, error) {
+	x := &index{dir: dir, path: filepath.Join(dir, indexName), log: log, ents: map[string]*indexEntry{}}
+	lf, err := os.OpenFile(filepath.Join(dir, indexLockName), os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil {
+		return nil, fmt.Errorf("open index lock: %w", err)
+	}
+	x.lockF = lf
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err := x.reload(); err != nil {
+		lf.Close()
+		return nil, err
+	}
+	return x, nil
+}
+
+func (x *index) close() {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.f != nil {
+		x.f.Close()
+		x.f = nil
+	}
+	x.lockF.Close()
+}
+
+// reload folds the whole file from scratch.
+func (x *index) reload() error {
+	if x.f != nil {
+		x.f.Close()
+		x.f = nil
+	}
+	x.ents, x.off, x.lines, x.bad, x.badHd, x.ino = map[string]*indexEntry{}, 0, 0, 0, false, 0
+	f, err := os.OpenFile(x.path, os.O_RDWR|os.O_APPEND, 0)
+	if errors.Is(err, fs.ErrNotExist) {
+		x.badHd = true
+		return nil
+	}
+	if err != nil {
+		return fmt.Errorf("open index: %w", err)
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return fmt.Errorf("stat index: %w", err)
+	}
+	x.f, x.ino = f, statID(fi).ino
+	return x.readNew(fi.Size())
+}
+
+// refresh folds what was appended since the last call, or reloads after a rewrite.
+func (x *index) refresh() error {
+	if x.f == nil {
+		return x.reload()
+	}
+	fi, err := os.Stat(x.path)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil // keep what we know; the next write recreates the file
+	}
+	if err != nil {
+		return fmt.Errorf("stat index: %w", err)
+	}
+	id := statID(fi)
+	switch {
+	case id.ino != x.ino || id.size < x.off:
+		return x.reload()
+	case id.size > x.off:
+		return x.readNew(id.size)
+	}
+	return nil
+}
+
+// readNew folds the complete lines in [x.off, size). A partial last line (a writer mid-write,
+// or one that crashed) is left for later: the next appender terminates it first.
+func (x *index) readNew(size int64) error {
+	buf := make([]byte, size-x.off)
+	if _, err := x.f.ReadAt(buf, x.off); err != nil {
+		return fmt.Errorf("read index: %w", err)
+	}
+	pos := 0
+	for {
+		nl := bytes.IndexByte(buf[pos:], '\n')
+		if nl < 0 {
+			break
+		}
+		line := buf[pos : pos+nl]
+		if x.off == 0 && pos == 0 {
+			if err := x.header(line); err != nil {
+				return err
+			}
+		} else {
+			x.fold(line)
+		}
+		pos += nl + 1
+	}
+	x.off += int64(pos)
+	return nil
+}
+
+func (x *index) header(line []byte) error {
+	var h indexHeader
+	if err := json.Unmarshal(line, &h); err != nil || h.Version < 1 || h.Index != "sessionmem" {
+		x.badHd = true
+		return nil
+	}
+	if h.Version > FormatVersion {
+		return versionError("index "+x.path, h.Version)
+	}
+	return nil
+}
+
+func (x *index) fold(line []byte) {
+	if !gjson.ValidBytes(line) {
+		x.bad++
+		return
+	}
+	r := gjson.GetManyBytes(line, "id", "deleted", "files.zst", "files.tail", "meta")
+	id := r[0].Str
+	if !ValidID(id) {
+		x.bad++
+		return
+	}
+	x.lines++
+	if r[1].Bool() {
+		delete(x.ents, id)
+		return
+	}
+	if !r[4].IsObject() || !r[2].Exists() {
+		x.bad++
+		return
+	}
+	x.ents[id] = &indexEntry{
+		raw:   []byte(r[4].Raw),
+		sizes: fileSizes{Zst: r[2].Int(), Tail: r[3].Int()},
+	}
+}
+
+// write appends one line under the cross-process index lock.
+func (x *index) write(line indexLine) error {
+	b, err := json.Marshal(line)
+	if err != nil {
+		return fmt.Errorf("encode index line: %w", err)
+	}
+	b = append(b, '\n')
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err := lockFD(x.lockF, true); err != nil {
+		return fmt.Errorf("lock index: %w", err)
+	}
+	defer unlockFD(x.lockF)
+	return x.writeLocked(b)
+}
+
+func (x *index) writeLocked(b []byte) error {
+	if err := x.refresh(); err != nil {
+		return err
+	}
+	fi, err := os.Stat(x.path)
+	if x.f == nil || x.badHd || errors.Is(err, fs.ErrNotExist) {
+		if err := x.rewriteLocked(); err != nil {
+			return err
+		}
+		fi, err = os.Stat(x.path)
+	}
+	if err != nil {
+		return fmt.Errorf("stat index: %w", err)
+	}
+	if fi.Size() > x.off {
+		// A crashed writer left a partial line: end it so ours stays readable.
+		b = append([]byte{'\n'}, b...)
+	}
+	if _, err := x.f.Write(b); err != nil {
+		return fmt.Errorf("append index: %w", err)
+	}
+	if err := x.readNew(fi.Size() + int64(len(b))); err != nil {
+		return err
+	}
+	if x.lines > minRewriteLines && x.lines > 4*len(x.ents) {
+		return x.rewriteLocked()
+	}
+	return nil
+}
+
+// rewriteLocked replaces the index with one line per live session (atomically); the caller
+// holds the exclusive index lock and has folded everything.
+func (x *index) rewriteLocked() error {
+	hb, _ := json.Marshal(indexHeader{Version: FormatVersion, Index: "sessionmem"})
+	buf := append(hb, '\n')
+	ids := make([]string, 0, len(x.ents))
+	for id := range x.ents {
+		ids = append(ids, id)
+	}
+	sort.Strings(ids)
+	for _, id := range ids {
+		e := x.ents[id]
+		sz := e.sizes
+		b, err := json.Marshal(indexLine{ID: id, Files: &sz, Meta: e.raw})
+		if err != nil {
+			return fmt.Errorf("encode index line: %w", err)
+		}
+		buf = append(append(buf, b...), '\n')
+	}
+	if err := writeFileAtomic(x.dir, indexName, buf, true); err != nil {
+		return fmt.Errorf("rewrite index: %w", err)
+	}
+	ents := x.ents
+	if err := x.reload(); err != nil {
+		return err
+	}
+	if len(x.ents) != len(ents) {
+		return fmt.Errorf("rewrite index: read back %d sessions, wrote %d", len(x.ents), len(ents))
+	}
+	return nil
+}
+
+func (x *index) put(id string, m Meta, sz fileSizes) error {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return fmt.Errorf("encode meta: %w", err)
+	}
+	return x.write(indexLine{ID: id, Files: &sz, Meta: raw})
+}
+
+// update writes a line for id built from its current entry (folded under the lock, so a
+// newer line from another process is not overwritten with older fields).
+func (x *index) update(id string, fn func(old Meta, ok bool) Meta, sz fileSizes) error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err := lockFD(x.lockF, true); err != nil {
+		return fmt.Errorf("lock index: %w", err)
+	}
+	defer unlockFD(x.lockF)
+	if err := x.refresh(); err != nil {
+		return err
+	}
+	var old Meta
+	e, ok := x.ents[id]
+	if ok {
+		var m *Meta
+		if m, ok = e.decode(); ok {
+			old = *m
+		}
+	}
+	raw, err := json.Marshal(fn(old, ok))
+	if err != nil {
+		return fmt.Errorf("encode meta: %w", err)
+	}
+	b, err := json.Marshal(indexLine{ID: id, Files: &sz, Meta: raw})
+	if err != nil {
+		return fmt.Errorf("encode index line: %w", err)
+	}
+	return x.writeLocked(append(b, '\n'))
+}
+
+func (x *index) del(id string) error {
+	return x.write(indexLine{ID: id, Deleted: true})
+}

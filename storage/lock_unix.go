@@ -1,0 +1,106 @@
+//go:build unix
+
+package storage
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"syscall"
+)
+
+// lockPath takes a flock on path (created 0600 if missing) and returns the open file that holds
+// it; closing the file releases the lock. Delete removes a session's lock file while holding it,
+// so after locking we check that the path still names the inode we locked and retry otherwise:
+// without that check a waiter and a newcomer could both "hold" the lock on different inodes.
+func lockPath(ctx context.Context, path string, exclusive bool) (*os.File, error) {
+	how := syscall.LOCK_SH
+	if exclusive {
+		how = syscall.LOCK_EX
+	}
+	for {
+		if err := ctx.Err(); err != nil {
+			return nil, err
+		}
+		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil {
+			return nil, fmt.Errorf("open lock %s: %w", path, err)
+		}
+		if err := flockCtx(ctx, f, how); err != nil {
+			f.Close()
+			return nil, fmt.Errorf("lock %s: %w", path, err)
+		}
+		fi, err1 := f.Stat()
+		pi, err2 := os.Stat(path)
+		if err1 == nil && err2 == nil && os.SameFile(fi, pi) {
+			return f, nil
+		}
+		f.Close()
+		if err1 != nil {
+			return nil, fmt.Errorf("stat lock %s: %w", path, err1)
+		}
+		if err2 != nil && !errors.Is(err2, os.ErrNotExist) {
+			return nil, fmt.Errorf("stat lock %s: %w", path, err2)
+		}
+	}
+}
+
+// flockCtx tries a non-blocking lock first (the common, uncontended case costs one syscall)
+// and otherwise waits in a goroutine so that ctx can abandon the wait.
+func flockCtx(ctx context.Context, f *os.File, how int) error {
+	fd := int(f.Fd())
+	err := flockRetry(fd, how|syscall.LOCK_NB)
+	if err == nil || !errors.Is(err, syscall.EWOULDBLOCK) {
+		return err
+	}
+	done := make(chan error, 1)
+	go func() { done <- flockRetry(fd, how) }()
+	select {
+	case err := <-done:
+		return err
+	case <-ctx.Done():
+		// The caller closes f on error, but the goroutine may still be blocked in flock on
+		// its descriptor: keep the file alive until it returns, then let the close release it.
+		go func() { <-done; _ = syscall.Flock(fd, syscall.LOCK_UN) }()
+		return ctx.Err()
+	}
+}
+
+func flockRetry(fd, how int) error {
+	for {
+		err := syscall.Flock(fd, how)
+		if !errors.Is(err, syscall.EINTR) {
+			return err
+		}
+	}
+}
+
+// lockFD locks an already open file (used for the long-lived index lock descriptor).
+func lockFD(f *os.File, exclusive bool) error {
+	how := syscall.LOCK_SH
+	if exclusive {
+		how = syscall.LOCK_EX
+	}
+	return flockRetry(int(f.Fd()), how)
+}
+
+func unlockFD(f *os.File) error {
+	return syscall.Flock(int(f.Fd()), syscall.LOCK_UN)
+}
+
+// fileID identifies a file version cheaply: a change in inode, size or mtime means another
+// writer touched it since we last looked.
+type fileID struct {
+	ino   uint64
+	size  int64
+	mtime int64
+}
+
+func statID(fi os.FileInfo) fileID {
+	id := fileID{size: fi.Size(), mtime: fi.ModTime().UnixNano()}
+	if st, ok := fi.Sys().(*syscall.Stat_t); ok {
+		id.ino = uint64(st.Ino)
+	}
+	return id
+}

@@ -1,0 +1,635 @@
+package storage
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"iter"
+	"log/slog"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/klauspost/compress/zstd"
+)
+
+func TestValidID(t *testing.T) {
+	tests := []struct {
+		id   string
+		want bool
+	}{
+		{"abc", true},
+		{"A-b_c.9", true},
+		{strings.Repeat("x", 128), true},
+		{strings.Repeat("x", 129), false},
+		{"", false},
+		{".", false},
+		{"..", false},
+		{"...", true},
+		{"a/b", false},
+		{"a b", false},
+		{"é", false},
+		{"a\x00", false},
+	}
+	for _, tt := range tests {
+		t.Run(fmt.Sprintf("%q", tt.id), func(t *testing.T) {
+			if got := ValidID(tt.id); got != tt.want {
+				t.Fatalf("ValidID(%q) = %v, want %v", tt.id, got, tt.want)
+			}
+		})
+	}
+	s := mustOpen(t, t.TempDir(), Options{})
+	if err := s.Create(Header{ID: "../x"}, Meta{}); !errors.Is(err, ErrInvalidID) {
+		t.Fatalf("Create(../x) = %v, want ErrInvalidID", err)
+	}
+	if _, err := s.Get(".."); !errors.Is(err, ErrInvalidID) {
+		t.Fatalf("Get(..) = %v, want ErrInvalidID", err)
+	}
+	if err := s.View(t.Context(), "a/b", func(*Reader) error { return nil }); !errors.Is(err, ErrInvalidID) {
+		t.Fatalf("View(a/b) = %v, want ErrInvalidID", err)
+	}
+}
+
+func TestRoundTrip(t *testing.T) {
+	payloads := testLines(t)
+	tests := []struct {
+		name     string
+		opts     Options
+		batch    int   // records per Append
+		barriers []int // indexes of barrier records
+	}{
+		{name: "one per call, no seal", opts: Options{}, batch: 1},
+		{name: "one per call, seal every 7", opts: Options{SealRecords: 7}, batch: 1},
+		{name: "batches of 5, seal by bytes", opts: Options{SealBytes: 2000}, batch: 5},
+		{name: "one big batch", opts: Options{SealRecords: 3}, batch: len(payloads)},
+		{name: "barriers", opts: Options{SealRecords: 100}, batch: 4, barriers: []int{0, 5, 9, 10, 23, 39}},
+		{name: "barriers in one batch", opts: Options{}, batch: len(payloads), barriers: []int{3, 4, 20}},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := mustOpen(t, dir, tt.opts)
+			mustCreate(t, s, "s1")
+			recs := recordsOf(payloads)
+			for _, b := range tt.barriers {
+				recs[b].Barrier = true
+			}
+			var batches [][]Record
+			for i := 0; i < len(recs); i += tt.batch {
+				batches = append(batches, recs[i:min(i+tt.batch, len(recs))])
+			}
+			acked := appendBatches(t, s, "s1", batches)
+			var want []string
+			for i, p := range payloads {
+				want = append(want, storedLine(uint64(i+1), p))
+			}
+			equalLines(t, acked, want)
+			got, err := readAll(t, s, "s1", 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			equalLines(t, got, want)
+			// Every barrier record starts a frame.
+			s.View(t.Context(), "s1", func(r *Reader) error {
+				starts := map[uint64]bool{}
+				for _, f := range r.v.frames {
+					starts[f.first] = true
+				}
+				for _, b := range tt.barriers {
+					seq := uint64(b + 1)
+					if !starts[seq] && !(len(r.v.lines) > 0 && r.v.lines[0].seq == seq) {
+						t.Errorf("barrier seq %d does not start a frame or the tail", seq)
+					}
+				}
+				return nil
+			})
+			if err := s.Close(); err != nil {
+				t.Fatal(err)
+			}
+			s2 := mustOpen(t, dir, Options{})
+			for _, from := range []uint64{0, 1, 2, 7, 20, 39, 40, 41, 100} {
+				got, err := readAll(t, s2, "s1", from)
+				if err != nil {
+					t.Fatal(err)
+				}
+				start := min(int(max(from, 1))-1, len(want))
+				equalLines(t, got, want[start:])
+			}
+			m, err := s2.Get("s1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got, want := m.LastSeq, uint64(len(payloads)); got != want {
+				t.Fatalf("LastSeq = %d, want %d", got, want)
+			}
+			// Close sealed the tail.
+			if fi, err := os.Stat(filepath.Join(dir, "sessions", "s1.tail.jsonl")); err != nil || fi.Size() != int64(len(encodeTailHeader("s1"))) {
+				t.Fatalf("tail after Close: %v, %v", fi.Size(), err)
+			}
+		})
+	}
+}
+
+func TestAppendRejectsBadInput(t *testing.T) {
+	tests := []struct {
+		name string
+		rec  Record
+	}{
+		{"not json", Record{Data: []byte(`{"a":`)}},
+		{"array", Record{Data: []byte(`[1,2]`)}},
+		{"string", Record{Data: []byte(`"x"`)}},
+		{"empty", Record{}},
+		{"has seq", Record{Data: []byte(`{"a":1,"seq":3}`)}},
+		{"type not string", Record{Data: []byte(`{"type":3}`)}},
+		{"kind mismatch", Record{Kind: "message", Data: []byte(`{"type":"compaction"}`)}},
+		{"two objects", Record{Data: []byte(`{"a":1}{"b":2}`)}},
+	}
+	s := mustOpen(t, t.TempDir(), Options{})
+	mustCreate(t, s, "s")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := s.Update(t.Context(), "s", func(w *Writer) error {
+				before := w.v.tailID.size
+				_, err := w.Append([]Record{{Data: []byte(`{"ok":1}`)}, tt.rec}, Meta{})
+				if got := w.v.tailID.size; got != before {
+					t.Errorf("tail grew from %d to %d on rejected batch", before, got)
+				}
+				return err
+			})
+			if err == nil {
+				t.Fatal("Append accepted bad record")
+			}
+			if got, _ := readAll(t, s, "s", 0); len(got) != 0 {
+				t.Fatalf("rejected batch stored %d records", len(got))
+			}
+		})
+	}
+}
+
+func TestAppendShapes(t *testing.T) {
+	tests := []struct {
+		name string
+		rec  Record
+		want string
+		kind string
+	}{
+		{"empty object", Record{Data: []byte(`{}`)}, `{"seq":1}`, ""},
+		{"kind added", Record{Kind: "message", Data: []byte(`{"a":1}`)}, `{"seq":1,"type":"message","a":1}`, "message"},
+		{"kind on empty", Record{Kind: "x", Data: []byte(` { } `)}, `{"seq":1,"type":"x"}`, "x"},
+		{"kind from data", Record{Data: []byte(`{"type":"compaction","b":2}`)}, `{"seq":1,"type":"compaction","b":2}`, "compaction"},
+		{"newlines compacted", Record{Data: []byte("{\n \"a\": \"x\\ny\"\n}")}, `{"seq":1,"a":"x\ny"}`, ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			s := mustOpen(t, t.TempDir(), Options{})
+			mustCreate(t, s, "s")
+			var out []Record
+			err := s.Update(t.Context(), "s", func(w *Writer) error {
+				var err error
+				out, err = w.Append([]Record{tt.rec}, Meta{})
+				return err
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if got := string(out[0].Data); got != tt.want {
+				t.Fatalf("stored %s, want %s", got, tt.want)
+			}
+			if out[0].Kind != tt.kind || out[0].Seq != 1 {
+				t.Fatalf("got seq %d kind %q", out[0].Seq, out[0].Kind)
+			}
+			got, err := readAll(t, s, "s", 0)
+			if err != nil || len(got) != 1 || got[0] != tt.want {
+				t.Fatalf("read back %q, %v", got, err)
+			}
+		})
+	}
+}
+
+func TestCreateGetDelete(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "store")
+	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
+	s := mustOpen(t, dir, Options{Now: func() time.Time { return clock }})
+	if err := s.Create(Header{ID: "a", WorkingDir: "/w", ParentSession: "p"}, Meta{Name: "first", Model: "m"}); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Create(Header{ID: "a"}, Meta{}); !errors.Is(err, ErrExists) {
+		t.Fatalf("second Create = %v, want ErrExists", err)
+	}
+	m, err := s.Get("a")
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := Meta{ID: "a", Name: "first", Model: "m", WorkingDir: "/w", ParentSession: "p", Created: clock, Updated: clock}
+	if m != want {
+		t.Fatalf("Get = %+v\nwant %+v", m, want)
+	}
+	s.View(t.Context(), "a", func(r *Reader) error {
+		if h := r.Header(); h.Version != FormatVersion || !h.Created.Equal(clock) || h.WorkingDir != "/w" {
+			t.Errorf("header = %+v", h)
+		}
+		return nil
+	})
+	for _, p := range []string{"", "sessions", "sessions/a.zst", "sessions/a.tail.jsonl", "index.jsonl"} {
+		fi, err := os.Stat(filepath.Join(dir, p))
+		if err != nil {
+			t.Fatal(err)
+		}
+		wantMode := os.FileMode(0o600)
+		if fi.IsDir() {
+			wantMode = 0o700 | os.ModeDir
+		}
+		if fi.Mode() != wantMode {
+			t.Errorf("%s mode %v, want %v", p, fi.Mode(), wantMode)
+		}
+	}
+	if err := s.Delete(t.Context(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.Delete(t.Context(), "a"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("second Delete = %v, want ErrNotFound", err)
+	}
+	if _, err := s.Get("a"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Get after Delete = %v", err)
+	}
+	if err := s.Update(t.Context(), "a", func(*Writer) error { return nil }); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("Update after Delete = %v", err)
+	}
+	if err := s.View(t.Context(), "a", func(*Reader) error { return nil }); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("View after Delete = %v", err)
+	}
+	left, _ := filepath.Glob(filepath.Join(dir, "sessions", "*"))
+	if len(left) != 0 {
+		t.Fatalf("files left after Delete: %v", left)
+	}
+	// The id can be reused.
+	mustCreate(t, s, "a")
+	if l, _ := s.List(nil); len(l) != 1 || l[0].Name != "n-a" {
+		t.Fatalf("List after re-create = %+v", l)
+	}
+	s.Close()
+	if _, err := s.Get("a"); !errors.Is(err, ErrClosed) {
+		t.Fatalf("Get after Close = %v", err)
+	}
+}
+
+func TestListOrderAndFilter(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, Options{})
+	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	for i, id := range []string{"c", "a", "b", "d"} {
+		upd := base.Add(time.Duration(i%3) * time.Hour)
+		if err := s.Create(Header{ID: id, WorkingDir: "/w" + fmt.Sprint(i%2)}, Meta{Updated: upd}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	l, err := s.List(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range l {
+		ids = append(ids, m.ID)
+	}
+	if got, want := strings.Join(ids, ","), "b,a,c,d"; got != want {
+		t.Fatalf("order %s, want %s", got, want)
+	}
+	l, _ = s.List(func(m *Meta) bool { return m.WorkingDir == "/w1" })
+	if len(l) != 2 || l[0].ID != "a" || l[1].ID != "d" {
+		t.Fatalf("filtered = %+v", l)
+	}
+	// A second Store (another process) sees appends incrementally.
+	s2 := mustOpen(t, dir, Options{})
+	appendBatches(t, s, "d", [][]Record{{{Data: []byte(`{"x":1}`)}}})
+	m, err := s2.Get("d")
+	if err != nil || m.LastSeq != 1 {
+		t.Fatalf("other store Get = %+v, %v", m, err)
+	}
+}
+
+func TestIndexRebuild(t *testing.T) {
+	payloads := testLines(t)
+	summarize := func(calls *int) func(h Header, recs iter.Seq2[Record, error]) (Meta, error) {
+		return func(h Header, recs iter.Seq2[Record, error]) (Meta, error) {
+			*calls++
+			n := 0
+			for _, err := range recs {
+				if err != nil {
+					return Meta{}, err
+				}
+				n++
+			}
+			return Meta{Name: "summarized", Messages: n}, nil
+		}
+	}
+	build := func(t *testing.T) string {
+		dir := t.TempDir()
+		s := mustOpen(t, dir, Options{SealRecords: 8})
+		for i := range 5 {
+			id := fmt.Sprintf("s%d", i)
+			mustCreate(t, s, id)
+			appendBatches(t, s, id, [][]Record{recordsOf(payloads[:i*5+1])})
+		}
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		return dir
+	}
+	check := func(t *testing.T, s *Store, wantSummarized int) {
+		l, err := s.List(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if len(l) != 5 {
+			t.Fatalf("List has %d sessions, want 5", len(l))
+		}
+		summarized := 0
+		for _, m := range l {
+			var i int
+			fmt.Sscanf(m.ID, "s%d", &i)
+			if m.LastSeq != uint64(i*5+1) || m.WorkingDir != "/work/"+m.ID {
+				t.Errorf("%s: %+v", m.ID, m)
+			}
+			if m.Name == "summarized" {
+				summarized++
+				if m.Messages != i*5+1 {
+					t.Errorf("%s: Messages %d", m.ID, m.Messages)
+				}
+			}
+		}
+		if summarized != wantSummarized {
+			t.Fatalf("%d sessions summarized, want %d", summarized, wantSummarized)
+		}
+	}
+	t.Run("missing", func(t *testing.T) {
+		dir := build(t)
+		os.Remove(filepath.Join(dir, "index.jsonl"))
+		calls := 0
+		s := mustOpen(t, dir, Options{Summarize: summarize(&calls)})
+		check(t, s, 5)
+		if calls != 5 {
+			t.Fatalf("Summarize called %d times", calls)
+		}
+		s.Close()
+		calls = 0
+		s = mustOpen(t, dir, Options{Summarize: summarize(&calls)})
+		check(t, s, 5)
+		if calls != 0 {
+			t.Fatalf("rebuilt index not trusted: %d calls", calls)
+		}
+	})
+	t.Run("missing without summarize", func(t *testing.T) {
+		dir := build(t)
+		os.Remove(filepath.Join(dir, "index.jsonl"))
+		s := mustOpen(t, dir, Options{})
+		check(t, s, 0)
+	})
+	t.Run("damaged lines", func(t *testing.T) {
+		dir := build(t)
+		p := filepath.Join(dir, "index.jsonl")
+		b, _ := os.ReadFile(p)
+		lines := bytes.SplitAfter(b, []byte("\n"))
+		lines[len(lines)-2] = []byte("{garbage\x00\x01\n") // the newest line of one session
+		os.WriteFile(p, bytes.Join(lines, nil), 0o600)
+		calls := 0
+		s := mustOpen(t, dir, Options{Summarize: summarize(&calls)})
+		check(t, s, 1)
+		nb, _ := os.ReadFile(p)
+		if bytes.Contains(nb, []byte("garbage")) {
+			t.Fatal("damaged index not rewritten")
+		}
+	})
+	t.Run("damaged header", func(t *testing.T) {
+		dir := build(t)
+		p := filepath.Join(dir, "index.jsonl")
+		b, _ := os.ReadFile(p)
+		copy(b, "XXXX")
+		os.WriteFile(p, b, 0o600)
+		calls := 0
+		s := mustOpen(t, dir, Options{Summarize: summarize(&calls)})
+		check(t, s, 0) // lines were still usable; the file is rewritten with a good header
+		nb, _ := os.ReadFile(p)
+		if !bytes.HasPrefix(nb, []byte(`{"v":1,"index":"sessionmem"}`)) {
+			t.Fatalf("index not rewritten: %.60s", nb)
+		}
+	})
+	t.Run("stale after crash before index write", func(t *testing.T) {
+		dir := build(t)
+		p := filepath.Join(dir, "index.jsonl")
+		old, _ := os.ReadFile(p)
+		s := mustOpen(t, dir, Options{})
+		appendBatches(t, s, "s2", [][]Record{recordsOf(payloads[:2])})
+		s.Close()
+		os.WriteFile(p, old, 0o600) // the index line of that append never made it
+		calls := 0
+		s = mustOpen(t, dir, Options{Summarize: summarize(&calls)})
+		m, err := s.Get("s2")
+		if err != nil {
+			t.Fatal(err)
+		}
+		if m.LastSeq != 13 || m.Messages != 13 || calls != 1 {
+			t.Fatalf("stale session not reconciled: %+v, %d calls", m, calls)
+		}
+	})
+	t.Run("deleted session file", func(t *testing.T) {
+		dir := build(t)
+		os.Remove(filepath.Join(dir, "sessions", "s3.zst"))
+		s := mustOpen(t, dir, Options{})
+		if _, err := s.Get("s3"); !errors.Is(err, ErrNotFound) {
+			t.Fatalf("Get of removed session = %v", err)
+		}
+	})
+	t.Run("rewrite when long", func(t *testing.T) {
+		dir := t.TempDir()
+		s := mustOpen(t, dir, Options{})
+		mustCreate(t, s, "x")
+		for range minRewriteLines + 10 {
+			appendBatches(t, s, "x", [][]Record{{{Data: []byte(`{"a":1}`)}}})
+		}
+		b, _ := os.ReadFile(filepath.Join(dir, "index.jsonl"))
+		if n := bytes.Count(b, []byte("\n")); n > minRewriteLines+1 {
+			t.Fatalf("index has %d lines, want a rewrite at %d", n, minRewriteLines)
+		}
+		m, _ := s.Get("x")
+		if m.LastSeq != minRewriteLines+10 {
+			t.Fatalf("LastSeq %d", m.LastSeq)
+		}
+	})
+}
+
+func TestNewerFormatAndDamage(t *testing.T) {
+	payloads := testLines(t)
+	tests := []struct {
+		name    string
+		mutate  func(t *testing.T, dir string)
+		wantErr error
+		openErr bool
+	}{
+		{"newer session header", func(t *testing.T, dir string) {
+			writeHeader(t, dir, "bad", `{"v":2,"id":"bad"}`)
+		}, ErrNewerFormat, false},
+		{"newer tail", func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, "sessions", "bad.tail.jsonl"), []byte("{\"v\":9}\n"), 0o600)
+		}, ErrNewerFormat, false},
+		{"damaged header frame", func(t *testing.T, dir string) {
+			p := filepath.Join(dir, "sessions", "bad.zst")
+			b, _ := os.ReadFile(p)
+			b[10] ^= 0xff
+			os.WriteFile(p, b, 0o600)
+		}, ErrCorrupt, false},
+		{"header of another id", func(t *testing.T, dir string) {
+			writeHeader(t, dir, "bad", `{"v":1,"id":"other"}`)
+		}, ErrCorrupt, false},
+		{"newer index", func(t *testing.T, dir string) {
+			os.WriteFile(filepath.Join(dir, "index.jsonl"), []byte("{\"v\":2,\"index\":\"sessionmem\"}\n"), 0o600)
+		}, ErrNewerFormat, true},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			s := mustOpen(t, dir, Options{})
+			mustCreate(t, s, "good")
+			mustCreate(t, s, "bad")
+			appendBatches(t, s, "bad", [][]Record{recordsOf(payloads[:3])})
+			s.Close()
+			tt.mutate(t, dir)
+			os.Remove(filepath.Join(dir, "index.jsonl.keep"))
+			if !tt.openErr {
+				// Force the store to look at the session files.
+				os.Remove(filepath.Join(dir, "index.jsonl"))
+			}
+			logs := &logCounter{}
+			s2, err := Open(dir, Options{Logger: slog.New(logs)})
+			if tt.openErr {
+				if !errors.Is(err, tt.wantErr) {
+					t.Fatalf("Open = %v, want %v", err, tt.wantErr)
+				}
+				if !strings.Contains(err.Error(), "upgrade") {
+					t.Fatalf("error does not say what to do: %v", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatalf("Open failed on one damaged file: %v", err)
+			}
+			defer s2.Close()
+			for range 2 {
+				l, err := s2.List(nil)
+				if err != nil || len(l) != 1 || l[0].ID != "good" {
+					t.Fatalf("List = %+v, %v", l, err)
+				}
+			}
+			if n := logs.count("skipping damaged session"); n != 1 {
+				t.Fatalf("%d warnings, want 1: %v", n, logs.msgs)
+			}
+			if err := s2.View(t.Context(), "bad", func(*Reader) error { return nil }); !errors.Is(err, tt.wantErr) {
+				t.Fatalf("View = %v, want %v", err, tt.wantErr)
+			}
+			if err := s2.Update(t.Context(), "bad", func(*Writer) error { return nil }); !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Update = %v, want %v", err, tt.wantErr)
+			}
+			if _, err := s2.Get("bad"); !errors.Is(err, tt.wantErr) {
+				t.Fatalf("Get = %v, want %v", err, tt.wantErr)
+			}
+		})
+	}
+}
+
+// writeHeader replaces a session's header frame, keeping its records.
+func writeHeader(t *testing.T, dir, id, js string) {
+	t.Helper()
+	p := filepath.Join(dir, "sessions", id+".zst")
+	b, err := os.ReadFile(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	n := int(b[4]) | int(b[5])<<8
+	frame := append([]byte{0x50, 0x2a, 0x4d, 0x18, byte(len(js)), 0, 0, 0}, js...)
+	if err := os.WriteFile(p, append(frame, b[8+n:]...), 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestZstdCompatible checks that a session file is a plain zstd stream: the streaming reader
+// (and the zstd CLI when installed) print exactly the sealed lines.
+func TestZstdCompatible(t *testing.T) {
+	payloads := testLines(t)
+	dir := t.TempDir()
+	s := mustOpen(t, dir, Options{SealRecords: 6})
+	mustCreate(t, s, "z")
+	acked := appendBatches(t, s, "z", [][]Record{recordsOf(payloads[:1]), recordsOf(payloads[1:20]), recordsOf(payloads[20:])})
+	s.Close()
+	want := strings.Join(acked, "\n") + "\n"
+	p := filepath.Join(dir, "sessions", "z.zst")
+	f, err := os.Open(p)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	d, err := zstd.NewReader(f)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer d.Close()
+	got, err := io.ReadAll(d)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if string(got) != want {
+		t.Fatalf("streaming reader output differs (%d vs %d bytes)", len(got), len(want))
+	}
+	if _, err := exec.LookPath("zstd"); err != nil {
+		t.Skip("zstd CLI not installed")
+	}
+	out, err := exec.CommandContext(t.Context(), "zstd", "-dc", p).Output()
+	if err != nil {
+		t.Fatalf("zstd -dc: %v", err)
+	}
+	if string(out) != want {
+		t.Fatalf("zstd CLI output differs (%d vs %d bytes)", len(out), len(want))
+	}
+}
+
+// TestReadFromBarrierSkipsEarlierFrames proves Records(from) never decodes earlier frames:
+// they are damaged, yet reading from the barrier works.
+func TestReadFromBarrierSkipsEarlierFrames(t *testing.T) {
+	payloads := testLines(t)
+	dir := t.TempDir()
+	s := mustOpen(t, dir, Options{SealRecords: 5})
+	mustCreate(t, s, "b")
+	recs := recordsOf(payloads)
+	recs[30].Barrier = true
+	acked := appendBatches(t, s, "b", [][]Record{recs[:30], recs[30:]})
+	var barrierOff int64
+	s.View(t.Context(), "b", func(r *Reader) error {
+		for _, f := range r.v.frames {
+			if f.first == 31 {
+				barrierOff = f.off
+			}
+		}
+		return nil
+	})
+	s.Close()
+	if barrierOff == 0 {
+		t.Fatal("barrier frame not found")
+	}
+	p := filepath.Join(dir, "sessions", "b.zst")
+	b, _ := os.ReadFile(p)
+	for i := 200; i < int(barrierOff)-40; i += 97 {
+		b[i] ^= 0x55
+	}
+	os.WriteFile(p, b, 0o600)
+	s2 := mustOpen(t, dir, Options{})
+	got, err := readAll(t, s2, "b", 31)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalLines(t, got, acked[30:])
+	if _, err := readAll(t, s2, "b", 1); !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("reading damaged frames: %v, want ErrCorrupt", err)
+	}
+}
