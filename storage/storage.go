@@ -459,10 +459,10 @@ func (s *Store) Create(h Header, m Meta) error {
 	st.mu.Lock()
 	st.v, st.ok = r.v, true
 	st.mu.Unlock()
-	r.fillMeta(&m)
 	if m.Updated.IsZero() {
 		m.Updated = h.Created
 	}
+	r.fillMeta(&m)
 	if err := s.idx.put(id, m, r.sizes()); err != nil {
 		s.log.Warn("storage: index write failed; it is reconciled at next open", "session", id, "err", err)
 	}

@@ -1,0 +1,342 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"testing"
+)
+
+// crashFixture holds the bytes of one session at interesting moments:
+// z0/t0 before the last seal (t0 holds the lines being sealed), z1 after it, t1 the tail after
+// more appends. want are all acknowledged lines (seq 1..len).
+type crashFixture struct {
+	z0, z1, t0, t1 []byte
+	hdrEnd         int
+	tailHdr        int
+	nSealed0       int // records in z0
+	nSealed1       int // records in z1
+	want           []string
+}
+
+func buildCrashFixture(t testing.TB) crashFixture {
+	t.Helper()
+	payloads := testLines(t)
+	dir := t.TempDir()
+	s := mustOpen(t, dir, Options{SealRecords: 1000, SealBytes: 1 << 30})
+	mustCreate(t, s, "c")
+	zp, tp := filepath.Join(dir, "sessions", "c.zst"), filepath.Join(dir, "sessions", "c.tail.jsonl")
+	var fx crashFixture
+	read := func(p string) []byte {
+		b, err := os.ReadFile(p)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return b
+	}
+	hdr := read(zp)
+	fx.hdrEnd = len(hdr)
+	fx.tailHdr = len(read(tp))
+	fx.want = append(fx.want, appendBatches(t, s, "c", [][]Record{recordsOf(payloads[0:5]), recordsOf(payloads[5:12])})...)
+	seal := func() {
+		if err := s.Update(context.Background(), "c", func(w *Writer) error { return w.Seal() }); err != nil {
+			t.Fatal(err)
+		}
+	}
+	seal()
+	fx.want = append(fx.want, appendBatches(t, s, "c", [][]Record{recordsOf(payloads[12:14]), recordsOf(payloads[14:22])})...)
+	fx.nSealed0 = 12
+	fx.z0, fx.t0 = read(zp), read(tp)
+	seal()
+	fx.z1 = read(zp)
+	fx.nSealed1 = 22
+	fx.want = append(fx.want, appendBatches(t, s, "c", [][]Record{recordsOf(payloads[22:23]), recordsOf(payloads[23:29])})...)
+	fx.t1 = read(tp)
+	return fx
+}
+
+// completeLines counts the records whose line ends inside tail[:k].
+func completeLines(tail []byte, hdr, k int) int {
+	n := 0
+	for i := hdr; i < k; i++ {
+		if tail[i] == '\n' {
+			n++
+		}
+	}
+	return n
+}
+
+// checkSession installs zst/tail bytes as session "c" of s and checks what a reader and then a
+// writer (which repairs) return: always an exact prefix of fx.want, at least wantAtLeast long
+// (the acknowledged records that must survive). wantErr: the open must fail with it instead.
+func checkSession(t *testing.T, s *Store, fx crashFixture, zst, tail []byte, wantAtLeast int, wantErr error) {
+	t.Helper()
+	dir := s.Dir()
+	s.dropState("c")
+	if err := os.WriteFile(filepath.Join(dir, "sessions", "c.zst"), zst, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if err := os.WriteFile(filepath.Join(dir, "sessions", "c.tail.jsonl"), tail, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	checkPrefix := func(who string, got []string) {
+		t.Helper()
+		if len(got) > len(fx.want) {
+			t.Fatalf("%s: %d records, more than the %d written", who, len(got), len(fx.want))
+		}
+		for i := range got {
+			if got[i] != fx.want[i] {
+				t.Fatalf("%s: record %d garbled: %.100s", who, i+1, got[i])
+			}
+		}
+		if wantErr == nil && len(got) < wantAtLeast {
+			t.Fatalf("%s: %d records, want at least %d (acknowledged)", who, len(got), wantAtLeast)
+		}
+	}
+	got, err := readAll(t, s, "c", 1)
+	if wantErr != nil {
+		if !errors.Is(err, wantErr) {
+			t.Fatalf("reader: err %v, want %v", err, wantErr)
+		}
+	} else if err != nil {
+		t.Fatalf("reader: %v", err)
+	}
+	checkPrefix("reader", got)
+	got, err = readAllWriter(s, "c")
+	if wantErr != nil {
+		if !errors.Is(err, wantErr) {
+			t.Fatalf("writer: err %v, want %v", err, wantErr)
+		}
+		return
+	}
+	if err != nil {
+		t.Fatalf("writer: %v", err)
+	}
+	checkPrefix("writer", got)
+	// After repair a reader from scratch sees the same, and is not cut further.
+	s.dropState("c")
+	again, err := readAll(t, s, "c", 1)
+	if err != nil || len(again) != len(got) {
+		t.Fatalf("after repair: %d records (%v), writer saw %d", len(again), err, len(got))
+	}
+}
+
+func TestRecoveryTruncateEveryOffset(t *testing.T) {
+	fx := buildCrashFixture(t)
+	s := mustOpen(t, t.TempDir(), Options{})
+	mustCreate(t, s, "c")
+	t.Run("zst cut during seal, tail not yet truncated", func(t *testing.T) {
+		for k := 0; k <= len(fx.z1); k++ {
+			var wantErr error
+			want := 0
+			switch {
+			case k < fx.hdrEnd:
+				wantErr = ErrCorrupt
+			case k >= len(fx.z0):
+				want = fx.nSealed1 // the sealed lines are still in the tail
+			}
+			checkSession(t, s, fx, fx.z1[:k], fx.t0, want, wantErr)
+			if t.Failed() {
+				t.Fatalf("at zst offset %d of %d", k, len(fx.z1))
+			}
+		}
+	})
+	t.Run("tail cut", func(t *testing.T) {
+		for k := 0; k <= len(fx.t1); k++ {
+			want := fx.nSealed1
+			if k >= fx.tailHdr {
+				want += completeLines(fx.t1, fx.tailHdr, k)
+			}
+			checkSession(t, s, fx, fx.z1, fx.t1[:k], want, nil)
+			if t.Failed() {
+				t.Fatalf("at tail offset %d of %d", k, len(fx.t1))
+			}
+		}
+	})
+	t.Run("append after repair continues the sequence", func(t *testing.T) {
+		checkSession(t, s, fx, fx.z1[:len(fx.z1)-3], fx.t0[:len(fx.t0)-5], 0, nil)
+		var last uint64
+		err := s.Update(t.Context(), "c", func(w *Writer) error {
+			last = w.LastSeq()
+			out, err := w.Append([]Record{{Data: []byte(`{"n":1}`)}}, Meta{})
+			if err == nil && out[0].Seq != last+1 {
+				t.Errorf("seq %d after %d", out[0].Seq, last)
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := readAllWriter(s, "c")
+		if err != nil || uint64(len(got)) != last+1 {
+			t.Fatalf("%d records, %v", len(got), err)
+		}
+	})
+}
+
+func TestRecoveryBitFlips(t *testing.T) {
+	fx := buildCrashFixture(t)
+	s := mustOpen(t, t.TempDir(), Options{})
+	mustCreate(t, s, "c")
+	t.Run("every byte of the records", func(t *testing.T) {
+		for i := fx.hdrEnd; i < len(fx.z1); i++ {
+			z := append([]byte(nil), fx.z1...)
+			z[i] ^= 1 << (i % 8)
+			// No acknowledged-count promise for damaged data, only: never garbled.
+			checkSessionLenient(t, s, fx, z, fx.t1)
+			if t.Failed() {
+				t.Fatalf("flip at %d", i)
+			}
+		}
+	})
+	t.Run("tail bytes", func(t *testing.T) {
+		rng := rand.New(rand.NewPCG(1, 2))
+		for range 300 {
+			tl := append([]byte(nil), fx.t1...)
+			i := fx.tailHdr + rng.IntN(len(tl)-fx.tailHdr)
+			tl[i] ^= 1 << rng.IntN(8)
+			checkSessionLenient(t, s, fx, fx.z1, tl)
+			if t.Failed() {
+				t.Fatalf("flip at %d", i)
+			}
+		}
+	})
+}
+
+// checkSessionLenient accepts ErrCorrupt or any exact prefix.
+func checkSessionLenient(t *testing.T, s *Store, fx crashFixture, zst, tail []byte) {
+	t.Helper()
+	s.dropState("c")
+	os.WriteFile(filepath.Join(s.Dir(), "sessions", "c.zst"), zst, 0o600)
+	os.WriteFile(filepath.Join(s.Dir(), "sessions", "c.tail.jsonl"), tail, 0o600)
+	check := func(who string, got []string, err error) {
+		if err != nil && !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("%s: unexpected error %v", who, err)
+		}
+		for i := range got {
+			if i >= len(fx.want) || got[i] != fx.want[i] {
+				t.Fatalf("%s: record %d garbled: %.100s", who, i+1, got[i])
+			}
+		}
+	}
+	got, err := readAll(t, s, "c", 1)
+	check("reader", got, err)
+	got, err = readAllWriter(s, "c")
+	check("writer", got, err)
+}
+
+func TestRecoveryTrailingGarbage(t *testing.T) {
+	fx := buildCrashFixture(t)
+	rnd := make([]byte, 64)
+	for i := range rnd {
+		rnd[i] = byte(i*37 + 11)
+	}
+	partialHeader := fx.z1[len(fx.z0) : len(fx.z0)+20]
+	all := fx.nSealed1 + completeLines(fx.t1, fx.tailHdr, len(fx.t1))
+	tests := []struct {
+		name      string
+		zst, tail []byte
+	}{
+		{"zst 1 zero", []byte{0}, nil},
+		{"zst 4 zeros", make([]byte, 4), nil},
+		{"zst 4096 zeros", make([]byte, 4096), nil},
+		{"zst 64 random", rnd, nil},
+		{"zst partial record header", partialHeader, nil},
+		{"zst whole record header, no frame", fx.z1[len(fx.z0) : len(fx.z0)+32], nil},
+		{"tail zeros", nil, make([]byte, 100)},
+		{"tail garbage line", nil, []byte("garbage\n")},
+		{"tail random", nil, rnd},
+		{"tail duplicate seq", nil, []byte(`{"seq":3,"a":1}` + "\n")},
+		{"tail skipped seq", nil, []byte(`{"seq":99,"a":1}` + "\n")},
+	}
+	s := mustOpen(t, t.TempDir(), Options{})
+	mustCreate(t, s, "c")
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			z := append(append([]byte(nil), fx.z1...), tt.zst...)
+			tl := append(append([]byte(nil), fx.t1...), tt.tail...)
+			checkSession(t, s, fx, z, tl, all, nil)
+			fi, _ := os.Stat(filepath.Join(s.Dir(), "sessions", "c.zst"))
+			if fi.Size() != int64(len(fx.z1)) {
+				t.Fatalf("zst not cut back: %d, want %d", fi.Size(), len(fx.z1))
+			}
+			fi, _ = os.Stat(filepath.Join(s.Dir(), "sessions", "c.tail.jsonl"))
+			if fi.Size() != int64(len(fx.t1)) {
+				t.Fatalf("tail not cut back: %d, want %d", fi.Size(), len(fx.t1))
+			}
+		})
+	}
+	t.Run("damaged record before intact ones is refused, not cut", func(t *testing.T) {
+		z := append([]byte(nil), fx.z1...)
+		z[fx.hdrEnd+40] ^= 0xff // inside the first frame; the second is intact
+		s.dropState("c")
+		os.WriteFile(filepath.Join(s.Dir(), "sessions", "c.zst"), z, 0o600)
+		os.WriteFile(filepath.Join(s.Dir(), "sessions", "c.tail.jsonl"), fx.t1, 0o600)
+		if _, err := readAllWriter(s, "c"); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("writer open = %v, want ErrCorrupt", err)
+		}
+		if fi, _ := os.Stat(filepath.Join(s.Dir(), "sessions", "c.zst")); fi.Size() != int64(len(z)) {
+			t.Fatal("damaged file was cut")
+		}
+	})
+}
+
+// FuzzRecordReader feeds arbitrary record and tail bytes after valid headers: reading must
+// never panic, and whatever comes back must be valid records in sequence.
+func FuzzRecordReader(f *testing.F) {
+	fx := buildCrashFixture(f)
+	f.Add(fx.z1[fx.hdrEnd:], fx.t1[fx.tailHdr:])
+	f.Add(fx.z0[fx.hdrEnd:], fx.t0[fx.tailHdr:])
+	f.Add(fx.z1[fx.hdrEnd:len(fx.z1)-7], fx.t1[fx.tailHdr:len(fx.t1)-9])
+	f.Add([]byte{}, []byte(`{"seq":1,"a":1}`+"\n"+`{"seq":2}`+"\n"))
+	f.Add(make([]byte, 40), []byte("\n\n"))
+	s, err := Open(f.TempDir(), Options{})
+	if err != nil {
+		f.Fatal(err)
+	}
+	defer s.Close()
+	if err := s.Create(Header{ID: "c", WorkingDir: "/w"}, Meta{}); err != nil {
+		f.Fatal(err)
+	}
+	f.Fuzz(func(t *testing.T, recs, tail []byte) {
+		z := append(append([]byte(nil), fx.z1[:fx.hdrEnd]...), recs...)
+		tl := append(append([]byte(nil), fx.t1[:fx.tailHdr]...), tail...)
+		s.dropState("c")
+		os.WriteFile(filepath.Join(s.Dir(), "sessions", "c.zst"), z, 0o600)
+		os.WriteFile(filepath.Join(s.Dir(), "sessions", "c.tail.jsonl"), tl, 0o600)
+		check := func(open func(context.Context, string, func(*Reader) error) error) int {
+			n := 0
+			err := open(context.Background(), "c", func(r *Reader) error {
+				for rec, err := range r.Records(1) {
+					if err != nil {
+						if !errors.Is(err, ErrCorrupt) {
+							t.Fatalf("unexpected error %v", err)
+						}
+						return nil
+					}
+					n++
+					if rec.Seq != uint64(n) {
+						t.Fatalf("seq %d at position %d", rec.Seq, n)
+					}
+					if got, ok := lineSeq(rec.Data); !ok || got != rec.Seq {
+						t.Fatalf("record %d does not carry its seq: %.80s", n, rec.Data)
+					}
+				}
+				if r.LastSeq() < uint64(n) {
+					t.Fatalf("LastSeq %d < %d records", r.LastSeq(), n)
+				}
+				return nil
+			})
+			if err != nil && !errors.Is(err, ErrCorrupt) {
+				t.Fatalf("open: %v", err)
+			}
+			return n
+		}
+		check(s.View)
+		check(func(ctx context.Context, id string, fn func(*Reader) error) error {
+			return s.Update(ctx, id, func(w *Writer) error { return fn(&w.Reader) })
+		})
+	})
+}
