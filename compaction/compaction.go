@@ -66,7 +66,9 @@ type Cut struct {
 	Start int
 }
 
-// Request is everything a summarizer gets.
+// Request is everything a summarizer gets. A request with a TurnPrefix and no History asks for
+// the split-turn layout (Run sends the prefix half of a split turn that way); with both, the
+// two form one conversation (the agent's single-call flow).
 type Request struct {
 	History         []Entry // entries to fold into the summary (may be empty)
 	TurnPrefix      []Entry // early part of a split turn (may be empty)

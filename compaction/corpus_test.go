@@ -66,6 +66,7 @@ func loadCorpus(t testing.TB, name string) []Entry {
 func TestCorpusExtractive(t *testing.T) {
 	for _, name := range corpusFiles {
 		t.Run(name, func(t *testing.T) {
+			t.Parallel()
 			path := loadCorpus(t, name)
 			checkExtractiveFilled(t, path, allowedEmpty(path))
 		})

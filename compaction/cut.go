@@ -11,8 +11,8 @@ type toolInfo struct {
 
 func scanTools(msg []byte) toolInfo {
 	var ti toolInfo
-	ti.role = gjson.GetBytes(msg, "role").Str
-	content := gjson.GetBytes(msg, "content")
+	ti.role = gjson.Get(view(msg), "role").Str
+	content := gjson.Get(view(msg), "content")
 	if !content.IsArray() {
 		return ti
 	}

@@ -127,48 +127,65 @@ func decodeContent(raw json.RawMessage) ([]Block, error) {
 // MarshalJSON writes exactly the fields of the block's type, so an empty text stays "text":""
 // and is_error is always present on tool results.
 func (b Block) MarshalJSON() ([]byte, error) {
+	return marshalNoEscape(b.shape())
+}
+
+// shape returns the value whose JSON is the block's wire form.
+func (b Block) shape() any {
 	switch b.Type {
 	case BlockText:
-		return json.Marshal(struct {
+		return struct {
 			Type string `json:"type"`
 			Text string `json:"text"`
-		}{b.Type, b.Text})
+		}{b.Type, b.Text}
 	case BlockThinking:
-		return json.Marshal(struct {
+		return struct {
 			Type     string `json:"type"`
 			Thinking string `json:"thinking"`
-		}{b.Type, b.Thinking})
+		}{b.Type, b.Thinking}
 	case BlockToolCall:
 		args := b.Arguments
 		if len(args) == 0 {
 			args = json.RawMessage("{}")
 		}
-		return json.Marshal(struct {
+		return struct {
 			Type      string          `json:"type"`
 			ID        string          `json:"id"`
 			Name      string          `json:"name"`
 			Arguments json.RawMessage `json:"arguments"`
-		}{b.Type, b.ID, b.Name, args})
+		}{b.Type, b.ID, b.Name, args}
 	case BlockToolResult:
 		content := b.Content
 		if content == nil {
 			content = []Block{}
 		}
-		return json.Marshal(struct {
+		return struct {
 			Type       string  `json:"type"`
 			ToolCallID string  `json:"tool_call_id"`
 			Content    []Block `json:"content"`
 			IsError    bool    `json:"is_error"`
-		}{b.Type, b.ToolCallID, content, b.IsError})
+		}{b.Type, b.ToolCallID, content, b.IsError}
 	case BlockImage:
-		return json.Marshal(struct {
+		return struct {
 			Type      string `json:"type"`
 			MediaType string `json:"media_type"`
 			Data      string `json:"data"`
-		}{b.Type, b.MediaType, b.Data})
+		}{b.Type, b.MediaType, b.Data}
 	}
 	type plain Block
-	return json.Marshal(plain(b))
+	return plain(b)
+}
+
+// marshalNoEscape encodes v without HTML escaping, so stored text keeps <, > and & as written
+// (searchable, readable with zstdcat). Output encoders escape again as they see fit.
+func marshalNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }
 
 // Entry kinds stored in a session log.

@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"encoding/json"
 	"fmt"
 
 	"github.com/tidwall/gjson"
@@ -63,7 +62,8 @@ func collectPath(r *storage.Reader, from uint64, full bool) (*sessionPath, error
 			return nil, err
 		}
 		var e pathEntry
-		if err := json.Unmarshal(rec.Data, &e.Entry); err != nil {
+		var err error
+		if e.Entry, err = decodeEntry(rec.Data); err != nil {
 			return nil, fmt.Errorf("decode record %d: %w", rec.Seq, err)
 		}
 		e.seq = rec.Seq

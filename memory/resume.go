@@ -79,13 +79,17 @@ func (s *Service) Resume(ctx context.Context, req ResumeRequest) (ResumeResult, 
 	res := ResumeResult{SessionID: id, WorkingDir: p.header.WorkingDir, ReadFiles: []string{}, ModifiedFiles: []string{},
 		Messages: []Message{}, ContextTokens: p.contextTokens()}
 	var msgs []Message
+	var sizes []int // output characters of each message, -1 when it must be measured
+	var raws [][]byte
 	for _, e := range p.context() {
 		if m, ok := outputMessage(e); ok {
 			msgs = append(msgs, m)
+			sizes = append(sizes, rawOutputChars(e))
+			raws = append(raws, e.raw)
 		}
 	}
 	if req.Prune {
-		pruneToolOutputs(msgs, PruneProtectTokens)
+		pruneToolOutputs(msgs, sizes, raws, PruneProtectTokens)
 	}
 	start := 0
 	if cur != nil {
@@ -114,7 +118,11 @@ func (s *Service) Resume(ctx context.Context, req ResumeRequest) (ResumeResult, 
 		used = jsonChars(res)
 	}
 	for i := start; i < len(msgs); i++ {
-		size := jsonChars(msgs[i]) + 1
+		size := sizes[i]
+		if size < 0 {
+			size = jsonChars(msgs[i])
+		}
+		size++ // the comma between array elements
 		if used+size > budget {
 			if len(res.Messages) > 0 {
 				res.NextCursor = encodeToken("r1.", resumeCursor{Session: id, Next: msgs[i].EntryID})
@@ -135,6 +143,23 @@ func nonNil(s []string) []string {
 		return []string{}
 	}
 	return s
+}
+
+// rawOutputChars is the length in characters of json.Marshal of a stored message as Resume
+// returns it, computed from the stored JSON without encoding again: the stored form differs
+// only by HTML escaping (<, > and & become six-character escapes) and the added entry_id.
+// It returns -1 for entries that are not stored messages.
+func rawOutputChars(e *pathEntry) int {
+	if e.raw == nil {
+		return -1
+	}
+	n := utf8.RuneCount(e.raw)
+	for _, c := range e.raw {
+		if c == '<' || c == '>' || c == '&' {
+			n += 5
+		}
+	}
+	return n + len(`"entry_id":"",`) + len(e.ID)
 }
 
 // jsonChars is the length in characters of v's JSON encoding, the contract's token measure ×4.
@@ -232,16 +257,19 @@ func blockText(b *Block, sub int) *string {
 
 // pruneToolOutputs replaces the content of tool results older than the newest protect tokens
 // with a one-line placeholder. Only the response changes; the store keeps everything.
-func pruneToolOutputs(msgs []Message, protect int) {
+func pruneToolOutputs(msgs []Message, sizes []int, raws [][]byte, protect int) {
 	seen := 0
 	for i := len(msgs) - 1; i >= 0; i-- {
 		if seen < protect {
-			if b, err := json.Marshal(msgs[i]); err == nil {
+			if raws[i] != nil {
+				seen += compaction.EstimateMessage(raws[i])
+			} else if b, err := json.Marshal(msgs[i]); err == nil {
 				seen += compaction.EstimateMessage(b)
 			}
 			continue
 		}
 		m := &msgs[i]
+		sizes[i] = -1
 		m.Content = append([]Block(nil), m.Content...)
 		for j := range m.Content {
 			b := &m.Content[j]

@@ -47,20 +47,20 @@ func TestCorpusFindings(t *testing.T) {
 		mask := r.pre.scan(l)
 		cur := l
 		for i, ru := range r.rules {
-			if mask&(1<<uint(i)) == 0 {
+			bit := uint64(1) << uint(i)
+			if mask&bit == 0 {
 				continue
 			}
-			for _, sp := range ru.spans(cur) {
-				name := ru.name
-				if name == "" || ru.value > 0 {
-					name = "value:" + strings.SplitN(ru.re.String(), "\\", 2)[0]
-				}
+			spans := ru.find(cur, r.pre.hits(cur, mask, nil), bit)
+			for _, sp := range spans {
 				counts[ru.marker()]++
 				total++
 				lo, hi := max(0, sp[0]-60), min(len(cur), sp[1]+20)
 				t.Logf("%s: …%s…", ru.marker(), strings.ReplaceAll(cur[lo:hi], "\n", "⏎"))
 			}
-			cur = ru.apply(cur)
+			if spans != nil {
+				cur = replace(cur, spans, ru.marker())
+			}
 		}
 		if out := r.String(l); out != cur || r.String(out) != out {
 			t.Fatalf("inconsistent or not idempotent on line %.200q", l)

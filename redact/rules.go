@@ -5,124 +5,309 @@ import (
 	"strings"
 )
 
+// How a rule's regexp is placed. Go's regexp has no DFA, so searching a whole large text with
+// it is slow (about 10 MB/s here); rules therefore run it anchored at the places where the
+// prefilter saw a trigger.
+const (
+	// atStart: re (anchored with ^) must match where a trigger begins, at a word boundary.
+	atStart = iota
+	// afterKey: the trigger is the end of a key name (password, …_TOKEN); re (anchored with ^)
+	// matches the separator and value right after it, and group 1 is the secret.
+	afterKey
+	// span: re searches from the first trigger to the end of the text (rare, multi-line spans).
+	span
+)
+
+// rule is one kind of secret.
+type rule struct {
+	name     string   // marker kind: "[REDACTED:name]"; "" gives "[REDACTED]"
+	mode     int      // atStart, afterKey or span
+	triggers []string // literals (ASCII case-insensitive); one occurs in every match
+	re       *regexp.Regexp
+	// group is the capturing group holding the secret; 0 is the whole match.
+	group int
+	// limit bounds how far past the trigger the regexp may look.
+	limit int
+	// key, for afterKey rules, vets the key name ending at the trigger; nil accepts any.
+	key func(name string) bool
+	// valid vets the secret (and sees the separator and the byte after it); nil accepts.
+	valid func(secret, sep string, next byte) bool
+	// unquote keeps quotes around a quoted secret ("…", '…', \"…\").
+	unquote bool
+	// midKey lets an afterKey trigger be followed by key characters (the "://" of a URL).
+	midKey bool
+}
+
+func (ru *rule) marker() string {
+	if ru.name == "" {
+		return "[REDACTED]"
+	}
+	return "[REDACTED:" + ru.name + "]"
+}
+
+// find returns the spans of s to replace, in order, given the prefilter hits.
+func (ru *rule) find(s string, hits []hit, bit uint64) [][2]int {
+	if ru.mode == span {
+		for _, h := range hits {
+			if h.rules&bit != 0 {
+				lo := max(0, h.end-len(ru.triggers[0])-64)
+				var out [][2]int
+				for _, m := range ru.re.FindAllStringIndex(s[lo:], -1) {
+					out = append(out, [2]int{m[0] + lo, m[1] + lo})
+				}
+				return out
+			}
+		}
+		return nil
+	}
+	var out [][2]int
+	done := 0 // text before this offset is already covered by a span
+	for _, h := range hits {
+		if h.rules&bit == 0 {
+			continue
+		}
+		var sp [2]int
+		var ok bool
+		if ru.mode == atStart {
+			sp, ok = ru.matchAtStart(s, h.end, done)
+		} else {
+			sp, ok = ru.matchAfterKey(s, h.end, done)
+		}
+		if ok {
+			out = append(out, sp)
+			done = sp[1]
+		}
+	}
+	return out
+}
+
+func isWord(c byte) bool {
+	return c == '_' || ('0' <= c && c <= '9') || ('a' <= c|0x20 && c|0x20 <= 'z')
+}
+
+func isKeyChar(c byte) bool { return isWord(c) || c == '.' || c == '-' }
+
+func (ru *rule) window(s string, from int) string {
+	if ru.limit > 0 && from+ru.limit < len(s) {
+		return s[from : from+ru.limit]
+	}
+	return s[from:]
+}
+
+func (ru *rule) matchAtStart(s string, end, done int) ([2]int, bool) {
+	for _, t := range ru.triggers {
+		start := end - len(t)
+		if start < done || !strings.EqualFold(s[start:end], t) || (start > 0 && isWord(s[start-1])) {
+			continue
+		}
+		w := ru.window(s, start)
+		m := ru.re.FindStringSubmatchIndex(w)
+		if m == nil {
+			continue
+		}
+		a, b := m[2*ru.group], m[2*ru.group+1]
+		if a < 0 || a == b || strings.HasPrefix(w[a:b], Marker) {
+			continue
+		}
+		if m[1] < len(w) && isWord(w[m[1]]) && ru.group == 0 {
+			continue // the token goes on: not the shape we know
+		}
+		if ru.valid != nil && !ru.valid(w[a:b], "", byteAt(w, m[1])) {
+			continue
+		}
+		return [2]int{start + a, start + b}, true
+	}
+	return [2]int{}, false
+}
+
+func (ru *rule) matchAfterKey(s string, end, done int) ([2]int, bool) {
+	if !ru.midKey && end < len(s) && isKeyChar(s[end]) {
+		return [2]int{}, false // the key name goes on past the keyword (max_tokens, token_type)
+	}
+	start := end
+	for start > 0 && isKeyChar(s[start-1]) {
+		start--
+	}
+	if start < done || (ru.key != nil && !ru.key(s[start:end])) {
+		return [2]int{}, false
+	}
+	w := ru.window(s, end)
+	m := ru.re.FindStringSubmatchIndex(w)
+	if m == nil {
+		return [2]int{}, false
+	}
+	a, b := m[2], m[3]
+	v := w[a:b]
+	if a == b || strings.HasPrefix(v, Marker) {
+		return [2]int{}, false
+	}
+	if ru.valid != nil && !ru.valid(v, w[:a], byteAt(w, b)) {
+		return [2]int{}, false
+	}
+	if ru.unquote {
+		_, lo, hi := unquote(v)
+		a, b = a+lo, a+hi
+	}
+	return [2]int{end + a, end + b}, true
+}
+
+// unquote returns the inside of a value quoted with ", ' or \" (JSON inside JSON), and its
+// bounds in v; a missing closing quote (a truncated value) is tolerated.
+func unquote(v string) (inner string, lo, hi int) {
+	lo, hi = 0, len(v)
+	switch {
+	case strings.HasPrefix(v, `\"`):
+		lo = 2
+		if len(v) >= 4 && strings.HasSuffix(v, `\"`) {
+			hi -= 2
+		}
+	case v != "" && (v[0] == '"' || v[0] == '\''):
+		lo = 1
+		if len(v) >= 2 && v[len(v)-1] == v[0] {
+			hi--
+		}
+	}
+	return v[lo:hi], lo, hi
+}
+
+func byteAt(s string, i int) byte {
+	if i < len(s) {
+		return s[i]
+	}
+	return 0
+}
+
 // builtinRules returns the built-in rules in the order they run: spans that may contain other
 // secrets first, then provider keys with a recognisable shape (so an assignment keeps its key
 // name and shows which kind of key it held), then headers and assignments.
 func builtinRules() []*rule {
-	keyed := func(name, re string, triggers ...string) *rule {
-		return &rule{name: name, re: regexp.MustCompile(re), triggers: triggers, after: 1024}
+	key := func(name, re string, triggers ...string) *rule {
+		return &rule{name: name, mode: atStart, re: regexp.MustCompile(`^(?:` + re + `)`), triggers: triggers, limit: 4096}
 	}
+	digitAndLetter := func(v, _ string, _ byte) bool { return hasDigitAndLetter(v) }
+	withValid := func(r *rule, f func(string, string, byte) bool) *rule { r.valid = f; return r }
 	return []*rule{
 		// <private>…</private>: the user's own opt-out, possibly spanning lines.
-		{re: regexp.MustCompile(`(?is)<private>.*?</private>`), triggers: []string{"<private>"}, after: -1},
+		{mode: span, re: regexp.MustCompile(`(?is)<private>.*?</private>`), triggers: []string{"<private>"}},
 		// PEM private keys; an unterminated block (a truncated tool output) loses everything
 		// that still looks like base64.
 		{
-			name:     "private-key",
-			re:       regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:(?s:.*?)-----END[A-Z0-9 ]*PRIVATE KEY-----|[A-Za-z0-9+/=\s\\:,-]*)`),
-			triggers: []string{"PRIVATE KEY-----"}, before: 64, after: -1,
+			name: "private-key", mode: span, triggers: []string{"PRIVATE KEY-----"},
+			re: regexp.MustCompile(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:(?s:.*?)-----END[A-Z0-9 ]*PRIVATE KEY-----|[A-Za-z0-9+/=\s\\:,-]*)`),
 		},
-		keyed("anthropic-key", `\bsk-ant-[A-Za-z0-9_-]{20,}`, "sk-ant-"),
-		withValid(keyed("openai-key", `\bsk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}`, "sk-"), hasDigitAndLetter),
-		keyed("aws-access-key-id", `\b(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}\b`, "akia", "asia", "abia", "acca"),
-		keyed("github-token", `\b(?:gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,})\b`, "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
-		keyed("gitlab-token", `\bglpat-[A-Za-z0-9_-]{20,}`, "glpat-"),
-		keyed("slack-token", `\bxox[abprs]-[A-Za-z0-9-]{10,}`, "xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-"),
-		keyed("stripe-key", `\b[rs]k_(?:live|test)_[A-Za-z0-9]{10,}`, "sk_live_", "rk_live_", "sk_test_", "rk_test_"),
-		keyed("google-api-key", `\bAIza[A-Za-z0-9_-]{35}`, "aiza"),
-		withValid(keyed("huggingface-token", `\bhf_[A-Za-z0-9]{30,}`, "hf_"), hasDigitAndLetter),
-		withValid(keyed("mem0-key", `\bm0-[A-Za-z0-9_-]{20,}`, "m0-"), hasDigitAndLetter),
-		keyed("npm-token", `\bnpm_[A-Za-z0-9]{36}\b`, "npm_"),
-		keyed("jwt", `\beyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*`, "eyj"),
+		key("anthropic-key", `sk-ant-[A-Za-z0-9_-]{20,}`, "sk-ant-"),
+		withValid(key("openai-key", `sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}`, "sk-"), digitAndLetter),
+		key("aws-access-key-id", `(?:AKIA|ASIA|ABIA|ACCA)[A-Z0-9]{16}`, "AKIA", "ASIA", "ABIA", "ACCA"),
+		key("github-token", `gh[pousr]_[A-Za-z0-9]{36,251}|github_pat_[A-Za-z0-9_]{22,}`, "ghp_", "gho_", "ghu_", "ghs_", "ghr_", "github_pat_"),
+		key("gitlab-token", `glpat-[A-Za-z0-9_-]{20,}`, "glpat-"),
+		key("slack-token", `xox[abprs]-[A-Za-z0-9-]{10,}`, "xoxa-", "xoxb-", "xoxp-", "xoxr-", "xoxs-"),
+		key("stripe-key", `[rs]k_(?:live|test)_[A-Za-z0-9]{10,}`, "sk_live_", "rk_live_", "sk_test_", "rk_test_"),
+		key("google-api-key", `AIza[A-Za-z0-9_-]{35}`, "AIza"),
+		withValid(key("huggingface-token", `hf_[A-Za-z0-9]{30,}`, "hf_"), digitAndLetter),
+		withValid(key("mem0-key", `m0-[A-Za-z0-9_-]{20,}`, "m0-"), digitAndLetter),
+		key("npm-token", `npm_[A-Za-z0-9]{36}`, "npm_"),
+		key("jwt", `eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*`, "eyJ"),
 		// Authorization headers: the credential after the scheme, whatever it looks like.
 		{
-			re:       regexp.MustCompile(`(?i)\b(?:proxy-)?authorization\\?["']?\s*[:=]\s*\\?["']?(?:bearer|basic|token|digest)\s+([A-Za-z0-9._~+/=-]{4,})`),
-			triggers: []string{"authorization"}, value: 1, after: 1024,
+			mode: afterKey, triggers: []string{"authorization"}, limit: 1024,
+			key: func(k string) bool {
+				return strings.EqualFold(k, "authorization") || strings.EqualFold(k, "proxy-authorization")
+			},
+			re:    regexp.MustCompile(`^\\?["']?[ \t]*[:=][ \t]*\\?["']?(?i:bearer|basic|token|digest)[ \t]+([A-Za-z0-9._~+/=-]{4,})`),
+			valid: notAKey,
 		},
 		// A bare "Bearer <token>" (curl -H, logs): only when the token looks like one.
 		{
-			re:       regexp.MustCompile(`(?i)\bbearer\s+([A-Za-z0-9._~+/=-]{8,})`),
-			triggers: []string{"bearer"}, value: 1, after: 1024,
-			valid: func(v string, _ []int, _ string) bool { return looksSecret(v) },
+			mode: afterKey, triggers: []string{"bearer"}, limit: 1024,
+			key:   func(k string) bool { return strings.EqualFold(k, "bearer") },
+			re:    regexp.MustCompile(`^[ \t]+([A-Za-z0-9._~+/=-]{8,})`),
+			valid: func(v, sep string, next byte) bool { return notAKey(v, sep, next) && looksSecret(v) },
 		},
 		// Credentials in URLs: scheme://user:password@host.
 		{
-			re:       regexp.MustCompile(`\b[A-Za-z][A-Za-z0-9+.-]*://[^\s:@/"'<>\\]+:([^\s@/"'<>\\]+)@`),
-			triggers: []string{"://"}, value: 1, after: 1024,
-			valid: func(v string, _ []int, _ string) bool { return !placeholder(v) && !allDigits(v) },
+			mode: afterKey, triggers: []string{"://"}, limit: 1024, midKey: true,
+			re:    regexp.MustCompile(`^[^\s:@/"'<>\\]+:([^\s@/"'<>\\]+)@`),
+			valid: func(v, _ string, _ byte) bool { return !placeholder(v) && !allDigits(v) },
 		},
 		assignmentRule(),
 		flagRule(),
 	}
 }
 
-func withValid(r *rule, f func(string) bool) *rule {
-	r.valid = func(v string, _ []int, _ string) bool { return f(v) }
-	return r
+// notAKey rejects a "credential" followed by ":" or "=": it is the key of the next assignment
+// (Authorization: Bearer password=…), which the assignment rule handles.
+func notAKey(_, _ string, next byte) bool { return next != ':' && next != '=' }
+
+// assignmentTriggers are the ends of key names whose values are secrets (DB_PASSWORD,
+// GITHUB_TOKEN, clientSecret, OPENAI_API_KEY, aws_secret_access_key, SecretAccessKey). A key
+// must end with one, so max_tokens, tokenizer or secret_name do not qualify.
+var assignmentTriggers = []string{
+	"password", "passwd", "passphrase", "secret", "token",
+	"api_key", "api-key", "apikey", "access_key", "access-key", "accesskey",
+	"secret_key", "secret-key", "secretkey", "private_key", "private-key", "privatekey",
+	"auth_key", "auth-key", "authkey", "credential", "credentials",
 }
 
-// keyWords are the ends of key names whose values are secrets (DB_PASSWORD, GITHUB_TOKEN,
-// clientSecret, OPENAI_API_KEY, aws_secret_access_key, SecretAccessKey). A key must end with
-// one, so max_tokens, tokenizer or secret_name do not qualify.
-const keyWords = `password|passwd|passphrase|secret|token|api[_-]?key|apikey|access[_-]?key|secret[_-]?key|private[_-]?key|auth[_-]?key|credentials?`
-
 // assignmentRule matches key=value, key: value, key := value and "key": "value" (also with the
-// quotes escaped, as in JSON inside JSON). Groups: 1 key, 2 separator, 3 value.
+// quotes escaped, as in JSON inside JSON).
 func assignmentRule() *rule {
-	re := regexp.MustCompile(`(?i)\b([a-z0-9_.-]*?(?:` + keyWords + `))(\\?["']?\s*(?::=|=|:)\s*)` +
-		`("[^"\n]*"|'[^'\n]*'|\\"(?:[^"\\\n]|\\[^"\n])*\\"|[^\s"'` + "`" + `,;&|(){}\[\]<>\\]+)`)
 	return &rule{
-		re:       re,
-		triggers: []string{"password", "passwd", "passphrase", "secret", "token", "api_key", "api-key", "apikey", "access_key", "access-key", "accesskey", "private_key", "privatekey", "auth_key", "authkey", "credential"},
-		value:    3,
-		valid:    validAssignment,
-		unquote:  true,
-		before:   256,
-		after:    1024,
+		mode: afterKey, triggers: assignmentTriggers, limit: 1024, unquote: true,
+		re: regexp.MustCompile(`^\\?["']?\s*(?::=|=|:)\s*` +
+			`("[^"\n]*"|'[^'\n]*'|\\"(?:[^"\\\n]|\\[^"\n])*\\"|\\?["']?[^\s"'` + "`" + `,;&|(){}\[\]<>\\]+)`),
+		valid: validAssignment,
 	}
 }
 
 // flagRule matches command-line options given as separate words: --password hunter2.
 func flagRule() *rule {
-	re := regexp.MustCompile(`(?i)(?:^|\s)(--?[a-z0-9-]*(?:password|passwd|token|secret|api-key|apikey))\s+([^\s"'` + "`" + `;&|<>()]+)`)
 	return &rule{
-		re:       re,
-		triggers: []string{"password", "passwd", "token", "secret", "api-key", "apikey"},
-		value:    2,
-		valid:    func(v string, _ []int, _ string) bool { return !strings.HasPrefix(v, "-") && looksSecret(v) },
-		after:    1024,
+		mode: afterKey, triggers: []string{"password", "passwd", "token", "secret", "api-key", "apikey"}, limit: 1024,
+		key: func(k string) bool { return strings.HasPrefix(k, "-") },
+		re:  regexp.MustCompile(`^[ \t]+([^\s"'` + "`" + `;&|<>()]+)`),
+		valid: func(v, _ string, _ byte) bool {
+			return !strings.HasPrefix(v, "-") && looksSecret(v)
+		},
 	}
 }
 
 // validAssignment decides whether the value of an assignment is a literal secret rather than
 // code: quoted literals count unless they are placeholders or prose; unquoted values count in
-// env/URL style (KEY=value, no spaces) unless they are variables or calls, and elsewhere
+// env/URL style (KEY=value, no spaces) unless they are variables, paths or calls, and elsewhere
 // (`key: value`, `key = value`) only when they look like a random token.
-func validAssignment(v string, m []int, s string) bool {
-	sep := s[m[4]:m[5]]
-	quoted := false
-	switch {
-	case strings.HasPrefix(v, `\"`) && len(v) >= 4:
-		v, quoted = v[2:len(v)-2], true
-	case v[0] == '"' || v[0] == '\'':
-		v, quoted = v[1:len(v)-1], true
-	}
+func validAssignment(v, sep string, next byte) bool {
+	inner, lo, _ := unquote(v)
+	quoted := lo > 0
+	v = inner
 	if v == "" || placeholder(v) || typeWord(v) {
 		return false
 	}
 	if quoted {
-		return strings.Count(strings.TrimSpace(v), " ") < 3
+		return !prose(v)
 	}
-	if strings.ContainsAny(v, "([") || v[0] == '/' || v[0] == '.' || v[0] == '~' || dottedIdent(v) {
+	if next == '(' || next == '[' || strings.ContainsAny(v, "([") || v[0] == '/' || v[0] == '.' || v[0] == '~' || dottedIdent(v) {
 		return false
 	}
-	if end := m[7]; end < len(s) && (s[end] == '(' || s[end] == '[') {
-		return false // a call or an index: code, not a literal
-	}
-	if strings.TrimSpace(strings.TrimLeft(sep, `\"'`)) == "=" && !strings.ContainsAny(sep, " \t") {
-		return true
+	if strings.Trim(sep, `\"'`) == "=" {
+		return true // KEY=value: env files, command lines, query strings
 	}
 	return looksSecret(v)
+}
+
+// prose reports quoted values that read as a sentence (a description, not a secret): four
+// words or more, none of them token-like. A passphrase of plain words is missed; that is the
+// price of not redacting every "token": "…" description in schemas and docs.
+func prose(v string) bool {
+	f := strings.Fields(v)
+	if len(f) < 4 {
+		return false
+	}
+	for _, w := range f {
+		if looksSecret(w) {
+			return false
+		}
+	}
+	return true
 }
 
 // placeholder reports values that stand for a secret without being one.
@@ -160,7 +345,7 @@ func typeWord(v string) bool {
 // looksSecret reports whether an unquoted word looks like a random token rather than an
 // identifier or a word: at least 8 characters with letters and digits, or 16 with mixed case.
 func looksSecret(v string) bool {
-	if len(v) < 8 || placeholder(v) {
+	if len(v) < 8 || placeholder(v) || dottedIdent(v) {
 		return false
 	}
 	var digit, upper, lower bool

@@ -160,3 +160,17 @@ func equalLines(t testing.TB, got, want []string) {
 }
 
 func isErr(err, target error) bool { return errors.Is(err, target) }
+
+// memTempDir returns a temp dir on tmpfs when there is one. The byte-by-byte recovery loops
+// run thousands of repairs, each with fsyncs that cost milliseconds on a real disk but test
+// nothing more there; everything else uses t.TempDir().
+func memTempDir(t testing.TB) string {
+	t.Helper()
+	if fi, err := os.Stat("/dev/shm"); err == nil && fi.IsDir() {
+		if d, err := os.MkdirTemp("/dev/shm", "storage-test-*"); err == nil {
+			t.Cleanup(func() { os.RemoveAll(d) })
+			return d
+		}
+	}
+	return t.TempDir()
+}

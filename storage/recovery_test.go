@@ -2,10 +2,12 @@ package storage
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"sort"
 	"testing"
 )
 
@@ -23,7 +25,7 @@ type crashFixture struct {
 
 func buildCrashFixture(t testing.TB) crashFixture {
 	t.Helper()
-	payloads := testLines(t)
+	payloads := shortest(testLines(t), 29) // small files keep the every-offset loops fast
 	dir := t.TempDir()
 	s := mustOpen(t, dir, Options{SealRecords: 1000, SealBytes: 1 << 30})
 	mustCreate(t, s, "c")
@@ -55,6 +57,22 @@ func buildCrashFixture(t testing.TB) crashFixture {
 	fx.want = append(fx.want, appendBatches(t, s, "c", [][]Record{recordsOf(payloads[22:23]), recordsOf(payloads[23:29])})...)
 	fx.t1 = read(tp)
 	return fx
+}
+
+// shortest returns the n shortest payloads in their original order.
+func shortest(p [][]byte, n int) [][]byte {
+	idx := make([]int, len(p))
+	for i := range idx {
+		idx[i] = i
+	}
+	sort.SliceStable(idx, func(a, b int) bool { return len(p[idx[a]]) < len(p[idx[b]]) })
+	idx = idx[:n]
+	sort.Ints(idx)
+	out := make([][]byte, n)
+	for i, j := range idx {
+		out[i] = p[j]
+	}
+	return out
 }
 
 // completeLines counts the records whose line ends inside tail[:k].
@@ -115,7 +133,11 @@ func checkSession(t *testing.T, s *Store, fx crashFixture, zst, tail []byte, wan
 		t.Fatalf("writer: %v", err)
 	}
 	checkPrefix("writer", got)
-	// After repair a reader from scratch sees the same, and is not cut further.
+	// After repair a reader from scratch sees the same, and is not cut further (checked on a
+	// sample of offsets: it is the slowest step).
+	if len(zst)%7 != 0 {
+		return
+	}
 	s.dropState("c")
 	again, err := readAll(t, s, "c", 1)
 	if err != nil || len(again) != len(got) {
@@ -125,7 +147,7 @@ func checkSession(t *testing.T, s *Store, fx crashFixture, zst, tail []byte, wan
 
 func TestRecoveryTruncateEveryOffset(t *testing.T) {
 	fx := buildCrashFixture(t)
-	s := mustOpen(t, t.TempDir(), Options{})
+	s := mustOpen(t, memTempDir(t), Options{})
 	mustCreate(t, s, "c")
 	t.Run("zst cut during seal, tail not yet truncated", func(t *testing.T) {
 		for k := 0; k <= len(fx.z1); k++ {
@@ -178,14 +200,14 @@ func TestRecoveryTruncateEveryOffset(t *testing.T) {
 
 func TestRecoveryBitFlips(t *testing.T) {
 	fx := buildCrashFixture(t)
-	s := mustOpen(t, t.TempDir(), Options{})
+	s := mustOpen(t, memTempDir(t), Options{})
 	mustCreate(t, s, "c")
 	t.Run("every byte of the records", func(t *testing.T) {
 		for i := fx.hdrEnd; i < len(fx.z1); i++ {
 			z := append([]byte(nil), fx.z1...)
 			z[i] ^= 1 << (i % 8)
 			// No acknowledged-count promise for damaged data, only: never garbled.
-			checkSessionLenient(t, s, fx, z, fx.t1)
+			checkSessionLenient(t, s, fx, z, fx.t1, -1)
 			if t.Failed() {
 				t.Fatalf("flip at %d", i)
 			}
@@ -197,7 +219,10 @@ func TestRecoveryBitFlips(t *testing.T) {
 			tl := append([]byte(nil), fx.t1...)
 			i := fx.tailHdr + rng.IntN(len(tl)-fx.tailHdr)
 			tl[i] ^= 1 << rng.IntN(8)
-			checkSessionLenient(t, s, fx, fx.z1, tl)
+			// Plain JSONL has no checksum: a flip inside a string of the hit line can
+			// go unnoticed, but it must not spread to other records.
+			hit := fx.nSealed1 + completeLines(fx.t1, fx.tailHdr, i)
+			checkSessionLenient(t, s, fx, fx.z1, tl, hit)
 			if t.Failed() {
 				t.Fatalf("flip at %d", i)
 			}
@@ -205,8 +230,9 @@ func TestRecoveryBitFlips(t *testing.T) {
 	})
 }
 
-// checkSessionLenient accepts ErrCorrupt or any exact prefix.
-func checkSessionLenient(t *testing.T, s *Store, fx crashFixture, zst, tail []byte) {
+// checkSessionLenient accepts ErrCorrupt or any exact prefix (record index mayDiffer may differ
+// but must still be valid JSON carrying its seq).
+func checkSessionLenient(t *testing.T, s *Store, fx crashFixture, zst, tail []byte, mayDiffer int) {
 	t.Helper()
 	s.dropState("c")
 	os.WriteFile(filepath.Join(s.Dir(), "sessions", "c.zst"), zst, 0o600)
@@ -216,6 +242,12 @@ func checkSessionLenient(t *testing.T, s *Store, fx crashFixture, zst, tail []by
 			t.Fatalf("%s: unexpected error %v", who, err)
 		}
 		for i := range got {
+			if seq, ok := lineSeq([]byte(got[i])); !ok || seq != uint64(i+1) || !json.Valid([]byte(got[i])) {
+				t.Fatalf("%s: record %d is not a record: %.100s", who, i+1, got[i])
+			}
+			if i == mayDiffer {
+				continue
+			}
 			if i >= len(fx.want) || got[i] != fx.want[i] {
 				t.Fatalf("%s: record %d garbled: %.100s", who, i+1, got[i])
 			}
@@ -251,7 +283,7 @@ func TestRecoveryTrailingGarbage(t *testing.T) {
 		{"tail duplicate seq", nil, []byte(`{"seq":3,"a":1}` + "\n")},
 		{"tail skipped seq", nil, []byte(`{"seq":99,"a":1}` + "\n")},
 	}
-	s := mustOpen(t, t.TempDir(), Options{})
+	s := mustOpen(t, memTempDir(t), Options{})
 	mustCreate(t, s, "c")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -292,7 +324,7 @@ func FuzzRecordReader(f *testing.F) {
 	f.Add(fx.z1[fx.hdrEnd:len(fx.z1)-7], fx.t1[fx.tailHdr:len(fx.t1)-9])
 	f.Add([]byte{}, []byte(`{"seq":1,"a":1}`+"\n"+`{"seq":2}`+"\n"))
 	f.Add(make([]byte, 40), []byte("\n\n"))
-	s, err := Open(f.TempDir(), Options{})
+	s, err := Open(memTempDir(f), Options{})
 	if err != nil {
 		f.Fatal(err)
 	}

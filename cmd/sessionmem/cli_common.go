@@ -36,14 +36,22 @@ var (
 	isTerminal = fileIsTerminal
 )
 
-// fileIsTerminal reports whether v is an *os.File on a character device.
+// fileIsTerminal reports whether v is an *os.File on a character device other than the null
+// device (the standard library has no isatty; a terminal is the character device one meets
+// in practice, /dev/null the one that is not a terminal).
 func fileIsTerminal(v any) bool {
 	f, ok := v.(*os.File)
 	if !ok || f == nil {
 		return false
 	}
 	fi, err := f.Stat()
-	return err == nil && fi.Mode()&os.ModeCharDevice != 0
+	if err != nil || fi.Mode()&os.ModeCharDevice == 0 {
+		return false
+	}
+	if null, err := os.Stat(os.DevNull); err == nil && os.SameFile(fi, null) {
+		return false
+	}
+	return true
 }
 
 // cliFlags is a command's flag set plus the flags every store command shares.
@@ -422,4 +430,12 @@ func (p *progress) done() {
 		fmt.Fprint(p.w, "\r\x1b[K")
 		p.printed = false
 	}
+}
+
+// plural formats a count and a noun ("1 message", "2 messages").
+func plural(n int, noun string) string {
+	if n == 1 {
+		return "1 " + noun
+	}
+	return thousands(int64(n)) + " " + noun + "s"
 }

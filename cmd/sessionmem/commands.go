@@ -5,5 +5,14 @@ package main
 func commands() []command {
 	return []command{
 		serveCommand(),
+		listCommand(),
+		showCommand(),
+		compactCommand(),
+		deleteCommand(),
+		importCommand(),
+		exportCommand(),
+		statsCommand(),
+		verifyCommand(),
+		hookCommand(),
 	}
 }

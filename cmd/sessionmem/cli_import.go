@@ -1,0 +1,219 @@
+package main
+
+import (
+	"context"
+	"errors"
+	"flag"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"time"
+
+	"github.com/sessionmem/sessionmem/transcript"
+)
+
+const importHelp = `Usage: sessionmem import --claude-code [PATH...] | --codex [PATH...] | --pi [PATH...] | --file FILE [FILE...]
+                         [--watch [--interval 2s]]
+
+Import other agents' transcripts into the store. Each transcript becomes one session whose id
+is derived from the agent's own (cc-<uuid>, codex-<uuid>, pi-<uuid>), and every message gets
+an id derived from the source, so importing again adds only what is new; the byte offset
+reached in each file is remembered under <store>/imports, so a re-import reads only the
+appended part.
+
+Sources (exactly one):
+  --claude-code [PATH...]   Claude Code transcripts; default ~/.claude/projects
+                            ($CLAUDE_CONFIG_DIR/projects)
+  --codex [PATH...]         Codex CLI rollouts; default ~/.codex/sessions ($CODEX_HOME/sessions)
+  --pi [PATH...]            pi sessions; default ~/.pi/agent/sessions
+                            ($PI_CODING_AGENT_SESSION_DIR, $PI_CODING_AGENT_DIR/sessions)
+  --file FILE [FILE...]     files of any supported format, detected from their first lines,
+                            including 'sessionmem export' output
+A PATH may be a file or a directory (searched for that agent's transcripts).
+
+Flags:
+  --watch           keep running and import what is appended (new sessions included) until
+                    interrupted (Ctrl-C)
+  --interval D      how often --watch looks for changes (default 2s)
+  --store DIR       store directory (default $SESSIONMEM_STORE, else
+                    $XDG_DATA_HOME/sessionmem, else ~/.local/share/sessionmem)
+
+Examples:
+  sessionmem import --claude-code
+  sessionmem import --codex ~/.codex/sessions/2026/05
+  sessionmem import --file session.jsonl
+  sessionmem import --claude-code --watch --interval 5s
+`
+
+func importCommand() command {
+	return command{name: "import", summary: "import Claude Code, Codex, pi or exported transcripts", run: runImport}
+}
+
+// errNotAllImported reports that some files failed; each failure was printed already.
+var errNotAllImported = errors.New("some transcripts were not imported (see above)")
+
+func runImport(ctx context.Context, e *env, args []string) error {
+	c := newCLIFlags("import", importHelp)
+	cc := c.Bool("claude-code", false, "")
+	codex := c.Bool("codex", false, "")
+	pi := c.Bool("pi", false, "")
+	file := c.String("file", "", "")
+	watch := c.Bool("watch", false, "")
+	interval := c.Duration("interval", 2*time.Second, "")
+	pos, err := c.parse(e, args)
+	if err != nil {
+		return helpOrErr(err)
+	}
+	kind, picked := transcript.FormatAuto, 0
+	for _, k := range []struct {
+		on bool
+		f  transcript.Format
+	}{{*cc, transcript.FormatClaudeCode}, {*codex, transcript.FormatCodex}, {*pi, transcript.FormatPi}, {*file != "", transcript.FormatAuto}} {
+		if k.on {
+			kind = k.f
+			picked++
+		}
+	}
+	switch {
+	case picked == 0:
+		return c.usageError(e, "say what to import: --claude-code, --codex, --pi or --file FILE")
+	case picked > 1:
+		return c.usageError(e, "pass only one of --claude-code, --codex, --pi and --file")
+	case *interval <= 0:
+		return c.usageError(e, "--interval must be positive, got %s", *interval)
+	}
+	intervalSet := false
+	c.Visit(func(f *flag.Flag) { intervalSet = intervalSet || f.Name == "interval" })
+	if intervalSet && !*watch {
+		return c.usageError(e, "--interval only applies with --watch")
+	}
+	paths := pos
+	if *file != "" {
+		paths = append([]string{*file}, pos...)
+	}
+	if len(paths) == 0 {
+		root, err := transcript.DefaultRoot(kind)
+		if err != nil {
+			return err
+		}
+		if _, err := os.Stat(root); err != nil {
+			return fmt.Errorf("no %s transcripts to import: %w; pass the directory or files as arguments", kind, err)
+		}
+		paths = []string{root}
+	}
+
+	cs, err := openCLIStore(e, *c.store, openOptions{})
+	if err != nil {
+		return err
+	}
+	defer cs.close(e)
+	im := &transcript.Importer{Svc: cs.svc, StateDir: filepath.Join(cs.dir, "imports")}
+	if *watch {
+		return watchImports(ctx, e, im, paths, *interval)
+	}
+
+	files, err := expandImportPaths(kind, paths)
+	if err != nil {
+		return err
+	}
+	var tot importTotals
+	prog := newProgress(e)
+	for i, f := range files {
+		if ctx.Err() != nil {
+			prog.done()
+			return ctx.Err()
+		}
+		prog.update("importing", i, len(files))
+		res, err := im.ImportFile(ctx, f, kind)
+		if err != nil || res.Added > 0 {
+			prog.done()
+		}
+		tot.add(e, res, err)
+	}
+	prog.done()
+	tot.print(e, len(files))
+	if tot.failed > 0 {
+		return errNotAllImported
+	}
+	return nil
+}
+
+// expandImportPaths turns the arguments into files: directories are searched for the kind's
+// transcripts (any supported format for --file).
+func expandImportPaths(kind transcript.Format, paths []string) ([]string, error) {
+	var files []string
+	seen := map[string]bool{}
+	for _, p := range paths {
+		fi, err := os.Stat(p)
+		if err != nil {
+			if errors.Is(err, fs.ErrNotExist) {
+				return nil, fmt.Errorf("%s does not exist", p)
+			}
+			return nil, err
+		}
+		found := []string{p}
+		if fi.IsDir() {
+			if found, err = transcript.Discover(kind, p); err != nil {
+				return nil, err
+			}
+		}
+		for _, f := range found {
+			if !seen[f] {
+				seen[f] = true
+				files = append(files, f)
+			}
+		}
+	}
+	return files, nil
+}
+
+// importTotals counts what an import run did.
+type importTotals struct {
+	added, created, changed, failed int
+	sessions                        map[string]bool
+}
+
+// add prints one file's outcome when it did something and counts it.
+func (t *importTotals) add(e *env, res transcript.ImportResult, err error) {
+	if err != nil {
+		t.failed++
+		fmt.Fprintf(e.stderr, "  failed  %s: %v\n", res.Path, err)
+		return
+	}
+	if res.Added == 0 {
+		return
+	}
+	if t.sessions == nil {
+		t.sessions = map[string]bool{}
+	}
+	t.sessions[res.SessionID] = true
+	t.added += res.Added
+	t.changed++
+	note := ""
+	if res.Created {
+		t.created++
+		note = " (new)"
+	}
+	fmt.Fprintf(e.stdout, "  +%-6d %s%s  %s\n", res.Added, res.SessionID, note, res.Path)
+}
+
+func (t *importTotals) print(e *env, files int) {
+	fmt.Fprintf(e.stdout, "Imported %s items into %d sessions (%d new) from %d of %d files; %d unchanged",
+		thousands(int64(t.added)), len(t.sessions), t.created, t.changed, files, files-t.changed-t.failed)
+	if t.failed > 0 {
+		fmt.Fprintf(e.stdout, ", %d failed", t.failed)
+	}
+	fmt.Fprintln(e.stdout, ".")
+}
+
+// watchImports imports paths and then what is appended to them until ctx ends.
+func watchImports(ctx context.Context, e *env, im *transcript.Importer, paths []string, interval time.Duration) error {
+	fmt.Fprintf(e.stderr, "Watching %d path(s) every %s; Ctrl-C stops.\n", len(paths), interval)
+	var tot importTotals
+	err := im.Watch(ctx, paths, interval, func(res transcript.ImportResult, err error) {
+		tot.add(e, res, err)
+	})
+	fmt.Fprintf(e.stdout, "Stopped watching: %s items added to %d sessions.\n", thousands(int64(tot.added)), len(tot.sessions))
+	return err
+}
