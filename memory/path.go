@@ -161,12 +161,18 @@ func compactionEntry(e *pathEntry) compaction.Entry {
 // contextTokens estimates the context of a path: summary, kept and newer entries, calibrated by
 // reported usage.
 func (p *sessionPath) contextTokens() int {
-	var es []compaction.Entry
-	if p.comp >= 0 {
-		es = append(es, compactionEntry(p.entries[p.comp]))
+	if p.comp < 0 {
+		return compaction.ContextTokens(compactionEntries(p.entries))
 	}
-	es = append(es, compactionEntries(p.context())...)
-	return compaction.ContextTokens(es)
+	es := []compaction.Entry{compactionEntry(p.entries[p.comp])}
+	trustFrom := 1 // usage reported before the compaction counted the history it replaced
+	for _, e := range p.context() {
+		es = append(es, compactionEntry(e))
+		if e.seq < p.entries[p.comp].seq {
+			trustFrom = len(es)
+		}
+	}
+	return compaction.ContextTokensFrom(es, trustFrom)
 }
 
 // outputMessage renders a context entry as a contract message, or false for entries that are

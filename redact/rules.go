@@ -179,7 +179,7 @@ func byteAt(s string, i int) byte {
 
 // builtinRules returns the built-in rules in the order they run: spans that may contain other
 // secrets first, then provider keys with a recognisable shape (so an assignment keeps its key
-// name and shows which kind of key it held), then headers and assignments.
+// name and shows which kind of key it held), then assignments, then headers and URLs.
 func builtinRules() []*rule {
 	key := func(name, re string, triggers ...string) *rule {
 		return &rule{name: name, mode: atStart, re: regexp.MustCompile(`^(?:` + re + `)`), triggers: triggers, limit: 4096}
@@ -207,6 +207,10 @@ func builtinRules() []*rule {
 		withValid(key("mem0-key", `m0-[A-Za-z0-9_-]{20,}`, "m0-"), digitAndLetter),
 		key("npm-token", `npm_[A-Za-z0-9]{36}`, "npm_"),
 		key("jwt", `eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*`, "eyJ"),
+		// Assignments run before the header rules: a header rule reading "passwd='x'" as a
+		// credential would otherwise hide the key the assignment rule needs.
+		assignmentRule(),
+		flagRule(),
 		// Authorization headers: the credential after the scheme, whatever it looks like.
 		{
 			mode: afterKey, triggers: []string{"authorization"}, limit: 1024,
@@ -229,14 +233,22 @@ func builtinRules() []*rule {
 			re:    regexp.MustCompile(`^[^\s:@/"'<>\\]+:([^\s@/"'<>\\]+)@`),
 			valid: func(v, _ string, _ byte) bool { return !placeholder(v) && !allDigits(v) },
 		},
-		assignmentRule(),
-		flagRule(),
 	}
 }
 
-// notAKey rejects a "credential" followed by ":" or "=": it is the key of the next assignment
+// notAKey rejects a "credential" followed by ":" or "=", or holding "=" other than base64
+// padding: it is the key of the next assignment
 // (Authorization: Bearer password=…), which the assignment rule handles.
-func notAKey(_, _ string, next byte) bool { return next != ':' && next != '=' }
+func notAKey(v, _ string, next byte) bool {
+	if next == ':' || next == '=' || strings.Contains(strings.TrimRight(v, "="), "=") {
+		return false
+	}
+	switch strings.ToLower(v) {
+	case "bearer", "basic", "token", "digest":
+		return false // "Authorization: Bearer Bearer x": the real credential comes next
+	}
+	return true
+}
 
 // assignmentTriggers are the ends of key names whose values are secrets (DB_PASSWORD,
 // GITHUB_TOKEN, clientSecret, OPENAI_API_KEY, aws_secret_access_key, SecretAccessKey). A key
@@ -313,7 +325,7 @@ func prose(v string) bool {
 // placeholder reports values that stand for a secret without being one.
 func placeholder(v string) bool {
 	if strings.HasPrefix(v, Marker) || strings.HasPrefix(v, "$") || strings.Contains(v, "${") ||
-		strings.Contains(v, "{{") || strings.Contains(v, "%s") || strings.Contains(v, "...") || strings.Contains(v, "…") ||
+		strings.Contains(v, "{{") || v == "%s" || v == "%v" || strings.Contains(v, "...") || strings.Contains(v, "…") ||
 		(strings.HasPrefix(v, "<") && strings.HasSuffix(v, ">")) || strings.HasPrefix(v, "process.env") {
 		return true
 	}

@@ -220,7 +220,7 @@ func (s *Store) reconcile() error {
 			stale = append(stale, id)
 			continue
 		}
-		if _, ok := e.decode(); !ok || e.sizes != s.statSizes(id) {
+		if e.sizes != s.statSizes(id) {
 			stale = append(stale, id)
 		}
 	}

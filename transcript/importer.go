@@ -327,7 +327,7 @@ func (im *Importer) Watch(ctx context.Context, paths []string, interval time.Dur
 		mod     time.Time
 		held    bool
 		format  Format
-		skipped bool // not a transcript
+		skipped bool // not (yet) recognized as a transcript
 	}
 	files := map[string]*seen{}
 	report := func(r ImportResult, err error) {
@@ -341,7 +341,7 @@ func (im *Importer) Watch(ctx context.Context, paths []string, interval time.Dur
 			fi, err := os.Stat(p)
 			if err != nil {
 				if _, known := files[p]; !known {
-					files[p] = &seen{skipped: true}
+					files[p] = &seen{}
 					report(ImportResult{Path: p}, fmt.Errorf("watch %s: %w", p, err))
 				}
 				continue
@@ -365,18 +365,22 @@ func (im *Importer) Watch(ctx context.Context, paths []string, interval time.Dur
 			if s == nil {
 				s = &seen{size: -1}
 				files[f] = s
-				fm, err := Detect(f)
-				if err != nil {
-					s.skipped = true
-					if explicit(paths, f) {
-						report(ImportResult{Path: f}, err)
-					}
+			}
+			if s.format == FormatAuto {
+				// A new file may still be empty or hold a torn first line: try again
+				// whenever it changes.
+				if s.skipped && fi.Size() == s.size && fi.ModTime().Equal(s.mod) {
 					continue
 				}
-				s.format = fm
-			}
-			if s.skipped {
-				continue
+				fm, err := Detect(f)
+				if err != nil {
+					if !s.skipped && explicit(paths, f) && fi.Size() > 0 {
+						report(ImportResult{Path: f}, err)
+					}
+					s.skipped, s.size, s.mod = true, fi.Size(), fi.ModTime()
+					continue
+				}
+				s.format, s.skipped, s.size = fm, false, -1
 			}
 			changed := fi.Size() != s.size || !fi.ModTime().Equal(s.mod)
 			if !changed && !s.held {

@@ -300,8 +300,12 @@ type parser struct {
 // add appends an item and counts it.
 func (p *parser) add(it memory.ImportItem) {
 	if it.Message == nil {
+		it.Summary = summaryText(it.Summary)
 		if it.Summary == "" {
 			return
+		}
+		if it.Key == "" {
+			it.Key = summaryKey(it.Summary)
 		}
 		p.st.Compactions++
 		p.req.Items = append(p.req.Items, it)
@@ -441,6 +445,35 @@ func messageID(key string) string {
 func hashHex(b []byte) string {
 	s := sha256.Sum256(b)
 	return hex.EncodeToString(s[:])
+}
+
+// summaryText is a summary without the <read-files>/<modified-files> blocks sessionmem appends
+// to stored summaries (an export carries them) and without surrounding space, so the same
+// summary reads the same from every source.
+func summaryText(s string) string {
+	s = strings.TrimRight(s, " \t\r\n")
+	for {
+		var open string
+		switch {
+		case strings.HasSuffix(s, "</read-files>"):
+			open = "<read-files>"
+		case strings.HasSuffix(s, "</modified-files>"):
+			open = "<modified-files>"
+		default:
+			return strings.TrimSpace(s)
+		}
+		i := strings.LastIndex(s, open)
+		if i < 0 || (i > 0 && s[i-1] != '\n') {
+			return strings.TrimSpace(s)
+		}
+		s = strings.TrimRight(s[:i], " \t\r\n")
+	}
+}
+
+// summaryKey is a compaction's idempotency key: a hash of its normalized text, so importing an
+// export of an imported session into the same store adds no second compaction.
+func summaryKey(text string) string {
+	return "import-" + hashHex([]byte(text))[:16]
 }
 
 // parseTime reads an RFC 3339 time, zero when absent or malformed.

@@ -581,8 +581,10 @@ func TestIncrementalParse(t *testing.T) {
 			n := 0
 			for i, c := range data {
 				if c == '\n' {
-					cuts = append(cuts, i+1) // after the newline
-					if n++; n%4 == 0 {
+					if n++; n%2 == 0 {
+						cuts = append(cuts, i+1) // after the newline
+					}
+					if n%5 == 0 {
 						cuts = append(cuts, i, i-1) // inside the line
 					}
 				}

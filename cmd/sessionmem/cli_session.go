@@ -68,6 +68,10 @@ func runCompact(ctx context.Context, e *env, args []string) error {
 	}
 	defer cs.close(e)
 	name := *summarizer
+	if name == memory.SummarizerLLM && !cs.llm {
+		return fmt.Errorf("no LLM summarizer is configured: set %s and %s (and %s), or use --summarizer extractive",
+			envLLMURL, envLLMModel, envLLMAPIKey)
+	}
 	if name == "" {
 		name = memory.SummarizerExtractive
 		if cs.llm {

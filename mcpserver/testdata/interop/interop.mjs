@@ -220,7 +220,17 @@ try {
   failures++;
   console.log(`FAIL setup: ${err?.stack ?? err}`);
 } finally {
-  for (const c of children) c.kill("SIGTERM");
+  // Let the HTTP server shut down gracefully (it seals the store) before removing the store.
+  await Promise.all(children.map((c) => new Promise((resolve) => {
+    if (c.exitCode !== null || c.signalCode !== null) return resolve();
+    const timer = setTimeout(() => { c.kill("SIGKILL"); resolve(); }, 15000);
+    c.on("exit", (code, signal) => {
+      clearTimeout(timer);
+      if (code !== 0) { failures++; console.log(`FAIL HTTP server exited with ${code ?? signal} after SIGTERM`); }
+      resolve();
+    });
+    c.kill("SIGTERM");
+  })));
   rmSync(tmp, { recursive: true, force: true });
 }
 

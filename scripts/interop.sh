@@ -1,0 +1,20 @@
+#!/usr/bin/env bash
+# interop.sh: build sessionmem and check that the official TypeScript SDK client and the MCP
+# inspector CLI can call every tool over stdio and streamable HTTP (and connect over SSE).
+# Needs Go and Node 20+ with npm and network access to the npm registry. Exits non-zero on failure.
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+work="$(mktemp -d "${TMPDIR:-/tmp}/sessionmem-interop.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+echo "== build"
+(cd "$root" && go build -o "$work/sessionmem" ./cmd/sessionmem)
+
+echo "== npm install (pinned: $(grep -o '"@modelcontextprotocol/[a-z]*": "[^"]*"' "$root/mcpserver/testdata/interop/package.json" | tr '\n' ' '))"
+cp "$root/mcpserver/testdata/interop/package.json" "$root/mcpserver/testdata/interop/interop.mjs" "$work/"
+# The inspector declares node >=22 but its CLI runs on Node 20; the engine warning is expected.
+(cd "$work" && npm install --no-audit --no-fund --loglevel=error >"$work/npm.log" 2>&1) || { cat "$work/npm.log"; exit 1; }
+
+echo "== interop"
+(cd "$work" && node interop.mjs "$work/sessionmem")

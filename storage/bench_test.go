@@ -1,0 +1,268 @@
+package storage
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"fmt"
+	"os"
+	"path/filepath"
+	"testing"
+
+	"github.com/tidwall/gjson"
+)
+
+// corpusDir is ../shared/corpus seen from the repository root.
+const corpusDir = "../../shared/corpus"
+
+// benchLines returns at least n record payloads: the lines of the named corpus file (cycled),
+// or synthetic messages when the corpus is absent (fresh clone without ../shared).
+func benchLines(b *testing.B, file string, n int) [][]byte {
+	b.Helper()
+	var src [][]byte
+	if f, err := os.Open(filepath.Join(corpusDir, file)); err == nil {
+		sc := bufio.NewScanner(f)
+		sc.Buffer(nil, 16<<20)
+		for sc.Scan() {
+			l := sc.Bytes()
+			if gjson.ValidBytes(l) && !gjson.GetBytes(l, "seq").Exists() && len(l) > 0 && l[0] == '{' {
+				src = append(src, append([]byte(nil), l...))
+			}
+		}
+		f.Close()
+	}
+	if len(src) == 0 {
+		b.Logf("corpus %s not found; using synthetic lines", file)
+		for i := range 500 {
+			src = append(src, fmt.Appendf(nil, `{"type":"message","role":"assistant","content":[{"type":"text","text":"step %d: reading the file and running the tests again %s"}]}`, i, bytes.Repeat([]byte("lorem ipsum "), i%40)))
+		}
+	}
+	if n <= 0 {
+		return src
+	}
+	out := make([][]byte, 0, n)
+	for len(out) < n {
+		out = append(out, src[len(out)%len(src)])
+	}
+	return out
+}
+
+const benchCorpus = "cc-ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
+
+func fillSession(b *testing.B, s *Store, id string, lines [][]byte, barrierAt int) {
+	b.Helper()
+	if err := s.Create(Header{ID: id, WorkingDir: "/w"}, Meta{}); err != nil {
+		b.Fatal(err)
+	}
+	const batch = 64
+	for i := 0; i < len(lines); i += batch {
+		recs := recordsOf(lines[i:min(i+batch, len(lines))])
+		if barrierAt >= i && barrierAt < i+batch {
+			recs[barrierAt-i].Barrier = true
+		}
+		err := s.Update(context.Background(), id, func(w *Writer) error {
+			_, err := w.Append(recs, Meta{})
+			return err
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	}
+}
+
+// BenchmarkAppendFsync appends one record per call (one fsync each) to a session that already
+// holds 2,000 records, against a plain JSONL file append + fsync.
+func BenchmarkAppendFsync(b *testing.B) {
+	lines := benchLines(b, benchCorpus, 4000)
+	b.Run("storage", func(b *testing.B) {
+		s := mustOpen(b, b.TempDir(), Options{})
+		fillSession(b, s, "a", lines[:2000], -1)
+		i := 2000
+		b.ResetTimer()
+		for b.Loop() {
+			rec := []Record{{Data: lines[i%len(lines)]}}
+			i++
+			err := s.Update(context.Background(), "a", func(w *Writer) error {
+				_, err := w.Append(rec, Meta{Name: "bench"})
+				return err
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("plain-jsonl", func(b *testing.B) {
+		f, err := os.OpenFile(filepath.Join(b.TempDir(), "a.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer f.Close()
+		for _, l := range lines[:2000] {
+			f.Write(append(l, '\n'))
+		}
+		f.Sync()
+		i := 2000
+		var buf []byte
+		b.ResetTimer()
+		for b.Loop() {
+			buf = append(append(buf[:0], lines[i%len(lines)]...), '\n')
+			i++
+			if _, err := f.Write(buf); err != nil {
+				b.Fatal(err)
+			}
+			if err := f.Sync(); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+// BenchmarkReopenRead opens the store afresh and reads a whole 2,000-record session.
+func BenchmarkReopenRead(b *testing.B) {
+	lines := benchLines(b, benchCorpus, 2000)
+	dir := b.TempDir()
+	s := mustOpen(b, dir, Options{})
+	fillSession(b, s, "r", lines, -1)
+	s.Close()
+	raw := 0
+	for _, l := range lines {
+		raw += len(l) + 1
+	}
+	b.SetBytes(int64(raw))
+	for b.Loop() {
+		s, err := Open(dir, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		n := 0
+		err = s.View(context.Background(), "r", func(r *Reader) error {
+			for _, err := range r.Records(1) {
+				if err != nil {
+					return err
+				}
+				n++
+			}
+			return nil
+		})
+		if err != nil || n != len(lines) {
+			b.Fatalf("read %d records: %v", n, err)
+		}
+		s.Close()
+	}
+}
+
+// BenchmarkReadFromBarrier reads from the latest barrier (the last 200 records) of sessions
+// of different lengths, with the frame table rebuilt each time: the cost must not grow with
+// the history before the barrier.
+func BenchmarkReadFromBarrier(b *testing.B) {
+	for _, n := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("records=%d", n), func(b *testing.B) {
+			lines := benchLines(b, benchCorpus, n)
+			s := mustOpen(b, b.TempDir(), Options{})
+			barrier := n - 200
+			fillSession(b, s, "h", lines, barrier)
+			for b.Loop() {
+				s.dropState("h")
+				got := 0
+				err := s.View(context.Background(), "h", func(r *Reader) error {
+					for _, err := range r.Records(uint64(barrier + 1)) {
+						if err != nil {
+							return err
+						}
+						got++
+					}
+					return nil
+				})
+				if err != nil || got != 200 {
+					b.Fatalf("read %d: %v", got, err)
+				}
+			}
+		})
+	}
+}
+
+// BenchmarkList1000 lists 1,000 sessions (4 index lines each) from a warm store, and opens
+// such a store (index fold + stat of every session).
+func BenchmarkList1000(b *testing.B) {
+	dir := memTempDir(b)
+	s := mustOpen(b, dir, Options{})
+	for i := range 1000 {
+		id := fmt.Sprintf("s%04d", i)
+		if err := s.Create(Header{ID: id, WorkingDir: "/w"}, Meta{Name: id, Preview: "fix the failing test in storage"}); err != nil {
+			b.Fatal(err)
+		}
+		for k := range 3 {
+			err := s.Update(context.Background(), id, func(w *Writer) error {
+				_, err := w.Append([]Record{{Data: fmt.Appendf(nil, `{"k":%d}`, k)}}, Meta{Name: id, Messages: k + 1})
+				return err
+			})
+			if err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+	b.Run("list", func(b *testing.B) {
+		for b.Loop() {
+			l, err := s.List(nil)
+			if err != nil || len(l) != 1000 {
+				b.Fatalf("%d, %v", len(l), err)
+			}
+		}
+	})
+	b.Run("open", func(b *testing.B) {
+		for b.Loop() {
+			s2, err := Open(dir, Options{})
+			if err != nil {
+				b.Fatal(err)
+			}
+			s2.Close()
+		}
+	})
+}
+
+// BenchmarkBytesOnDisk stores each corpus transcript (one record per line, appended in
+// batches of 8, closed) and reports its size against the plain JSONL.
+func BenchmarkBytesOnDisk(b *testing.B) {
+	for _, file := range []string{"pi-large-session.jsonl", "pi-before-compaction.jsonl", "cc-8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl", benchCorpus} {
+		b.Run(file, func(b *testing.B) {
+			lines := benchLines(b, file, 0)
+			var disk, raw int64
+			for b.Loop() {
+				dir := memTempDir(b)
+				s, err := Open(dir, Options{})
+				if err != nil {
+					b.Fatal(err)
+				}
+				if err := s.Create(Header{ID: "d", WorkingDir: "/w"}, Meta{}); err != nil {
+					b.Fatal(err)
+				}
+				raw = 0
+				for i := 0; i < len(lines); i += 8 {
+					chunk := lines[i:min(i+8, len(lines))]
+					for _, l := range chunk {
+						raw += int64(len(l) + 1)
+					}
+					err := s.Update(context.Background(), "d", func(w *Writer) error {
+						_, err := w.Append(recordsOf(chunk), Meta{})
+						return err
+					})
+					if err != nil {
+						b.Fatal(err)
+					}
+				}
+				s.Close()
+				disk = 0
+				for _, p := range []string{"d.zst", "d.tail.jsonl"} {
+					fi, err := os.Stat(filepath.Join(dir, "sessions", p))
+					if err != nil {
+						b.Fatal(err)
+					}
+					disk += fi.Size()
+				}
+			}
+			b.ReportMetric(float64(disk), "disk_bytes")
+			b.ReportMetric(float64(raw), "jsonl_bytes")
+			b.ReportMetric(float64(raw)/float64(disk), "ratio")
+		})
+	}
+}

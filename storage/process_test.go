@@ -1,0 +1,265 @@
+package storage
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"iter"
+	"os"
+	"os/exec"
+	"strconv"
+	"strings"
+	"sync"
+	"syscall"
+	"testing"
+	"time"
+)
+
+const (
+	helperEnv     = "STORAGE_TEST_HELPER"
+	helperDirEnv  = "STORAGE_TEST_DIR"
+	helperNameEnv = "STORAGE_TEST_NAME"
+	helperNEnv    = "STORAGE_TEST_N"
+)
+
+// TestHelperProcess is not a test: the multi-process tests re-run the test binary with it as
+// the only test, in a child process that appends and prints "ack <session> <seq> <tag>" for
+// every acknowledged record.
+func TestHelperProcess(t *testing.T) {
+	mode := os.Getenv(helperEnv)
+	if mode == "" {
+		t.Skip("helper process for the multi-process tests")
+	}
+	dir, name := os.Getenv(helperDirEnv), os.Getenv(helperNameEnv)
+	n, _ := strconv.Atoi(os.Getenv(helperNEnv))
+	s, err := Open(dir, Options{SealRecords: 8})
+	if err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+	appendOne := func(id string, i int) {
+		size := 1 + i%3
+		recs := make([]Record, size)
+		for k := range recs {
+			recs[k] = Record{Kind: "message", Data: fmt.Appendf(nil, `{"tag":"%s-%d-%d","pad":"%s"}`, name, i, k, strings.Repeat("x", i%50))}
+		}
+		err := s.Update(context.Background(), id, func(w *Writer) error {
+			out, err := w.Append(recs, Meta{Name: id, Messages: int(w.LastSeq()) + size})
+			if err != nil {
+				return err
+			}
+			var b strings.Builder
+			for k, r := range out {
+				fmt.Fprintf(&b, "ack %s %d %s-%d-%d\n", id, r.Seq, name, i, k)
+			}
+			os.Stdout.WriteString(b.String())
+			return nil
+		})
+		if err != nil {
+			fmt.Println("error", err)
+			os.Exit(2)
+		}
+	}
+	switch mode {
+	case "append":
+		for i := range n {
+			appendOne("shared", i)
+			appendOne(name, i)
+		}
+	case "loop":
+		for i := 0; ; i++ {
+			appendOne("k", i)
+		}
+	}
+	if err := s.Close(); err != nil {
+		fmt.Println("error", err)
+		os.Exit(2)
+	}
+}
+
+func helperCmd(ctx context.Context, t *testing.T, mode, dir, name string, n int) *exec.Cmd {
+	cmd := exec.CommandContext(ctx, os.Args[0], "-test.run=^TestHelperProcess$", "-test.count=1")
+	cmd.Env = append(os.Environ(), helperEnv+"="+mode, helperDirEnv+"="+dir, helperNameEnv+"="+name, helperNEnv+"="+strconv.Itoa(n))
+	cmd.Stderr = os.Stderr
+	return cmd
+}
+
+type ack struct {
+	id  string
+	seq uint64
+	tag string
+}
+
+func parseAck(line string) (ack, bool) {
+	f := strings.Fields(line)
+	if len(f) != 4 || f[0] != "ack" {
+		return ack{}, false
+	}
+	seq, err := strconv.ParseUint(f[2], 10, 64)
+	return ack{f[1], seq, f[3]}, err == nil
+}
+
+// checkAcked verifies that session id holds exactly seqs 1..n, that every acknowledged record
+// is there with its tag, and returns n.
+func checkAcked(t *testing.T, s *Store, id string, acks []ack) uint64 {
+	t.Helper()
+	tags := map[uint64]string{}
+	seen := map[string]bool{}
+	var n uint64
+	err := s.View(t.Context(), id, func(r *Reader) error {
+		for rec, err := range r.Records(1) {
+			if err != nil {
+				return err
+			}
+			n++
+			if rec.Seq != n {
+				t.Fatalf("%s: seq %d at position %d", id, rec.Seq, n)
+			}
+			var v struct{ Tag string }
+			if err := json.Unmarshal(rec.Data, &v); err != nil {
+				t.Fatalf("%s: record %d: %v", id, n, err)
+			}
+			if seen[v.Tag] {
+				t.Fatalf("%s: tag %s stored twice", id, v.Tag)
+			}
+			seen[v.Tag] = true
+			tags[rec.Seq] = v.Tag
+		}
+		if r.LastSeq() != n {
+			t.Fatalf("%s: LastSeq %d, %d records", id, r.LastSeq(), n)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatalf("read %s: %v", id, err)
+	}
+	for _, a := range acks {
+		if a.id == id && tags[a.seq] != a.tag {
+			t.Fatalf("%s: acknowledged seq %d (%s) holds %q", id, a.seq, a.tag, tags[a.seq])
+		}
+	}
+	return n
+}
+
+func TestMultiProcessAppend(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	dir := t.TempDir()
+	s := mustOpen(t, dir, Options{})
+	for _, id := range []string{"shared", "p0", "p1", "p2"} {
+		mustCreate(t, s, id)
+	}
+	s.Close()
+	const n = 40
+	var mu sync.Mutex
+	var acks []ack
+	var wg sync.WaitGroup
+	for _, name := range []string{"p0", "p1", "p2"} {
+		wg.Go(func() {
+			out, err := helperCmd(t.Context(), t, "append", dir, name, n).Output()
+			if err != nil {
+				t.Errorf("helper %s: %v\n%s", name, err, out)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			for _, l := range strings.Split(string(out), "\n") {
+				if a, ok := parseAck(l); ok {
+					acks = append(acks, a)
+				}
+			}
+		})
+	}
+	wg.Wait()
+	if t.Failed() {
+		return
+	}
+	calls := 0
+	s2 := mustOpen(t, dir, Options{Summarize: func(Header, iter.Seq2[Record, error]) (Meta, error) {
+		calls++
+		return Meta{}, nil
+	}})
+	if calls != 0 {
+		t.Fatalf("index incomplete after clean exits: %d sessions re-summarized", calls)
+	}
+	count := map[string]int{}
+	for _, a := range acks {
+		count[a.id]++
+	}
+	per := 0
+	for i := range n {
+		per += 1 + i%3
+	}
+	if count["shared"] != 3*per {
+		t.Fatalf("shared: %d acks, want %d", count["shared"], 3*per)
+	}
+	list, err := s2.List(nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	last := map[string]uint64{}
+	for _, m := range list {
+		last[m.ID] = m.LastSeq
+		if m.Name != m.ID || uint64(m.Messages) != m.LastSeq {
+			t.Errorf("index meta of %s: %+v", m.ID, m)
+		}
+	}
+	for _, id := range []string{"shared", "p0", "p1", "p2"} {
+		got := checkAcked(t, s2, id, acks)
+		if got != uint64(count[id]) || last[id] != got {
+			t.Fatalf("%s: %d records, %d acks, index LastSeq %d", id, got, count[id], last[id])
+		}
+	}
+}
+
+func TestKill9(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	dir := t.TempDir()
+	s := mustOpen(t, dir, Options{})
+	mustCreate(t, s, "k")
+	s.Close()
+	var acks []ack
+	for round, killAfter := range []int{5, 23, 61, 40} {
+		cmd := helperCmd(t.Context(), t, "loop", dir, fmt.Sprintf("r%d", round), 0)
+		out, err := cmd.StdoutPipe()
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := cmd.Start(); err != nil {
+			t.Fatal(err)
+		}
+		sc := bufio.NewScanner(out)
+		got := 0
+		killed := false
+		for sc.Scan() {
+			a, ok := parseAck(sc.Text())
+			if !ok {
+				continue
+			}
+			acks = append(acks, a)
+			got++
+			if got == killAfter && !killed {
+				cmd.Process.Signal(syscall.SIGKILL)
+				killed = true
+			}
+		}
+		err = cmd.Wait()
+		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+			t.Fatalf("round %d: child was not killed: %v", round, err)
+		}
+		s := mustOpen(t, dir, Options{})
+		n := checkAcked(t, s, "k", acks)
+		if n < uint64(len(acks)) {
+			t.Fatalf("round %d: %d records, %d acknowledged", round, n, len(acks))
+		}
+		m, err := s.Get("k")
+		if err != nil || m.LastSeq != n {
+			t.Fatalf("round %d: index LastSeq %d, %d records (%v)", round, m.LastSeq, n, err)
+		}
+		s.Close()
+		time.Sleep(time.Millisecond)
+	}
+}
