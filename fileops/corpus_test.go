@@ -5,7 +5,6 @@ import (
 	"bytes"
 	"encoding/json"
 	"flag"
-	"fmt"
 	"os"
 	"path"
 	"path/filepath"
@@ -418,5 +417,4 @@ func BenchmarkMessageToolCallsOnly(b *testing.B) {
 		}
 	}
 	b.ReportMetric(float64(len(msgs)), "msgs/op")
-	_ = fmt.Sprint()
 }

@@ -66,6 +66,9 @@ func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 	return &fixture{t: t, svc: svc, c: c}
 }
 
+// at returns the fixture reporting to t (for subtests).
+func (f *fixture) at(t *testing.T) *fixture { return &fixture{t: t, svc: f.svc, c: f.c} }
+
 // call invokes a tool; a JSON-RPC level error fails the test (tool errors must be results).
 func (f *fixture) call(name string, args any) *mcp.CallToolResult {
 	f.t.Helper()

@@ -36,6 +36,7 @@ func TestSaveAndResume(t *testing.T) {
 	}
 
 	t.Run("replay with the same ids stores nothing", func(t *testing.T) {
+		f := f.at(t)
 		var again memory.SaveResult
 		res := f.ok("session_save", obj{"session_id": saved.SessionID, "messages": msgs}, &again)
 		if got, want := again.Saved, 0; got != want {
@@ -50,6 +51,7 @@ func TestSaveAndResume(t *testing.T) {
 	})
 
 	t.Run("should_compact with a small window", func(t *testing.T) {
+		f := f.at(t)
 		var out memory.SaveResult
 		res := f.ok("session_save", obj{"session_id": saved.SessionID, "context_window": 100,
 			"messages": []any{userMsg("u2", strings.Repeat("long text ", 200))}}, &out)
@@ -69,6 +71,7 @@ func TestSaveAndResume(t *testing.T) {
 		{"newest of working_dir", obj{"working_dir": dir}},
 	} {
 		t.Run("resume "+tc.name, func(t *testing.T) {
+			f := f.at(t)
 			var r memory.ResumeResult
 			f.ok("session_resume", tc.args, &r)
 			if got, want := r.SessionID, saved.SessionID; got != want {
@@ -135,6 +138,7 @@ func TestListForkDeleteSearch(t *testing.T) {
 	b := f.newSession("/other/proj", "beta work", 2, "about caching")
 
 	t.Run("list newest first", func(t *testing.T) {
+		f := f.at(t)
 		var l memory.ListResult
 		res := f.ok("session_list", obj{}, &l)
 		if got, want := ids(l.Sessions), []string{b, a}; !equal(got, want) {
@@ -148,6 +152,7 @@ func TestListForkDeleteSearch(t *testing.T) {
 		}
 	})
 	t.Run("list filters", func(t *testing.T) {
+		f := f.at(t)
 		var l memory.ListResult
 		f.ok("session_list", obj{"working_dir": dir}, &l)
 		if got, want := ids(l.Sessions), []string{a}; !equal(got, want) {
@@ -159,6 +164,7 @@ func TestListForkDeleteSearch(t *testing.T) {
 		}
 	})
 	t.Run("list pages with cursor", func(t *testing.T) {
+		f := f.at(t)
 		var p1, p2 memory.ListResult
 		f.ok("session_list", obj{"limit": 1}, &p1)
 		if p1.NextCursor == "" {
@@ -170,6 +176,7 @@ func TestListForkDeleteSearch(t *testing.T) {
 		}
 	})
 	t.Run("empty list says so", func(t *testing.T) {
+		f := f.at(t)
 		res := f.ok("session_list", obj{"query": "no such thing"}, nil)
 		if got, want := text(res), "No sessions found."; got != want {
 			t.Errorf("text = %q, want %q", got, want)
@@ -177,6 +184,7 @@ func TestListForkDeleteSearch(t *testing.T) {
 	})
 
 	t.Run("search", func(t *testing.T) {
+		f := f.at(t)
 		var s memory.SearchResult
 		res := f.ok("session_search", obj{"query": "Retry Backoff"}, &s)
 		if len(s.Matches) == 0 || s.Matches[0].SessionID != a || s.Matches[0].EntryID == "" {
@@ -192,6 +200,7 @@ func TestListForkDeleteSearch(t *testing.T) {
 	})
 
 	t.Run("fork at leaf and at an entry", func(t *testing.T) {
+		f := f.at(t)
 		var fk memory.ForkResult
 		f.ok("session_fork", obj{"session_id": b, "name": "beta again"}, &fk)
 		if fk.SessionID == "" || fk.SessionID == b || fk.ParentSessionID != b || fk.MessageCount != 4 {
@@ -206,6 +215,7 @@ func TestListForkDeleteSearch(t *testing.T) {
 	})
 
 	t.Run("delete", func(t *testing.T) {
+		f := f.at(t)
 		var d memory.DeleteResult
 		f.ok("session_delete", obj{"session_id": a}, &d)
 		if !d.Deleted {
@@ -247,12 +257,14 @@ func TestCompactAgentFlow(t *testing.T) {
 	}
 
 	t.Run("stale compaction_id", func(t *testing.T) {
+		f := f.at(t)
 		f.ok("session_compact", obj{"session_id": id, "summarizer": "agent", "keep_recent_tokens": 1000}, &need)
 		f.ok("session_save", obj{"session_id": id, "messages": []any{userMsg("late", "one more")}}, nil)
 		f.fails("session_compact", obj{"session_id": id, "compaction_id": need.CompactionID, "summary": "x"},
 			"stale", "session_compact again")
 	})
 	t.Run("extractive", func(t *testing.T) {
+		f := f.at(t)
 		f.ok("session_save", obj{"session_id": id, "messages": []any{userMsg("more", strings.Repeat("x ", 3000))}}, nil)
 		var ex memory.CompactResult
 		f.ok("session_compact", obj{"session_id": id, "summarizer": "extractive", "keep_recent_tokens": 1000}, &ex)
@@ -261,6 +273,7 @@ func TestCompactAgentFlow(t *testing.T) {
 		}
 	})
 	t.Run("nothing to compact", func(t *testing.T) {
+		f := f.at(t)
 		small := f.newSession(dir, "small", 1, "hi")
 		var n memory.CompactResult
 		res := f.ok("session_compact", obj{"session_id": small}, &n)
@@ -272,10 +285,14 @@ func TestCompactAgentFlow(t *testing.T) {
 		}
 	})
 	t.Run("sampling without a sampling client", func(t *testing.T) {
-		f.fails("session_compact", obj{"session_id": id, "summarizer": "sampling"}, "sampling", "agent")
+		f := f.at(t)
+		fresh := f.newSession(dir, "fresh", 30, strings.Repeat("detail ", 100))
+		f.fails("session_compact", obj{"session_id": fresh, "summarizer": "sampling", "keep_recent_tokens": 1000}, "sampling", "agent")
 	})
 	t.Run("llm not configured", func(t *testing.T) {
-		f.fails("session_compact", obj{"session_id": id, "summarizer": "llm"}, "SESSIONMEM_LLM_URL")
+		f := f.at(t)
+		fresh := f.newSession(dir, "fresh", 30, strings.Repeat("detail ", 100))
+		f.fails("session_compact", obj{"session_id": fresh, "summarizer": "llm", "keep_recent_tokens": 1000}, "SESSIONMEM_LLM_URL")
 	})
 }
 
@@ -322,6 +339,7 @@ func TestContractErrors(t *testing.T) {
 		{"arguments not an object", "session_list", []any{1}, []string{"arguments must be a JSON object"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
+			f := f.at(t)
 			got := f.fails(tc.tool, tc.args, tc.want...)
 			if !strings.HasPrefix(got, tc.tool+": ") {
 				t.Errorf("error %q does not start with the tool name", got)
@@ -344,6 +362,7 @@ func TestResultCaps(t *testing.T) {
 		want = append([]string{f.newSession(dir, fmt.Sprintf("session %02d %s", i, strings.Repeat("n", 150)), 1, "needle "+strings.Repeat("w", 300))}, want...)
 	}
 	t.Run("list pages shrink to fit", func(t *testing.T) {
+		f := f.at(t)
 		var got []string
 		cursor := ""
 		for range 40 {
@@ -366,6 +385,7 @@ func TestResultCaps(t *testing.T) {
 		}
 	})
 	t.Run("search is trimmed", func(t *testing.T) {
+		f := f.at(t)
 		var s memory.SearchResult
 		res := f.ok("session_search", obj{"query": "needle", "limit": 100}, &s)
 		if n := tokens(res); n > capTokens {
@@ -376,6 +396,7 @@ func TestResultCaps(t *testing.T) {
 		}
 	})
 	t.Run("needs_summary conversation is trimmed", func(t *testing.T) {
+		f := f.at(t)
 		id := f.newSession(dir, "long", 30, strings.Repeat("detail ", 100))
 		var c memory.CompactResult
 		res := f.ok("session_compact", obj{"session_id": id, "summarizer": "agent", "keep_recent_tokens": 1000}, &c)

@@ -72,6 +72,14 @@ func (s *Service) Compact(ctx context.Context, req CompactRequest) (CompactResul
 			req.Progress(done, 4, msg)
 		}
 	}
+	if name == SummarizerSampling && req.Sampler == nil && req.Summary == "" {
+		return CompactResult{}, &Error{Kind: ErrUnavailable, Msg: "this client did not declare MCP sampling",
+			Hint: `use summarizer "agent" (you write the summary) or "extractive" (no model)`}
+	}
+	if name == SummarizerLLM && s.opts.LLM == nil && req.Summary == "" {
+		return CompactResult{}, &Error{Kind: ErrUnavailable, Msg: "no LLM summarizer is configured",
+			Hint: `set SESSIONMEM_LLM_URL and SESSIONMEM_LLM_MODEL (and SESSIONMEM_LLM_API_KEY) for the server, or use summarizer "agent" or "extractive"`}
+	}
 	var tok compactionToken
 	if req.CompactionID != "" {
 		if err := decodeToken("c1.", req.CompactionID, &tok); err != nil || tok.Session == "" {
@@ -119,16 +127,8 @@ func (s *Service) Compact(ctx context.Context, req CompactRequest) (CompactResul
 			sum = s.opts.LLM
 		}
 	case SummarizerSampling:
-		if req.Sampler == nil {
-			return CompactResult{}, &Error{Kind: ErrUnavailable, Msg: "this client did not declare MCP sampling",
-				Hint: `use summarizer "agent" (you write the summary) or "extractive" (no model)`}
-		}
 		sum = req.Sampler
 	case SummarizerLLM:
-		if s.opts.LLM == nil {
-			return CompactResult{}, &Error{Kind: ErrUnavailable, Msg: "no LLM summarizer is configured",
-				Hint: `set SESSIONMEM_LLM_URL and SESSIONMEM_LLM_MODEL (and SESSIONMEM_LLM_API_KEY) for the server, or use summarizer "agent" or "extractive"`}
-		}
 		sum = s.opts.LLM
 	case SummarizerExtractive:
 		sum = compaction.Extractive{}

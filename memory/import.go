@@ -8,6 +8,8 @@ import (
 	"errors"
 	"fmt"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/sessionmem/sessionmem/fileops"
 	"github.com/sessionmem/sessionmem/storage"
 )
@@ -72,6 +74,13 @@ func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 			b.add(Entry{Type: KindModelChange, ModelChange: &ModelChange{Model: req.Model, Provider: req.Provider}, Time: req.Created})
 		}
 		var files fileops.Sets
+		if hasSummary(req.Items) {
+			// An imported summary's file lists cover the whole session before it, including
+			// what earlier imports stored.
+			if files, err = s.storedFiles(&w.Reader, st, req.WorkingDir); err != nil {
+				return err
+			}
+		}
 		for _, it := range req.Items {
 			if it.Time.After(last) {
 				last = it.Time
@@ -134,6 +143,49 @@ func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 		return ImportResult{}, mapStoreErr(req.SessionID, err)
 	}
 	return res, nil
+}
+
+func hasSummary(items []ImportItem) bool {
+	for _, it := range items {
+		if it.Summary != "" {
+			return true
+		}
+	}
+	return false
+}
+
+// storedFiles returns the cumulative file sets of what a session already holds: the newest
+// compaction's lists plus the tool calls of every message from its checkpoint on (the kept
+// messages and everything newer, which that compaction did not count).
+func (s *Service) storedFiles(r *storage.Reader, st *state, workingDir string) (fileops.Sets, error) {
+	var sets fileops.Sets
+	if st.lastSeq == 0 {
+		return sets, nil
+	}
+	from := st.checkpoint
+	if from == 0 {
+		from = 1
+	}
+	var newest *Compaction
+	for rec, err := range r.Records(from) {
+		if err != nil {
+			return sets, err
+		}
+		switch rec.Kind {
+		case KindMessage:
+			sets.Add(s.files.Message([]byte(gjson.GetBytes(rec.Data, "message").Raw), workingDir)...)
+		case KindCompaction:
+			e, err := decodeEntry(rec.Data)
+			if err != nil {
+				return sets, err
+			}
+			newest = e.Compaction
+		}
+	}
+	if newest != nil {
+		sets.AddLists(newest.ReadFiles, newest.ModifiedFiles)
+	}
+	return sets, nil
 }
 
 func isNotFound(err error) bool { return errors.Is(err, storage.ErrNotFound) }

@@ -409,6 +409,18 @@ func TestImportIsIdempotent(t *testing.T) {
 	if !strings.HasPrefix(p.Summary, "We built main.go.") || len(p.Messages) != 2 || fmt.Sprint(p.ModifiedFiles) != "[main.go]" {
 		t.Fatalf("resume after import: summary %q, %d messages, modified %v", p.Summary, len(p.Messages), p.ModifiedFiles)
 	}
+	// A later incremental import with a new summary keeps the files of earlier imports.
+	req.Items = append(req.Items,
+		ImportItem{Message: ptr(assistantCall("a3", "c3", "Read", `{"file_path":"/home/dev/project/go.mod"}`))},
+		ImportItem{Message: ptr(toolResult("r3", "c3", "module x"))},
+		ImportItem{Summary: "We tested it."})
+	if r, err = s.Import(t.Context(), req); err != nil || r.Added != 3 {
+		t.Fatalf("third import = %+v, %v", r, err)
+	}
+	p, _ = s.Resume(t.Context(), ResumeRequest{SessionID: "cc-abc"})
+	if fmt.Sprint(p.ModifiedFiles) != "[main.go]" || fmt.Sprint(p.ReadFiles) != "[go.mod]" {
+		t.Fatalf("cumulative import lists: read %v modified %v", p.ReadFiles, p.ModifiedFiles)
+	}
 }
 
 func ptr[T any](v T) *T { return &v }

@@ -67,7 +67,7 @@ func TestCorpusFindings(t *testing.T) {
 		}
 	}
 	t.Logf("%d replacements in %d lines: %v", total, len(lines), counts)
-	if total > 200 {
+	if total > 20 {
 		t.Errorf("%d replacements in the corpus; the reviewed figure was far lower: look for new false positives", total)
 	}
 }

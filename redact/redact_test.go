@@ -82,6 +82,7 @@ func TestString(t *testing.T) {
 		{"cli flag space", "mysql --password s3cretPass9 db", "mysql --password [REDACTED] db"},
 		{"url credentials", "postgres://admin:s3cret@db:5432/x", "postgres://admin:[REDACTED]@db:5432/x"},
 		{"private span", "a <private>my\nsecret</private> b", "a [REDACTED] b"},
+		{"value with dots inside", `password="abc...def123"`, `password="[REDACTED]"`},
 		{"private span upper", "<PRIVATE>x</PRIVATE>", "[REDACTED]"},
 		{"two private spans", "<private>a</private> keep <private>b</private>", "[REDACTED] keep [REDACTED]"},
 		// negatives: ordinary code and prose stay as they are
@@ -113,6 +114,8 @@ func TestString(t *testing.T) {
 		{"begin public key", "-----BEGIN PUBLIC KEY-----\nMIIB", ""},
 		{"equality", `if token == "abc" {`, ""},
 		{"empty value", `password=""`, ""},
+		{"elided doc key", "export ANTHROPIC_API_KEY=sk-ant-...\nexport GROQ_API_KEY=gsk_…", ""},
+		{"key name as value", `passwd: "SecretAccessKey": "` + awsSecret + `"`, `passwd: "SecretAccessKey": "[REDACTED]"`},
 		{"redacted already", "password=[REDACTED] [REDACTED:openai-key]", ""},
 	}
 	r := mustNew(t)

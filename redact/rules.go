@@ -236,6 +236,22 @@ func builtinRules() []*rule {
 	}
 }
 
+// secretKeyName reports whether k is a key name the assignment rule would act on.
+func secretKeyName(k string) bool {
+	for i := 0; i < len(k); i++ {
+		if !isKeyChar(k[i]) {
+			return false
+		}
+	}
+	l := strings.ToLower(k)
+	for _, t := range assignmentTriggers {
+		if strings.HasSuffix(l, t) {
+			return true
+		}
+	}
+	return false
+}
+
 // notAKey rejects a "credential" followed by ":" or "=", or holding "=" other than base64
 // padding: it is the key of the next assignment
 // (Authorization: Bearer password=…), which the assignment rule handles.
@@ -289,6 +305,9 @@ func flagRule() *rule {
 // (`key: value`, `key = value`) only when they look like a random token.
 func validAssignment(v, sep string, next byte) bool {
 	inner, lo, _ := unquote(v)
+	if (next == ':' || next == '=') && secretKeyName(inner) {
+		return false // the "value" is the key of the next assignment: let that one match
+	}
 	quoted := lo > 0
 	v = inner
 	if v == "" || placeholder(v) || typeWord(v) {
@@ -322,11 +341,23 @@ func prose(v string) bool {
 	return true
 }
 
+// elided reports documentation-style stand-ins such as "sk-ant-..." or "gsk_…": a short
+// prefix and an ellipsis, too short to be a secret.
+func elided(v string) bool {
+	for _, e := range []string{"...", "…"} {
+		if p, ok := strings.CutSuffix(v, e); ok && len(p) <= 10 {
+			return true
+		}
+	}
+	return false
+}
+
 // placeholder reports values that stand for a secret without being one.
 func placeholder(v string) bool {
-	if strings.HasPrefix(v, Marker) || strings.HasPrefix(v, "$") || strings.Contains(v, "${") ||
-		strings.Contains(v, "{{") || v == "%s" || v == "%v" || strings.Contains(v, "...") || strings.Contains(v, "…") ||
-		(strings.HasPrefix(v, "<") && strings.HasSuffix(v, ">")) || strings.HasPrefix(v, "process.env") {
+	// Only the value's start counts: a secret may well contain "${" or "..." somewhere.
+	if strings.HasPrefix(v, Marker) || strings.HasPrefix(v, "$") || strings.HasPrefix(v, "{{") ||
+		v == "%s" || v == "%v" || (strings.HasPrefix(v, "<") && strings.HasSuffix(v, ">")) ||
+		strings.HasPrefix(v, "process.env") || elided(v) {
 		return true
 	}
 	same := true

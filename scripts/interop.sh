@@ -14,7 +14,7 @@ echo "== build"
 echo "== npm install (pinned: $(grep -o '"@modelcontextprotocol/[a-z]*": "[^"]*"' "$root/mcpserver/testdata/interop/package.json" | tr '\n' ' '))"
 cp "$root/mcpserver/testdata/interop/package.json" "$root/mcpserver/testdata/interop/interop.mjs" "$work/"
 # The inspector declares node >=22 but its CLI runs on Node 20; the engine warning is expected.
-(cd "$work" && npm install --no-audit --no-fund --loglevel=error >"$work/npm.log" 2>&1) || { cat "$work/npm.log"; exit 1; }
+(cd "$work" && npm install --prefer-offline --no-audit --no-fund --loglevel=error >"$work/npm.log" 2>&1) || { cat "$work/npm.log"; exit 1; }
 
 echo "== interop"
 (cd "$work" && node interop.mjs "$work/sessionmem")

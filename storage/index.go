@@ -72,11 +72,15 @@ type index struct {
 	lockF *os.File
 	f     *os.File // O_RDWR|O_APPEND; nil while the file does not exist
 	ino   uint64
-	off   int64 // bytes folded so far (always at a line boundary)
-	lines int   // entry lines in the current file
-	bad   int   // damaged lines in the current file
-	badHd bool  // the header line is missing or damaged
+	off   int64  // bytes folded so far (always at a line boundary)
+	lines int    // entry lines in the current file
+	bad   int    // damaged lines in the current file
+	gen   uint64 // bumped whenever ents changes, to invalidate List's sorted cache
+	badHd bool   // the header line is missing or damaged
 	ents  map[string]*indexEntry
+
+	sorted    []*Meta // List's cache: decoded entries, newest first
+	sortedGen uint64
 }
 
 func openIndex(dir string, log *slog.Logger) (*index, error) {
@@ -112,6 +116,7 @@ func (x *index) reload() error {
 		x.f = nil
 	}
 	x.ents, x.off, x.lines, x.bad, x.badHd, x.ino = map[string]*indexEntry{}, 0, 0, 0, false, 0
+	x.gen++
 	f, err := os.OpenFile(x.path, os.O_RDWR|os.O_APPEND, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		x.badHd = true
@@ -195,25 +200,40 @@ func (x *index) fold(line []byte) {
 		x.bad++
 		return
 	}
-	r := gjson.GetManyBytes(line, "id", "deleted", "files.zst", "files.tail", "meta")
-	id := r[0].Str
+	// One pass over the top-level keys (GetMany would scan the line once per path).
+	var id string
+	var deleted, hasFiles bool
+	var sizes fileSizes
+	var meta gjson.Result
+	gjson.ParseBytes(line).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "id":
+			id = v.Str
+		case "deleted":
+			deleted = v.Bool()
+		case "files":
+			hasFiles = v.IsObject()
+			sizes = fileSizes{Zst: v.Get("zst").Int(), Tail: v.Get("tail").Int()}
+		case "meta":
+			meta = v
+		}
+		return true
+	})
 	if !ValidID(id) {
 		x.bad++
 		return
 	}
 	x.lines++
-	if r[1].Bool() {
+	x.gen++
+	if deleted {
 		delete(x.ents, id)
 		return
 	}
-	if !r[4].IsObject() || !r[2].Exists() {
+	if !meta.IsObject() || !hasFiles {
 		x.bad++
 		return
 	}
-	x.ents[id] = &indexEntry{
-		raw:   []byte(r[4].Raw),
-		sizes: fileSizes{Zst: r[2].Int(), Tail: r[3].Int()},
-	}
+	x.ents[id] = &indexEntry{raw: []byte(meta.Raw), sizes: sizes}
 }
 
 // write appends one line under the cross-process index lock.

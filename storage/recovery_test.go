@@ -302,10 +302,13 @@ func TestRecoveryTrailingGarbage(t *testing.T) {
 	}
 	t.Run("damaged record before intact ones is refused, not cut", func(t *testing.T) {
 		z := append([]byte(nil), fx.z1...)
-		z[fx.hdrEnd+40] ^= 0xff // inside the first frame; the second is intact
+		z[fx.hdrEnd+1] ^= 0xff // the first record's magic; the second record is intact
 		s.dropState("c")
 		os.WriteFile(filepath.Join(s.Dir(), "sessions", "c.zst"), z, 0o600)
 		os.WriteFile(filepath.Join(s.Dir(), "sessions", "c.tail.jsonl"), fx.t1, 0o600)
+		if _, err := readAll(t, s, "c", 1); !errors.Is(err, ErrCorrupt) {
+			t.Fatalf("reader = %v, want ErrCorrupt", err)
+		}
 		if _, err := readAllWriter(s, "c"); !errors.Is(err, ErrCorrupt) {
 			t.Fatalf("writer open = %v, want ErrCorrupt", err)
 		}

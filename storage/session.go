@@ -51,6 +51,7 @@ type sessView struct {
 	hdrEnd     int64
 	frames     []frameInfo
 	zstEnd     int64 // end of the last good record
+	brokenAt   int64 // reader only: a damaged record followed by intact ones starts here
 	tailHdrLen int64
 	tailEnd    int64 // end of the last kept (or stale) line
 	lines      []tailLine
@@ -264,12 +265,18 @@ func (r *Reader) walk(zid fileID) error {
 		return fmt.Errorf("read session %s: %w", r.id, err)
 	}
 	r.v.frames, r.v.zstEnd, r.v.zstID = frames, end, zid
-	if end == zid.size || !r.writable {
+	if end == zid.size {
 		return nil
 	}
 	found, err := validRecordAfter(r.zst, end, zid.size)
 	if err != nil {
 		return fmt.Errorf("read session %s: %w", r.id, err)
+	}
+	if !r.writable {
+		if found {
+			r.v.brokenAt = end // Records reports it instead of ending the history there
+		}
+		return nil
 	}
 	if found {
 		// Damage followed by intact records is not a crash (a seal appends one record and
@@ -534,6 +541,10 @@ func (r *Reader) Records(from uint64) iter.Seq2[Record, error] {
 				}
 				seq++
 			}
+		}
+		if r.v.brokenAt != 0 {
+			yield(Record{}, fmt.Errorf("session %s: damaged record at offset %d followed by intact ones: %w", r.id, r.v.brokenAt, ErrCorrupt))
+			return
 		}
 		lines := r.v.lines
 		j := sort.Search(len(lines), func(j int) bool { return lines[j].seq >= from })

@@ -515,31 +515,41 @@ func (s *Store) List(filter ListFilter) ([]Meta, error) {
 		x.mu.Unlock()
 		return nil, fmt.Errorf("read index: %w", err)
 	}
-	out := make([]Meta, 0, len(x.ents))
 	var undecodable []string
-	for id, e := range x.ents {
-		m, ok := e.decode()
-		if !ok {
-			undecodable = append(undecodable, id)
+	if x.sortedGen != x.gen || x.sorted == nil {
+		// Decode and sort only after the index changed; a warm List just filters and copies.
+		x.sorted = x.sorted[:0]
+		for id, e := range x.ents {
+			m, ok := e.decode()
+			if !ok {
+				undecodable = append(undecodable, id)
+				continue
+			}
+			x.sorted = append(x.sorted, m)
+		}
+		sort.Slice(x.sorted, func(i, j int) bool {
+			a, b := x.sorted[i], x.sorted[j]
+			if !a.Updated.Equal(b.Updated) {
+				return a.Updated.After(b.Updated)
+			}
+			return a.ID < b.ID
+		})
+		x.sortedGen = x.gen
+	}
+	out := make([]Meta, 0, len(x.sorted))
+	for _, m := range x.sorted {
+		if nbad > 0 && s.isBad(m.ID) != nil {
 			continue
 		}
-		if nbad > 0 && s.isBad(id) != nil {
-			continue
-		}
-		if filter == nil || filter(m) {
-			out = append(out, *m)
+		c := *m // the filter gets a copy: the cache must not be changed through it
+		if filter == nil || filter(&c) {
+			out = append(out, c)
 		}
 	}
 	x.mu.Unlock()
 	for _, id := range undecodable {
 		s.markBad(id, fmt.Errorf("index entry does not decode: %w", ErrCorrupt))
 	}
-	sort.Slice(out, func(i, j int) bool {
-		if !out[i].Updated.Equal(out[j].Updated) {
-			return out[i].Updated.After(out[j].Updated)
-		}
-		return out[i].ID < out[j].ID
-	})
 	return out, nil
 }
 

@@ -4,6 +4,9 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/sessionmem/sessionmem/memory"
+	"github.com/sessionmem/sessionmem/storage"
 )
 
 // corpusDir holds the shared real transcripts; tests using it skip when it is absent.
@@ -27,6 +30,39 @@ func BenchmarkParse(b *testing.B) {
 				if _, _, err := ParseFile(f, FormatAuto); err != nil {
 					b.Fatal(err)
 				}
+			}
+		})
+	}
+}
+
+// BenchmarkImportFile measures a first import (parse and memory.Import into a fresh store) of
+// each corpus transcript, or of the fixtures when the corpus is absent.
+func BenchmarkImportFile(b *testing.B) {
+	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.jsonl"))
+	if len(files) == 0 {
+		files, _ = filepath.Glob(filepath.Join("testdata", "*.jsonl"))
+	}
+	for _, f := range files {
+		fi, err := os.Stat(f)
+		if err != nil {
+			b.Fatal(err)
+		}
+		b.Run(filepath.Base(f), func(b *testing.B) {
+			b.SetBytes(fi.Size())
+			for b.Loop() {
+				b.StopTimer()
+				store, err := storage.Open(b.TempDir(), storage.Options{Summarize: memory.Summarize})
+				if err != nil {
+					b.Fatal(err)
+				}
+				im := &Importer{Svc: memory.New(store, memory.Options{})}
+				b.StartTimer()
+				if _, err := im.ImportFile(b.Context(), f, FormatAuto); err != nil {
+					b.Fatal(err)
+				}
+				b.StopTimer()
+				store.Close()
+				b.StartTimer()
 			}
 		})
 	}

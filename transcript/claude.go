@@ -46,7 +46,7 @@ type ccLine struct {
 	IsSidechain      bool            `json:"isSidechain"`
 	IsMeta           bool            `json:"isMeta"`
 	IsCompactSummary bool            `json:"isCompactSummary"`
-	Message          json.RawMessage `json:"message"`
+	Message          *ccMessage      `json:"message"`
 	Content          json.RawMessage `json:"content"`
 	Summary          string          `json:"summary"`
 	CustomTitle      string          `json:"customTitle"`
@@ -150,13 +150,13 @@ func (r *claudeReader) line(p *parser, idx int, b []byte) error {
 		return nil
 	}
 
-	var m ccMessage
-	if err := json.Unmarshal(l.Message, &m); err != nil || len(l.Message) == 0 {
+	m := l.Message
+	if m == nil {
 		p.st.Unparsable++
 		return nil
 	}
 	if l.Type == "assistant" {
-		r.assistant(p, &l, &m, t, p.prev)
+		r.assistant(p, &l, m, t, p.prev)
 		return nil
 	}
 	if l.IsMeta {
@@ -168,7 +168,7 @@ func (r *claudeReader) line(p *parser, idx int, b []byte) error {
 		r.emit(p, memory.ImportItem{Summary: ccText(m.Content), Time: t})
 		return nil
 	}
-	r.user(p, &l, &m, t)
+	r.user(p, &l, m, t)
 	return nil
 }
 

@@ -63,8 +63,9 @@ type ExportCompaction struct {
 // before the first message it kept.
 //
 // Messages without a client id are written with their entry id as "id", so importing the
-// export twice stores nothing new. Only the latest compaction can be placed: memory's
-// Transcript reports one summary (see the package report).
+// export twice stores nothing new. Only the latest compaction is written, because
+// memory.Transcript reports only that one; its summarizer is not carried (it imports as
+// "import"), and message times are not either.
 func Export(ctx context.Context, svc *memory.Service, sessionID string, w io.Writer) error {
 	tr, err := svc.Transcript(ctx, sessionID)
 	if err != nil {

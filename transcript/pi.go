@@ -32,20 +32,20 @@ type piKept struct {
 }
 
 type piEntry struct {
-	Type      string          `json:"type"`
-	Version   int             `json:"version"`
-	ID        string          `json:"id"`
-	Timestamp string          `json:"timestamp"`
-	Cwd       string          `json:"cwd"`
-	Provider  string          `json:"provider"`
-	ModelID   string          `json:"modelId"`
-	Name      *string         `json:"name"`
-	Summary   string          `json:"summary"`
+	Type      string  `json:"type"`
+	Version   int     `json:"version"`
+	ID        string  `json:"id"`
+	Timestamp string  `json:"timestamp"`
+	Cwd       string  `json:"cwd"`
+	Provider  string  `json:"provider"`
+	ModelID   string  `json:"modelId"`
+	Name      *string `json:"name"`
+	Summary   string  `json:"summary"`
 	// compaction: v1 names the first kept entry by position (header included), v2+ by id.
 	FirstKeptEntryIndex *int            `json:"firstKeptEntryIndex"`
 	FirstKeptEntryID    string          `json:"firstKeptEntryId"`
-	Message             json.RawMessage `json:"message"`
-	Content   json.RawMessage `json:"content"` // custom_message
+	Message             *piMessage      `json:"message"`
+	Content             json.RawMessage `json:"content"` // custom_message
 }
 
 type piMessage struct {
@@ -156,12 +156,11 @@ func (r *piReader) line(p *parser, idx int, b []byte) error {
 			p.cp.Provider = e.Provider
 		}
 	case "message":
-		var m piMessage
-		if err := json.Unmarshal(e.Message, &m); err != nil {
+		if e.Message == nil {
 			p.st.Unparsable++
 			return nil
 		}
-		r.message(p, &m, t, idx, r.entryID(p, idx, e.ID))
+		r.message(p, e.Message, t, idx, r.entryID(p, idx, e.ID))
 	case "custom_message":
 		// Shown to the model as a user message.
 		id := r.id("custom_message", e.ID, []byte(e.Timestamp), e.Content)

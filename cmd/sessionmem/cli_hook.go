@@ -100,6 +100,10 @@ func runHook(ctx context.Context, e *env, args []string) (err error) {
 		fmt.Fprintf(e.stderr, "sessionmem hook: unknown agent %q; use claude-code or codex\n", pos[0])
 		return nil
 	}
+	if isTerminal(e.stdin) {
+		fmt.Fprintln(e.stderr, "sessionmem hook: reads the hook's JSON on stdin; the agent runs it (see 'sessionmem hook --help')")
+		return nil
+	}
 	defer func() {
 		if r := recover(); r != nil {
 			fmt.Fprintf(e.stderr, "sessionmem hook: internal error: %v\n", r)

@@ -178,6 +178,13 @@ func TestCLIHookNeverFails(t *testing.T) {
 		{"transcript is a directory", `{"session_id":"x","transcript_path":"` + aDir + `","cwd":"/work/proj","hook_event_name":"Stop"}`,
 			[]string{"hook", "claude-code"}, "sessionmem hook: "},
 	}
+	t.Run("stdin is a terminal", func(t *testing.T) {
+		fakeTerminal(t)
+		r := runCLI(t, good, "hook", "claude-code", "--store", t.TempDir())
+		if r.code != 0 || r.stdout != "" || !strings.Contains(r.stderr, "reads the hook's JSON on stdin") {
+			t.Fatalf("exit %d, stdout %q, stderr %q", r.code, r.stdout, r.stderr)
+		}
+	})
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			args := tt.args

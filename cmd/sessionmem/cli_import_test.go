@@ -18,7 +18,7 @@ const (
 )
 
 // copyFixture copies testdata/name to dir/rel (creating directories) and returns the path.
-func copyFixture(t *testing.T, name, dir, rel string) string {
+func copyFixture(t testing.TB, name, dir, rel string) string {
 	t.Helper()
 	b, err := os.ReadFile(filepath.Join("testdata", name))
 	if err != nil {

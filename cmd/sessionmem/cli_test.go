@@ -138,7 +138,7 @@ func listJSON(t *testing.T, store string, args ...string) []memory.Session {
 }
 
 func TestCLIHelp(t *testing.T) {
-	for _, name := range []string{"list", "show", "compact", "delete", "import", "export", "stats", "verify", "hook"} {
+	for _, name := range []string{"list", "show", "compact", "delete", "import", "export", "stats", "verify", "prune", "hook"} {
 		t.Run(name, func(t *testing.T) {
 			r := runCLI(t, "", name, "--help").must(t)
 			if want := "Usage: sessionmem " + name; !strings.HasPrefix(r.stdout, want) {
@@ -151,7 +151,7 @@ func TestCLIHelp(t *testing.T) {
 	}
 	t.Run("usage lists the commands", func(t *testing.T) {
 		r := runCLI(t, "", "help").must(t)
-		for _, name := range []string{"list", "show", "compact", "delete", "import", "export", "stats", "verify", "hook"} {
+		for _, name := range []string{"list", "show", "compact", "delete", "import", "export", "stats", "verify", "prune", "hook"} {
 			if !regexp.MustCompile(`(?m)^  ` + name + ` `).MatchString(r.stdout) {
 				t.Errorf("usage does not list %s:\n%s", name, r.stdout)
 			}
@@ -562,4 +562,72 @@ func fileSize(t *testing.T, path string) int64 {
 		t.Fatal(err)
 	}
 	return fi.Size()
+}
+
+func TestCLIPrune(t *testing.T) {
+	// The seeded sessions are dated around cliTestNow, months before the real clock retention
+	// uses, so both are "old".
+	t.Run("dry run lists and keeps", func(t *testing.T) {
+		store := seedStore(t)
+		r := runCLI(t, "", "prune", "--max-sessions", "1", "--dry-run", "--store", store).must(t)
+		if got, want := r.stdout, "  sess-alpha\nWould delete 1 sessions; kept 1.\n"; got != want {
+			t.Fatalf("stdout = %q, want %q", got, want)
+		}
+		if got := listJSON(t, store); len(got) != 2 {
+			t.Fatalf("dry run deleted: %+v", got)
+		}
+	})
+	t.Run("max sessions", func(t *testing.T) {
+		store := seedStore(t)
+		r := runCLI(t, "", "prune", "--max-sessions", "1", "--yes", "--store", store).must(t)
+		if got, want := r.stdout, "  sess-alpha\nDeleted 1 sessions; kept 1.\n"; got != want {
+			t.Fatalf("stdout = %q, want %q", got, want)
+		}
+		if got := listJSON(t, store); len(got) != 1 || got[0].ID != seedBeta {
+			t.Fatalf("left: %+v", got)
+		}
+	})
+	t.Run("max age in days", func(t *testing.T) {
+		store := seedStore(t)
+		runCLI(t, "", "prune", "--max-age", "30d", "--yes", "--store", store).must(t)
+		if got := listJSON(t, store); len(got) != 0 {
+			t.Fatalf("left: %+v", got)
+		}
+	})
+	t.Run("protect keeps recent sessions", func(t *testing.T) {
+		store := seedStore(t)
+		r := runCLI(t, "", "prune", "--max-age", "1h", "--protect", "100000h", "--yes", "--store", store).must(t)
+		if !strings.Contains(r.stdout, "Nothing to delete; kept 2 (2 over a limit but in use).") {
+			t.Fatalf("stdout = %q", r.stdout)
+		}
+	})
+	t.Run("asks on a terminal", func(t *testing.T) {
+		fakeTerminal(t)
+		store := seedStore(t)
+		r := runCLI(t, "no\n", "prune", "--max-sessions", "1", "--store", store)
+		if r.code != 1 || !strings.Contains(r.stderr, "Delete these 1 sessions? [y/N]") || !strings.Contains(r.stdout, "Would delete 1") {
+			t.Fatalf("exit %d\nstdout %q\nstderr %q", r.code, r.stdout, r.stderr)
+		}
+		runCLI(t, "y\n", "prune", "--max-sessions", "1", "--store", store).must(t)
+		if got := listJSON(t, store); len(got) != 1 {
+			t.Fatalf("left: %+v", got)
+		}
+	})
+	for _, tt := range []struct {
+		name string
+		args []string
+		want string
+	}{
+		{"no limit", []string{"prune", "--yes"}, "give a limit"},
+		{"bad age", []string{"prune", "--max-age", "soon", "--yes"}, "want a duration"},
+		{"pipe without yes", []string{"prune", "--max-age", "9d"}, "pass --yes"},
+		{"negative count", []string{"prune", "--max-sessions", "-2", "--yes"}, "--max-sessions must be"},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			r := runCLI(t, "", append(tt.args, "--store", t.TempDir())...)
+			if r.code != 2 || !strings.Contains(r.stderr, tt.want) {
+				t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
+			}
+		})
+	}
 }

@@ -13,6 +13,7 @@ func commands() []command {
 		exportCommand(),
 		statsCommand(),
 		verifyCommand(),
+		pruneCommand(),
 		hookCommand(),
 	}
 }

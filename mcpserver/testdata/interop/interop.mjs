@@ -142,8 +142,12 @@ const execFileP = promisify(execFile);
 async function inspector(target, name, args) {
   const argv = ["--cli", ...target, "--method", "tools/call", "--tool-name", name];
   for (const [k, v] of Object.entries(args)) argv.push("--tool-arg", `${k}=${typeof v === "string" ? v : JSON.stringify(v)}`);
-  const { stdout } = await execFileP(inspectorBin, argv, { maxBuffer: 64 << 20, timeout: 60000 });
-  return JSON.parse(stdout);
+  try {
+    const { stdout } = await execFileP(inspectorBin, argv, { maxBuffer: 64 << 20, timeout: 120000 });
+    return JSON.parse(stdout);
+  } catch (err) {
+    throw new Error(`inspector ${name} failed (${err.killed ? "timed out" : `exit ${err.code}`}): ${err.stderr || err.message}`);
+  }
 }
 
 try {
@@ -195,8 +199,9 @@ try {
 
   const stdioTarget = [bin, "serve", "--store", store];
   const httpTarget = [`${base}/mcp`, "--transport", "http", "--header", `Authorization: Bearer ${token}`];
-  for (const [label, target] of [["stdio", stdioTarget], ["streamable HTTP", httpTarget]]) {
-    await step(`inspector CLI over ${label}: every tool`, async () => {
+  // Each inspector run starts two Node processes (about 1-2 s): run both transports at once.
+  await Promise.all([["stdio", stdioTarget], ["streamable HTTP", httpTarget]].map(([label, target]) =>
+    step(`inspector CLI over ${label}: every tool`, async () => {
       const call = (name, args) => inspector(target, name, args);
       const dir = `/home/interop/inspector-${label.replace(/\W/g, "")}`;
       const saved = await call("session_save", { working_dir: dir, messages: messages("i", 20) });
@@ -208,14 +213,14 @@ try {
         call("session_search", { query: "interop", working_dir: dir, limit: 3 }),
         call("session_compact", { session_id: id, summarizer: "extractive", keep_recent_tokens: 1000 }),
         call("session_fork", { session_id: id }),
+        call("session_delete", { session_id: "../x" }),
       ]);
+      const bad = results.pop();
+      check(bad.isError === true, "bad id is a tool error");
       for (const r of results) check(!r.isError && r.structuredContent, `inspector call: ${JSON.stringify(r.content)}`);
       const del = await call("session_delete", { session_id: results[4].structuredContent.session_id });
       check(!del.isError && del.structuredContent.deleted === true, "session_delete");
-      const bad = await call("session_delete", { session_id: "../x" });
-      check(bad.isError === true, "bad id is a tool error");
-    });
-  }
+    })));
 } catch (err) {
   failures++;
   console.log(`FAIL setup: ${err?.stack ?? err}`);
