@@ -103,15 +103,23 @@ func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 				res.Added++
 				continue
 			}
-			key := it.Key
-			if key == "" {
-				sum := sha256.Sum256([]byte(it.Summary))
-				key = "import-" + hex.EncodeToString(sum[:8])
-			}
-			if _, dup := st.client[key]; dup || b.taken["client:"+key] {
+			text := summaryText(s.redact(it.Summary))
+			// A summary is the same one again when its entry id (kept from an export or a
+			// foreign transcript) or its key is already stored.
+			if it.EntryID != "" && (st.has(it.EntryID) || b.taken[it.EntryID]) {
 				continue
 			}
-			b.taken["client:"+key] = true
+			key := it.Key
+			if key == "" && it.EntryID == "" {
+				sum := sha256.Sum256([]byte(text))
+				key = "import-" + hex.EncodeToString(sum[:8])
+			}
+			if key != "" {
+				if _, dup := st.client[key]; dup || b.taken["client:"+key] {
+					continue
+				}
+				b.taken["client:"+key] = true
+			}
 			read, modified := it.ReadFiles, it.ModifiedFiles
 			if len(read) == 0 && len(modified) == 0 {
 				read, modified = files.Lists()
@@ -126,11 +134,14 @@ func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 			if who == "" {
 				who = SummarizerImport
 			}
-			text := summaryText(s.redact(it.Summary))
+			after := it.TokensAfter
+			if after == 0 {
+				after = estimateText(text)
+			}
 			e.Type = KindCompaction
 			e.Compaction = &Compaction{Summary: fileops.AppendTags(text, read, modified), FirstKeptID: kept,
 				ReadFiles: nonNil(read), ModifiedFiles: nonNil(modified), Summarizer: who, Key: key,
-				TokensAfter: estimateText(text)}
+				TokensBefore: it.TokensBefore, TokensAfter: after}
 			b.add(e)
 			res.Added++
 		}

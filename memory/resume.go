@@ -304,9 +304,17 @@ func (s *Service) Transcript(ctx context.Context, sessionID string) (Transcript,
 		t.ReadFiles = nonNil(c.ReadFiles)
 		t.ModifiedFiles = nonNil(c.ModifiedFiles)
 	}
+	t.Entries = []TranscriptEntry{}
 	for _, e := range p.entries {
 		if m, ok := outputMessage(e); ok {
 			t.Messages = append(t.Messages, m)
+		}
+		switch e.Type {
+		case KindMessage:
+			m := *e.Message
+			t.Entries = append(t.Entries, TranscriptEntry{EntryID: e.ID, Time: e.Time, Message: &m})
+		case KindCompaction:
+			t.Entries = append(t.Entries, TranscriptEntry{EntryID: e.ID, Time: e.Time, Compaction: e.Compaction})
 		}
 	}
 	return t, nil

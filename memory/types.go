@@ -173,6 +173,17 @@ type Transcript struct {
 	ReadFiles     []string  `json:"read_files"`
 	ModifiedFiles []string  `json:"modified_files"`
 	Messages      []Message `json:"messages"`
+	// Entries is the current path in order: every message and every compaction, with times,
+	// for exports that must round-trip.
+	Entries []TranscriptEntry `json:"entries"`
+}
+
+// TranscriptEntry is one message or compaction of a Transcript's path.
+type TranscriptEntry struct {
+	EntryID    string      `json:"entry_id"`
+	Time       time.Time   `json:"ts"`
+	Message    *Message    `json:"message,omitempty"`
+	Compaction *Compaction `json:"compaction,omitempty"`
 }
 
 // ImportItem is one item of a foreign transcript: a message, or a compaction summary the other
@@ -191,8 +202,11 @@ type ImportItem struct {
 	ReadFiles     []string
 	ModifiedFiles []string
 	Summarizer    string
-	// Key is the summary's idempotency key; empty means a hash of the summary text.
+	// Key is the summary's idempotency key; empty means a hash of the summary text as stored
+	// (redacted, file tags removed).
 	Key string
+	// TokensBefore and TokensAfter restore what a sessionmem export carried.
+	TokensBefore, TokensAfter int
 }
 
 // ImportRequest brings a foreign transcript into the session SessionID (created with that id if

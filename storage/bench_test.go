@@ -47,6 +47,15 @@ func benchLines(b *testing.B, file string, n int) [][]byte {
 	return out
 }
 
+// benchDir is b.TempDir(), or tmpfs with STORAGE_BENCH_TMPFS=1 to see the CPU cost without
+// the disk's fsync latency.
+func benchDir(b *testing.B) string {
+	if os.Getenv("STORAGE_BENCH_TMPFS") != "" {
+		return memTempDir(b)
+	}
+	return b.TempDir()
+}
+
 const benchCorpus = "cc-ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
 
 func fillSession(b *testing.B, s *Store, id string, lines [][]byte, barrierAt int) {
@@ -75,7 +84,7 @@ func fillSession(b *testing.B, s *Store, id string, lines [][]byte, barrierAt in
 func BenchmarkAppendFsync(b *testing.B) {
 	lines := benchLines(b, benchCorpus, 4000)
 	b.Run("storage", func(b *testing.B) {
-		s := mustOpen(b, b.TempDir(), Options{})
+		s := mustOpen(b, benchDir(b), Options{})
 		fillSession(b, s, "a", lines[:2000], -1)
 		i := 2000
 		b.ResetTimer()
@@ -92,7 +101,7 @@ func BenchmarkAppendFsync(b *testing.B) {
 		}
 	})
 	b.Run("plain-jsonl", func(b *testing.B) {
-		f, err := os.OpenFile(filepath.Join(b.TempDir(), "a.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		f, err := os.OpenFile(filepath.Join(benchDir(b), "a.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
 			b.Fatal(err)
 		}

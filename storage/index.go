@@ -20,7 +20,7 @@ const (
 	indexLockName = "index.lock"
 	// minRewriteLines keeps a store with few sessions from rewriting its index every few
 	// appends; above it the index is rewritten at more than 4 lines per live session.
-	minRewriteLines = 256
+	minRewriteLines = 1024
 )
 
 // fileSizes are a session's file sizes when its index line was written; a mismatch at Open
@@ -134,26 +134,39 @@ func (x *index) reload() error {
 	return x.readNew(fi.Size())
 }
 
-// refresh folds what was appended since the last call, or reloads after a rewrite.
+// refresh folds what was appended since the last call, or reloads after a rewrite. It returns
+// the file's size (-1 if it does not exist).
 func (x *index) refresh() error {
+	_, err := x.refreshSize()
+	return err
+}
+
+func (x *index) refreshSize() (int64, error) {
 	if x.f == nil {
-		return x.reload()
+		if err := x.reload(); err != nil || x.f == nil {
+			return -1, err
+		}
+		return x.off, nil
 	}
 	fi, err := os.Stat(x.path)
 	if errors.Is(err, fs.ErrNotExist) {
-		return nil // keep what we know; the next write recreates the file
+		return -1, nil // keep what we know; the next write recreates the file
 	}
 	if err != nil {
-		return fmt.Errorf("stat index: %w", err)
+		return -1, fmt.Errorf("stat index: %w", err)
 	}
 	id := statID(fi)
 	switch {
 	case id.ino != x.ino || id.size < x.off:
-		return x.reload()
+		if err := x.reload(); err != nil {
+			return -1, err
+		}
 	case id.size > x.off:
-		return x.readNew(id.size)
+		if err := x.readNew(id.size); err != nil {
+			return -1, err
+		}
 	}
-	return nil
+	return id.size, nil
 }
 
 // readNew folds the complete lines in [x.off, size). A partial last line (a writer mid-write,
@@ -253,29 +266,29 @@ func (x *index) write(line indexLine) error {
 }
 
 func (x *index) writeLocked(b []byte) error {
-	if err := x.refresh(); err != nil {
+	size, err := x.refreshSize()
+	if err != nil {
 		return err
 	}
-	fi, err := os.Stat(x.path)
-	if x.f == nil || x.badHd || errors.Is(err, fs.ErrNotExist) {
+	if size < 0 || x.badHd {
 		if err := x.rewriteLocked(); err != nil {
 			return err
 		}
-		fi, err = os.Stat(x.path)
+		size = x.off
 	}
-	if err != nil {
-		return fmt.Errorf("stat index: %w", err)
-	}
-	if fi.Size() > x.off {
+	if size > x.off {
 		// A crashed writer left a partial line: end it so ours stays readable.
 		b = append([]byte{'\n'}, b...)
 	}
 	if _, err := x.f.Write(b); err != nil {
 		return fmt.Errorf("append index: %w", err)
 	}
-	if err := x.readNew(fi.Size() + int64(len(b))); err != nil {
-		return err
+	// We hold the lock, so the file is now exactly what we folded plus b.
+	if size > x.off {
+		x.bad++
 	}
+	x.fold(bytes.TrimPrefix(b[:len(b)-1], []byte{'\n'}))
+	x.off = size + int64(len(b))
 	if x.lines > minRewriteLines && x.lines > 4*len(x.ents) {
 		return x.rewriteLocked()
 	}

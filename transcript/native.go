@@ -15,15 +15,16 @@ import (
 // sessionmem's export format: plain JSONL.
 //
 //	{"type":"sessionmem_export","version":1,"session":{"id":…,"name":…,"working_dir":…,"model":…,"provider":…,"created_at":…}}
-//	{"id":…,"entry_id":…,"role":…,"content":[block,…],"usage":…}   one line per message
-//	{"type":"compaction","summary":…,"read_files":[…],"modified_files":[…],"first_kept_id":…}
+//	{"id":…,"entry_id":…,"role":…,"content":[block,…],"usage":…,"ts":…}   one line per message
+//	{"type":"compaction","entry_id":…,"ts":…,"summary":…,"first_kept_id":…,"read_files":[…],"modified_files":[…],"tokens_before":…,"tokens_after":…,"summarizer":…,"key":…}
 //
-// Message lines are the contract's message shape (block form). "id" is the client's id, or
-// the entry id for messages saved without one, so importing an export twice adds nothing.
-// A compaction line sits right before the first message it kept (at the end when it kept
-// none). Message lines have "role" and no "type"; every other line has "type". Importing an
-// export restores the session id, message ids, entry ids and compaction, so export, import
-// into a fresh store and export again gives the same bytes.
+// Message lines are the contract's message shape (block form) plus the entry id and time.
+// "id" is the client's id, or the entry id for messages saved without one, so importing an
+// export twice adds nothing. Lines follow the session's current path in order, so every
+// compaction sits where it was made (after the messages it summarized, naming the first one
+// it kept). Message lines have "role" and no "type"; every other line has "type". Importing an
+// export restores the session id, message ids, entry ids, times and compactions, so export,
+// import into a fresh store and export again gives the same bytes.
 
 const (
 	nativeHeaderType = "sessionmem_export"
@@ -49,37 +50,33 @@ type ExportSession struct {
 	CreatedAt       time.Time `json:"created_at"`
 }
 
+// ExportMessage is a message line of an export.
+type ExportMessage struct {
+	memory.Message
+	Time time.Time `json:"ts"`
+}
+
 // ExportCompaction is a compaction line of an export.
 type ExportCompaction struct {
-	Type          string   `json:"type"`
-	Summary       string   `json:"summary"`
-	ReadFiles     []string `json:"read_files"`
-	ModifiedFiles []string `json:"modified_files"`
-	FirstKeptID   string   `json:"first_kept_id,omitempty"`
+	Type          string    `json:"type"`
+	EntryID       string    `json:"entry_id,omitempty"`
+	Time          time.Time `json:"ts"`
+	Summary       string    `json:"summary"`
+	FirstKeptID   string    `json:"first_kept_id,omitempty"`
+	ReadFiles     []string  `json:"read_files"`
+	ModifiedFiles []string  `json:"modified_files"`
+	TokensBefore  int       `json:"tokens_before,omitempty"`
+	TokensAfter   int       `json:"tokens_after,omitempty"`
+	Summarizer    string    `json:"summarizer,omitempty"`
+	Key           string    `json:"key,omitempty"`
 }
 
 // Export writes session sessionID to w in sessionmem's export format: a header line, then every
-// message of the current path oldest first, with the latest compaction's summary line placed
-// before the first message it kept.
-//
-// Messages without a client id are written with their entry id as "id", so importing the
-// export twice stores nothing new. Only the latest compaction is written, because
-// memory.Transcript reports only that one; its summarizer is not carried (it imports as
-// "import"), and message times are not either.
+// message and compaction of the current path, oldest first.
 func Export(ctx context.Context, svc *memory.Service, sessionID string, w io.Writer) error {
 	tr, err := svc.Transcript(ctx, sessionID)
 	if err != nil {
 		return fmt.Errorf("export %s: %w", sessionID, err)
-	}
-	firstKept := ""
-	if tr.Summary != "" {
-		res, err := svc.Resume(ctx, memory.ResumeRequest{SessionID: sessionID, MaxTokens: 1 << 30})
-		if err != nil {
-			return fmt.Errorf("export %s: find the compaction: %w", sessionID, err)
-		}
-		if len(res.Messages) > 0 {
-			firstKept = res.Messages[0].EntryID
-		}
 	}
 	bw := bufio.NewWriterSize(w, 256<<10)
 	enc := json.NewEncoder(bw)
@@ -92,27 +89,26 @@ func Export(ctx context.Context, svc *memory.Service, sessionID string, w io.Wri
 	if err := enc.Encode(hdr); err != nil {
 		return fmt.Errorf("export %s: write header: %w", sessionID, err)
 	}
-	comp := ExportCompaction{Type: "compaction", Summary: tr.Summary, ReadFiles: nonNil(tr.ReadFiles),
-		ModifiedFiles: nonNil(tr.ModifiedFiles), FirstKeptID: firstKept}
-	placed := tr.Summary == ""
-	for _, m := range tr.Messages {
-		if !placed && m.EntryID == firstKept {
-			if err := enc.Encode(comp); err != nil {
-				return fmt.Errorf("export %s: write compaction: %w", sessionID, err)
+	for _, e := range tr.Entries {
+		var line any
+		switch {
+		case e.Message != nil:
+			m := *e.Message
+			m.EntryID = e.EntryID
+			if m.ID == "" {
+				m.ID = e.EntryID
 			}
-			placed = true
+			line = ExportMessage{Message: m, Time: e.Time.UTC()}
+		case e.Compaction != nil:
+			c := e.Compaction
+			line = ExportCompaction{Type: "compaction", EntryID: e.EntryID, Time: e.Time.UTC(), Summary: c.Summary,
+				FirstKeptID: c.FirstKeptID, ReadFiles: nonNil(c.ReadFiles), ModifiedFiles: nonNil(c.ModifiedFiles),
+				TokensBefore: c.TokensBefore, TokensAfter: c.TokensAfter, Summarizer: c.Summarizer, Key: c.Key}
+		default:
+			continue
 		}
-		if m.ID == "" {
-			m.ID = m.EntryID
-		}
-		if err := enc.Encode(m); err != nil {
-			return fmt.Errorf("export %s: write message %s: %w", sessionID, m.ID, err)
-		}
-	}
-	if !placed {
-		// The compaction kept nothing: it comes after every message.
-		if err := enc.Encode(comp); err != nil {
-			return fmt.Errorf("export %s: write compaction: %w", sessionID, err)
+		if err := enc.Encode(line); err != nil {
+			return fmt.Errorf("export %s: write entry %s: %w", sessionID, e.EntryID, err)
 		}
 	}
 	if err := bw.Flush(); err != nil {
@@ -167,19 +163,24 @@ func (r *nativeReader) line(p *parser, idx int, b []byte) error {
 			return nil
 		}
 		p.add(memory.ImportItem{Summary: c.Summary, ReadFiles: c.ReadFiles, ModifiedFiles: c.ModifiedFiles,
-			FirstKeptID: c.FirstKeptID})
+			FirstKeptID: c.FirstKeptID, EntryID: c.EntryID, Time: c.Time, Summarizer: c.Summarizer, Key: c.Key,
+			TokensBefore: c.TokensBefore, TokensAfter: c.TokensAfter})
 	case probe.Type == "" && probe.Role != "":
 		var m memory.Message
 		if err := json.Unmarshal(b, &m); err != nil {
 			p.st.Unparsable++
 			return nil
 		}
+		var ts struct {
+			Time time.Time `json:"ts"`
+		}
+		_ = json.Unmarshal(b, &ts) // optional: exports made before times were carried lack it
 		entryID := m.EntryID
 		m.EntryID = ""
 		if m.ID == "" {
 			m.ID = "L" + strconv.Itoa(idx)
 		}
-		p.add(memory.ImportItem{Message: &m, EntryID: entryID})
+		p.add(memory.ImportItem{Message: &m, EntryID: entryID, Time: ts.Time})
 	default:
 		p.st.unknown(probe.Type)
 	}

@@ -304,9 +304,6 @@ func (p *parser) add(it memory.ImportItem) {
 		if it.Summary == "" {
 			return
 		}
-		if it.Key == "" {
-			it.Key = summaryKey(it.Summary)
-		}
 		p.st.Compactions++
 		p.req.Items = append(p.req.Items, it)
 		return
@@ -468,12 +465,6 @@ func summaryText(s string) string {
 		}
 		s = strings.TrimRight(s[:i], " \t\r\n")
 	}
-}
-
-// summaryKey is a compaction's idempotency key: a hash of its normalized text, so importing an
-// export of an imported session into the same store adds no second compaction.
-func summaryKey(text string) string {
-	return "import-" + hashHex([]byte(text))[:16]
 }
 
 // parseTime reads an RFC 3339 time, zero when absent or malformed.

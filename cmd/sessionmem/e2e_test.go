@@ -460,3 +460,45 @@ func TestTwoProcessesShareStore(t *testing.T) {
 		t.Errorf("after concurrent saves: saved=%d message_count=%d, want 0 and %d", again.Saved, again.MessageCount, 3+2*perServer)
 	}
 }
+
+// TestStdioSignalShutdown: SIGTERM ends a stdio server cleanly (exit 0) and the store stays
+// readable by the next server.
+func TestStdioSignalShutdown(t *testing.T) {
+	store := t.TempDir()
+	cmd := exec.Command(binary(t), "serve", "--store", store)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	defer stdin.Close()
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"session_save","arguments":{"working_dir":"/p","messages":[{"role":"user","content":"before the signal"}]}}}`)
+	sc := bufio.NewScanner(stdout)
+	for n := 0; n < 2 && sc.Scan(); {
+		if strings.Contains(sc.Text(), `"id":`) {
+			n++
+		}
+	}
+	cmd.Process.Signal(syscall.SIGTERM)
+	done := make(chan error, 1)
+	go func() { done <- cmd.Wait() }()
+	select {
+	case err := <-done:
+		if err != nil {
+			t.Fatalf("exit after SIGTERM: %v", err)
+		}
+	case <-time.After(15 * time.Second):
+		cmd.Process.Kill()
+		t.Fatal("stdio server did not stop within 15s of SIGTERM")
+	}
+	c := stdioClient(t, store)
+	var l struct {
+		Sessions []json.RawMessage `json:"sessions"`
+	}
+	call(t, c, "session_list", obj{}, &l)
+	if len(l.Sessions) != 1 {
+		t.Errorf("after restart: %d sessions, want 1", len(l.Sessions))
+	}
+}

@@ -159,8 +159,9 @@ func serveHTTP(ctx context.Context, s *server.MCPServer, d *drain, cfg serveConf
 		server.WithSessionIdleTTL(sessionIdleTTL),
 		server.WithStreamableHTTPLogger(logger),
 	)
+	// No base URL: the message endpoint is sent relative, so it works under any host name
+	// the client used (an absolute one would carry 0.0.0.0 with --allow-remote).
 	sse := server.NewSSEServer(s,
-		server.WithBaseURL(base),
 		server.WithSSEEndpoint("/sse"),
 		server.WithMessageEndpoint("/message"),
 	)
