@@ -77,7 +77,11 @@ func TestExportRoundTripKeepsEveryCompaction(t *testing.T) {
 		a, b := strings.Split(first.String(), "\n"), strings.Split(second.String(), "\n")
 		for i := range min(len(a), len(b)) {
 			if a[i] != b[i] {
-				j := 0; for j < len(a[i]) && j < len(b[i]) && a[i][j] == b[i][j] { j++ }; t.Fatalf("exports differ at line %d col %d:\n%.300s\n%.300s", i+1, j, a[i][max(0, j-100):], b[i][max(0, j-100):])
+				j := 0
+				for j < len(a[i]) && j < len(b[i]) && a[i][j] == b[i][j] {
+					j++
+				}
+				t.Fatalf("exports differ at line %d col %d:\n%.300s\n%.300s", i+1, j, a[i][max(0, j-100):], b[i][max(0, j-100):])
 			}
 		}
 		t.Fatalf("exports differ in length")
