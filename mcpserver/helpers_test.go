@@ -29,7 +29,7 @@ type fixtureOpts struct {
 
 func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 	t.Helper()
-	store, err := storage.Open(t.TempDir(), storage.Options{})
+	store, err := storage.Open(t.TempDir(), storage.Options{Summarize: memory.Summarize})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

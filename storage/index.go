@@ -11,7 +11,6 @@ import (
 	"path/filepath"
 	"sort"
 	"sync"
-	"syscall"
 
 	"github.com/tidwall/gjson"
 )
@@ -283,9 +282,6 @@ func (x *index) writeLocked(b []byte) error {
 	}
 	if _, err := x.f.Write(b); err != nil {
 		return fmt.Errorf("append index: %w", err)
-	}
-	if os.Getenv("XX_SFR") != "" {
-		syscall.SyncFileRange(int(x.f.Fd()), size, int64(len(b)), 2)
 	}
 	// We hold the lock, so the file is now exactly what we folded plus b.
 	if size > x.off {

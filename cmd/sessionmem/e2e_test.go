@@ -13,6 +13,7 @@ import (
 	"regexp"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"syscall"
 	"testing"
 	"time"
@@ -500,5 +501,77 @@ func TestStdioSignalShutdown(t *testing.T) {
 	call(t, c, "session_list", obj{}, &l)
 	if len(l.Sessions) != 1 {
 		t.Errorf("after restart: %d sessions, want 1", len(l.Sessions))
+	}
+}
+
+// wireModel answers sampling requests for the wire tests.
+type wireModel struct{ calls atomic.Int32 }
+
+func (m *wireModel) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
+	m.calls.Add(1)
+	return &mcp.CreateMessageResult{
+		SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent("## Goal\nsummary from the client's model")},
+		Model:           "wire-model",
+		StopReason:      "endTurn",
+	}, nil
+}
+
+// TestSamplingOverTheWire: session_compact has the client's model write the summary, over
+// stdio and streamable HTTP, for legacy clients (server-initiated sampling/createMessage) and
+// 2026-07-28 clients (input_required and a retried call).
+func TestSamplingOverTheWire(t *testing.T) {
+	store := t.TempDir()
+	base, _ := httpServer(t, store)
+	for _, tc := range []struct {
+		name    string
+		http    bool
+		version string
+	}{
+		{"stdio 2025-11-25", false, mcp.ProtocolVersion20251125},
+		{"stdio 2026-07-28", false, mcp.ProtocolVersion20260728},
+		{"streamable HTTP 2025-11-25", true, mcp.ProtocolVersion20251125},
+		{"streamable HTTP 2026-07-28", true, mcp.ProtocolVersion20260728},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			model := &wireModel{}
+			var tr transport.Interface
+			if tc.http {
+				h, err := transport.NewStreamableHTTP(base+"/mcp", transport.WithContinuousListening())
+				if err != nil {
+					t.Fatal(err)
+				}
+				tr = h
+			} else {
+				tr = transport.NewStdio(binary(t), []string{"HOME=" + t.TempDir()}, "serve", "--store", store)
+			}
+			c := client.NewClient(tr, client.WithSamplingHandler(model), client.WithProtocolVersion(tc.version))
+			if err := c.Start(context.Background()); err != nil {
+				t.Fatal(err)
+			}
+			defer c.Close()
+			req := mcp.InitializeRequest{}
+			req.Params.ProtocolVersion = tc.version
+			req.Params.ClientInfo = mcp.Implementation{Name: "wire", Version: "1"}
+			req.Params.Capabilities.Sampling = &mcp.SamplingCapability{}
+			if _, err := c.Initialize(context.Background(), req); err != nil {
+				t.Fatal(err)
+			}
+			var saved struct {
+				SessionID string `json:"session_id"`
+			}
+			call(t, c, "session_save", obj{"working_dir": "/wire", "messages": msgs("w", 20, strings.Repeat("words ", 80))}, &saved)
+			var out struct {
+				Status     string `json:"status"`
+				Summary    string `json:"summary"`
+				Summarizer string `json:"summarizer"`
+			}
+			call(t, c, "session_compact", obj{"session_id": saved.SessionID, "summarizer": "sampling", "keep_recent_tokens": 1000}, &out)
+			if out.Status != "compacted" || out.Summarizer != "sampling" || !strings.Contains(out.Summary, "summary from the client's model") {
+				t.Errorf("compact = %+v", out)
+			}
+			if model.calls.Load() == 0 {
+				t.Error("the client's model was never asked")
+			}
+		})
 	}
 }

@@ -108,9 +108,10 @@ func transportName(cfg serveConfig) string {
 	return "http"
 }
 
-// storeOptions are the storage options serve uses.
+// storeOptions are the storage options serve uses. Summarize lets a rebuilt index carry the
+// same counts a Service maintains.
 func storeOptions(logger *slog.Logger) storage.Options {
-	return storage.Options{Logger: logger}
+	return storage.Options{Logger: logger, Summarize: memory.Summarize}
 }
 
 func buildVersion() string {
