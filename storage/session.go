@@ -845,7 +845,7 @@ func (w *Writer) putIndex(m Meta, fromCaller bool) {
 	var err error
 	if fromCaller {
 		w.fillMeta(&m)
-		err = w.s.idx.put(w.id, m, sizes)
+		err = w.s.idx.putAppend(w.id, m, sizes)
 	} else {
 		err = w.s.idx.update(w.id, func(old Meta, ok bool) Meta {
 			if !ok {
