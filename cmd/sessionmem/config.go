@@ -12,11 +12,13 @@ import (
 	"net/url"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"strings"
 	"time"
 
 	"github.com/sessionmem/sessionmem/compaction"
 	"github.com/sessionmem/sessionmem/fileops"
+	"github.com/sessionmem/sessionmem/memory"
 )
 
 // Environment variables read by serve. Secrets (the token, the LLM API key) come only from
@@ -33,6 +35,8 @@ const (
 	envFileTools       = "SESSIONMEM_FILE_TOOLS"
 	envRedact          = "SESSIONMEM_REDACT_PATTERNS"
 	envSamplingTimeout = "SESSIONMEM_SAMPLING_TIMEOUT"
+	envMaxSessions     = "SESSIONMEM_MAX_SESSIONS"
+	envMaxAge          = "SESSIONMEM_MAX_AGE"
 )
 
 // serveConfig is everything serve needs, parsed and validated once at start-up.
@@ -47,6 +51,7 @@ type serveConfig struct {
 	LLM             compaction.LLMConfig // URL empty: no llm summarizer
 	FileMapping     fileops.Mapping
 	RedactPatterns  []string
+	Retention       memory.RetentionPolicy // applied at start and hourly when enabled
 }
 
 // configError names the setting that is wrong, its value, and what to do.
@@ -75,6 +80,8 @@ func loadConfig(args []string, getenv func(string) string) (serveConfig, error) 
 	logLevel := fs.String("log-level", "", "")
 	logFile := fs.String("log-file", "", "")
 	samplingTimeout := fs.String("sampling-timeout", "", "")
+	maxSessions := fs.String("max-sessions", "", "")
+	maxAge := fs.String("max-age", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, err
@@ -150,6 +157,27 @@ func loadConfig(args []string, getenv func(string) string) (serveConfig, error) 
 			return cfg, &configError{Field: field, Value: st, Msg: "want a positive duration such as 90s or 2m"}
 		}
 		cfg.SamplingTimeout = d
+	}
+
+	if v, field := pick(*maxSessions, envMaxSessions); v != "" {
+		if field == "" {
+			field = "--max-sessions"
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return cfg, &configError{Field: field, Value: v, Msg: "want a number of sessions to keep, 0 for no limit"}
+		}
+		cfg.Retention.MaxSessions = n
+	}
+	if v, field := pick(*maxAge, envMaxAge); v != "" {
+		if field == "" {
+			field = "--max-age"
+		}
+		var d dayDuration
+		if err := d.Set(v); err != nil {
+			return cfg, &configError{Field: field, Value: v, Msg: err.Error() + " (0 for no limit)"}
+		}
+		cfg.Retention.MaxAge = d.d
 	}
 
 	if cfg.LLM, err = llmConfig(getenv); err != nil {
@@ -277,6 +305,12 @@ Flags:
   --log-file FILE        append logs to FILE instead of stderr (also $SESSIONMEM_LOG_FILE).
   --sampling-timeout D   how long to wait for a client's MCP sampling answer when it
                          writes a compaction summary (default 2m; $SESSIONMEM_SAMPLING_TIMEOUT).
+  --max-sessions N       retention: keep only the N most recently updated sessions
+                         (also $SESSIONMEM_MAX_SESSIONS; default 0, no limit).
+  --max-age D            retention: delete sessions idle for longer than D, e.g. 90d or 720h
+                         (also $SESSIONMEM_MAX_AGE; default 0, no limit). Retention runs at
+                         start and hourly, never touches a session updated in the last hour
+                         or locked by another process; 'sessionmem prune' does it by hand.
 
 Environment:
   SESSIONMEM_TOKEN             HTTP only: require "Authorization: Bearer <token>" on every request.

@@ -73,9 +73,20 @@ func TestLoadConfigValues(t *testing.T) {
 		t.Errorf("redact = %q", got)
 	}
 
+	cfg, err = loadConfig([]string{"--max-age", "90d"}, envOf("HOME", "/h", envMaxSessions, "500"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if cfg.Retention.MaxSessions != 500 || cfg.Retention.MaxAge != 90*24*time.Hour || !cfg.Retention.Enabled() {
+		t.Errorf("retention = %+v", cfg.Retention)
+	}
+
 	cfg, err = loadConfig(nil, envOf("HOME", "/h"))
 	if err != nil {
 		t.Fatal(err)
+	}
+	if cfg.Retention.Enabled() {
+		t.Errorf("retention on by default: %+v", cfg.Retention)
 	}
 	if cfg.HTTPAddr != "" || cfg.SamplingTimeout != 2*time.Minute || cfg.LogLevel != slog.LevelInfo || cfg.LLM.URL != "" {
 		t.Errorf("defaults = %+v", cfg)
@@ -108,6 +119,8 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"file tools bad op", nil, envOf("HOME", "/h", envFileTools, `{"v":{"op":"delete","keys":["f"]}}`), envFileTools, `"read" or "modify"`},
 		{"file tools no keys", nil, envOf("HOME", "/h", envFileTools, `{"v":{"op":"read"}}`), envFileTools, "keys"},
 		{"redact not a list", nil, envOf("HOME", "/h", envRedact, "abc"), envRedact, "JSON array"},
+		{"bad max sessions", []string{"--max-sessions", "-3"}, envOf("HOME", "/h"), "--max-sessions", "number of sessions"},
+		{"bad max age", nil, envOf("HOME", "/h", envMaxAge, "soon"), envMaxAge, "90d"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := loadConfig(tc.args, tc.env)

@@ -87,8 +87,13 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		}
 	}()
 
+	svc := memory.New(store, opts)
+	if cfg.Retention.Enabled() {
+		// In the background: a large store must never delay the client's initialize.
+		go retain(ctx, svc, cfg.Retention, logger)
+	}
 	d := &drain{}
-	mcpSrv := mcpserver.New(memory.New(store, opts), mcpserver.Options{
+	mcpSrv := mcpserver.New(svc, mcpserver.Options{
 		Version:         buildVersion(),
 		Logger:          logger,
 		SamplingTimeout: cfg.SamplingTimeout,
@@ -99,6 +104,31 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return serveStdio(ctx, mcpSrv, d, e, logger)
 	}
 	return serveHTTP(ctx, mcpSrv, d, cfg, e, logger)
+}
+
+// retentionEvery is how often a long-running server applies its retention policy.
+const retentionEvery = time.Hour
+
+// retain applies the retention policy now and then hourly until ctx ends.
+func retain(ctx context.Context, svc *memory.Service, p memory.RetentionPolicy, logger *slog.Logger) {
+	t := time.NewTicker(retentionEvery)
+	defer t.Stop()
+	for {
+		res, err := svc.ApplyRetention(ctx, p)
+		switch {
+		case ctx.Err() != nil:
+			return
+		case err != nil:
+			logger.Warn("retention failed", "err", err)
+		case len(res.Deleted) > 0 || len(res.InUse) > 0:
+			logger.Info("retention", "deleted", len(res.Deleted), "kept_in_use", len(res.InUse), "kept", res.Kept)
+		}
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+	}
 }
 
 func transportName(cfg serveConfig) string {
