@@ -819,10 +819,11 @@ func (w *Writer) sealWith(extra []byte, count int) error {
 	v.lines, v.tailBytes = nil, 0
 	w.s.markWritten(w.id)
 	// The records are sealed and durable now; emptying the tail is housekeeping (stale lines
-	// are skipped on read), so its failure is not the caller's.
-	if err := w.tail.Truncate(v.tailHdrLen); err == nil {
-		err = w.tail.Sync()
-	}
+	// are skipped on read), so its failure is not the caller's. The truncation needs no fsync
+	// of its own: until it reaches the disk the old lines are still there, and recovery drops
+	// lines at or below the last sealed seq; the next append's fsync makes it durable together
+	// with the new lines. That saves one of a seal's two fsyncs.
+	_ = w.tail.Truncate(v.tailHdrLen)
 	if err := w.statTail(); err != nil {
 		w.poison()
 		return nil

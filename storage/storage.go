@@ -44,7 +44,7 @@ var (
 // Options tune a Store. The zero value is usable.
 type Options struct {
 	// SealRecords and SealBytes: the plain tail is sealed into a zstd frame when it holds this
-	// many records or bytes (defaults 256 and 256 KiB).
+	// many records or bytes (defaults DefaultSealRecords and DefaultSealBytes).
 	SealRecords int
 	SealBytes   int
 	// Logger receives warnings (damaged files skipped, index rebuilt). nil discards.
@@ -112,8 +112,8 @@ type ListFilter func(m *Meta) bool
 
 // Default seal thresholds (see Options).
 const (
-	DefaultSealRecords = 256
-	DefaultSealBytes   = 256 << 10
+	DefaultSealRecords = 1024
+	DefaultSealBytes   = 1 << 20
 )
 
 // Store is a directory of session logs plus the listing index. It is safe for concurrent use
