@@ -164,9 +164,21 @@ func resultText(content gjson.Result) string {
 
 // truncate keeps the first limit characters of s and says how many were dropped.
 func truncate(s string, limit int) string {
+	kept, dropped := CutChars(s, limit)
+	if dropped == 0 {
+		return s
+	}
+	return fmt.Sprintf("%s\n[… %d more characters]", kept, dropped)
+}
+
+// CutChars returns the first limit characters (runes) of s and how many characters it dropped.
+func CutChars(s string, limit int) (kept string, dropped int) {
+	if limit < 0 {
+		limit = 0
+	}
 	n := utf8.RuneCountInString(s)
 	if n <= limit {
-		return s
+		return s, 0
 	}
 	cut := 0
 	for i := range s {
@@ -176,6 +188,5 @@ func truncate(s string, limit int) string {
 		}
 		limit--
 	}
-	kept := s[:cut]
-	return fmt.Sprintf("%s\n[… %d more characters]", kept, n-utf8.RuneCountInString(kept))
+	return s[:cut], n - utf8.RuneCountInString(s[:cut])
 }

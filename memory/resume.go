@@ -173,22 +173,11 @@ func jsonChars(v any) int {
 
 // truncateText keeps the first keep characters of s and appends a note.
 func truncateText(s string, keep int, why string) string {
-	if keep < 0 {
-		keep = 0
-	}
-	n := utf8.RuneCountInString(s)
-	if n <= keep {
+	kept, dropped := compaction.CutChars(s, keep)
+	if dropped == 0 {
 		return s
 	}
-	cut := 0
-	for i := range s {
-		if keep == 0 {
-			cut = i
-			break
-		}
-		keep--
-	}
-	return s[:cut] + fmt.Sprintf("\n[… %d characters not shown: %s]", n-utf8.RuneCountInString(s[:cut]), why)
+	return kept + fmt.Sprintf("\n[… %d characters not shown: %s]", dropped, why)
 }
 
 // shrinkMessage cuts the longest texts of m until its JSON fits in chars.
