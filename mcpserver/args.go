@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math"
@@ -123,12 +124,16 @@ func (a *args) raw(key string) json.RawMessage {
 	if !ok {
 		return nil
 	}
-	b, err := json.Marshal(v)
-	if err != nil {
+	// No HTML escaping: text such as "a && b" or "<div>" is stored as written, so it reads
+	// and searches as the client sent it.
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
 		a.fail(fmt.Sprintf("argument %q cannot be encoded: %v", key, err), "")
 		return nil
 	}
-	return b
+	return bytes.TrimRight(buf.Bytes(), "\n")
 }
 
 // done reports the first problem, including arguments the tool does not know (usually a typo

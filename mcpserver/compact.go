@@ -101,27 +101,44 @@ func compactResult(res memory.CompactResult, id string, capTokens int) *mcp.Call
 		text = fmt.Sprintf("Nothing to compact in session %s: its context (≈ %d tokens) is all within keep_recent_tokens.",
 			id, res.ContextTokens)
 	}
-	out := result(res, text)
+	if res.Status != memory.StatusNeedsSummary {
+		return result(res, text)
+	}
+	// needs_summary carries every field of the contract, previous_summary included when
+	// empty, so it has its own shape.
+	ns := needsSummary{Status: res.Status, CompactionID: res.CompactionID, Prompt: res.Prompt,
+		Conversation: res.Conversation, PreviousSummary: res.PreviousSummary,
+		ReadFiles: res.ReadFiles, ModifiedFiles: res.ModifiedFiles}
+	out := result(ns, text)
 	// The conversation to summarize is the one field that can grow without bound; keep the
 	// answer under the cap by dropping its oldest part, saying so where the model reads it.
-	if res.Status == memory.StatusNeedsSummary {
-		orig := res.Conversation
-		keep := len(orig)
-		for over := tokens(out) - capTokens; over > 0 && keep > 0; over = tokens(out) - capTokens {
-			keep = max(keep-over*4-256, 0)
-			start := len(orig) - keep
-			if i := strings.IndexByte(orig[start:], '\n'); i >= 0 && i < 2000 {
-				start += i + 1
-			}
-			for start < len(orig) && !utf8.RuneStart(orig[start]) {
-				start++
-			}
-			keep = len(orig) - start
-			res.Conversation = fmt.Sprintf("[… %d older characters left out to fit the response limit …]\n%s", start, orig[start:])
-			out = result(res, text)
+	orig := ns.Conversation
+	keep := len(orig)
+	for over := tokens(out) - capTokens; over > 0 && keep > 0; over = tokens(out) - capTokens {
+		keep = max(keep-over*4-256, 0)
+		start := len(orig) - keep
+		if i := strings.IndexByte(orig[start:], '\n'); i >= 0 && i < 2000 {
+			start += i + 1
 		}
+		for start < len(orig) && !utf8.RuneStart(orig[start]) {
+			start++
+		}
+		keep = len(orig) - start
+		ns.Conversation = fmt.Sprintf("[… %d older characters left out to fit the response limit …]\n%s", start, orig[start:])
+		out = result(ns, text)
 	}
 	return out
+}
+
+// needsSummary is session_compact's answer when the caller must write the summary.
+type needsSummary struct {
+	Status          string   `json:"status"`
+	CompactionID    string   `json:"compaction_id"`
+	Prompt          string   `json:"prompt"`
+	Conversation    string   `json:"conversation"`
+	PreviousSummary string   `json:"previous_summary"`
+	ReadFiles       []string `json:"read_files"`
+	ModifiedFiles   []string `json:"modified_files"`
 }
 
 // progressFunc forwards compaction progress as notifications/progress when the client asked

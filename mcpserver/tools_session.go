@@ -110,11 +110,84 @@ func decodeMessages(raw json.RawMessage) ([]memory.Message, error) {
 		if !bytes.HasPrefix(bytes.TrimSpace(item), []byte("{")) {
 			return nil, &argError{fmt.Sprintf("messages[%d] must be an object", i), messageHint + "; nothing was saved"}
 		}
+		if err := checkMessageFields(item); err != nil {
+			return nil, &argError{fmt.Sprintf("messages[%d]%s", i, err.Error()), messageHint + "; nothing was saved"}
+		}
 		if err := json.Unmarshal(item, &msgs[i]); err != nil {
 			return nil, &argError{fmt.Sprintf("messages[%d] is malformed: %v", i, err), messageHint + "; nothing was saved"}
 		}
 	}
 	return msgs, nil
+}
+
+// Fields the message schema allows, per object; anything else is refused rather than dropped,
+// so a typo such as "txt" for "text" cannot lose content silently.
+var (
+	messageFields = map[string]bool{"id": true, "entry_id": true, "role": true, "content": true, "usage": true}
+	blockFields   = map[string]map[string]bool{
+		"text":        {"type": true, "text": true},
+		"thinking":    {"type": true, "thinking": true},
+		"tool_call":   {"type": true, "id": true, "name": true, "arguments": true},
+		"tool_result": {"type": true, "tool_call_id": true, "content": true, "is_error": true},
+		"image":       {"type": true, "media_type": true, "data": true},
+	}
+	requiredBlockField = map[string]string{"text": "text", "thinking": "thinking"}
+)
+
+// checkMessageFields reports the first unknown or missing field of a message or its blocks,
+// as a suffix for "messages[i]".
+func checkMessageFields(raw json.RawMessage) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &m); err != nil {
+		return fmt.Errorf(" is malformed: %v", err)
+	}
+	for k := range m {
+		if !messageFields[k] {
+			return fmt.Errorf(" has unknown field %q (allowed: id, role, content, usage)", k)
+		}
+	}
+	if c := bytes.TrimSpace(m["content"]); len(c) > 0 && c[0] == '"' {
+		var s string
+		if json.Unmarshal(c, &s) == nil && s == "" {
+			return fmt.Errorf(".content is an empty string")
+		}
+	}
+	return checkBlocksFields(m["content"], ".content")
+}
+
+func checkBlocksFields(raw json.RawMessage, path string) error {
+	raw = bytes.TrimSpace(raw)
+	if len(raw) == 0 || raw[0] != '[' {
+		return nil // a string, or absent: the service validates it
+	}
+	var blocks []map[string]json.RawMessage
+	if err := json.Unmarshal(raw, &blocks); err != nil {
+		return fmt.Errorf("%s must be a string or a list of block objects", path)
+	}
+	for j, b := range blocks {
+		var typ string
+		_ = json.Unmarshal(b["type"], &typ)
+		allowed := blockFields[typ]
+		if allowed == nil {
+			continue // unknown or missing type: the service names it
+		}
+		for k := range b {
+			if !allowed[k] {
+				return fmt.Errorf("%s[%d] (%s block) has unknown field %q", path, j, typ, k)
+			}
+		}
+		if f := requiredBlockField[typ]; f != "" {
+			if _, ok := b[f]; !ok {
+				return fmt.Errorf("%s[%d] (%s block) lacks %q", path, j, typ, f)
+			}
+		}
+		if typ == "tool_result" {
+			if err := checkBlocksFields(b["content"], fmt.Sprintf("%s[%d].content", path, j)); err != nil {
+				return err
+			}
+		}
+	}
+	return nil
 }
 
 const resumeDescription = `Load what you need to continue a session: the latest compaction summary, the files read and modified so far, and the messages after the summary (oldest first, content in block form).
@@ -157,26 +230,47 @@ func resumeTool(svc *memory.Service) server.ServerTool {
 			if err := a.done(); err != nil {
 				return toolError(name, err), nil
 			}
-			res, err := svc.Resume(ctx, r)
-			if err != nil {
-				return toolError(name, err), nil
+			limit := r.MaxTokens
+			if limit == 0 {
+				limit = memory.DefaultMaxTokens
 			}
-			res.ReadFiles, res.ModifiedFiles = orEmpty(res.ReadFiles), orEmpty(res.ModifiedFiles)
-			res.Messages = normalizeMessages(res.Messages)
-			summary := "no summary"
-			if res.Summary != "" {
-				summary = fmt.Sprintf("summary of %d characters", len(res.Summary))
+			var out *mcp.CallToolResult
+			// memory sizes the page for max_tokens; should the whole result still come out
+			// larger (an envelope longer than allowed for), ask again for a smaller page.
+			for attempt := 0; attempt < 3; attempt++ {
+				res, err := svc.Resume(ctx, r)
+				if err != nil {
+					return toolError(name, err), nil
+				}
+				out = resumeResult(res)
+				over := tokens(out) - limit
+				if over <= 0 || r.MaxTokens == memory.MinMaxTokens {
+					break
+				}
+				r.MaxTokens = max(memory.MinMaxTokens, limit-over-100*(attempt+1))
 			}
-			text := fmt.Sprintf("Session %s (%s): %s, %s, %d files read, %d modified, context ≈ %d tokens.",
-				res.SessionID, res.WorkingDir, summary, plural(len(res.Messages), "message", "messages"),
-				len(res.ReadFiles), len(res.ModifiedFiles), res.ContextTokens)
-			if res.NextCursor != "" {
-				text += fmt.Sprintf(" More messages follow: call session_resume with session_id %q and cursor %q.",
-					res.SessionID, res.NextCursor)
-			}
-			return result(res, text), nil
+			return out, nil
 		},
 	}
+}
+
+// resumeResult shapes a resume page: structured content plus a short text (which repeats the
+// cursor for clients that read only text, but not working_dir, which can be long: memory sized
+// the page with an allowance for the text's fixed part and the cursor only).
+func resumeResult(res memory.ResumeResult) *mcp.CallToolResult {
+	res.ReadFiles, res.ModifiedFiles = orEmpty(res.ReadFiles), orEmpty(res.ModifiedFiles)
+	res.Messages = normalizeMessages(res.Messages)
+	summary := "no summary"
+	if res.Summary != "" {
+		summary = fmt.Sprintf("summary of %d characters", len(res.Summary))
+	}
+	text := fmt.Sprintf("Session %s: %s, %s, %d files read, %d modified, context ≈ %d tokens.",
+		res.SessionID, summary, plural(len(res.Messages), "message", "messages"),
+		len(res.ReadFiles), len(res.ModifiedFiles), res.ContextTokens)
+	if res.NextCursor != "" {
+		text += fmt.Sprintf(" More messages follow: call session_resume with session_id %q and cursor %q.", res.SessionID, res.NextCursor)
+	}
+	return result(res, text)
 }
 
 const listDescription = `List stored sessions, newest first (by last update).

@@ -17,8 +17,9 @@ const (
 	MinMaxTokens     = 1000
 	// PruneProtectTokens is the newest part of the context whose tool outputs prune keeps.
 	PruneProtectTokens = 40000
-	// responseSlack leaves room for the short text block a transport adds next to the result.
-	responseSlack = 400
+	// responseSlack leaves room for the short text block a transport adds next to the result
+	// and the envelope around both (working_dir and the cursor are reserved separately).
+	responseSlack = 600
 )
 
 type resumeCursor struct {
@@ -108,15 +109,13 @@ func (s *Service) Resume(ctx context.Context, req ResumeRequest) (ResumeResult, 
 		res.ReadFiles = nonNil(c.ReadFiles)
 		res.ModifiedFiles = nonNil(c.ModifiedFiles)
 	}
-	budget := maxTokens*4 - responseSlack
+	// The budget covers this result's JSON; the slack covers what a transport adds around it
+	// (a short text and the envelope), and the cursor reserve a next_cursor not yet set, which
+	// the text repeats.
+	cursorReserve := len(encodeToken("r1.", resumeCursor{Session: id, Next: strings.Repeat("x", MaxIDBytes)}))
+	budget := maxTokens*4 - responseSlack - 2*cursorReserve
+	fitHeader(&res, budget/2)
 	used := jsonChars(res)
-	if used > budget/2 && res.Summary != "" {
-		// A summary this large would leave no room for messages: cut it, saying so.
-		over := used - budget/2
-		res.Summary = truncateText(res.Summary, utf8.RuneCountInString(res.Summary)-over-200,
-			"the summary was cut to fit max_tokens; call session_resume with a larger max_tokens for all of it")
-		used = jsonChars(res)
-	}
 	for i := start; i < len(msgs); i++ {
 		size := sizes[i]
 		if size < 0 {
@@ -129,13 +128,38 @@ func (s *Service) Resume(ctx context.Context, req ResumeRequest) (ResumeResult, 
 				break
 			}
 			// A single message larger than the whole budget: send it cut, and move on.
-			msgs[i] = shrinkMessage(msgs[i], budget-used-200)
+			msgs[i] = fitMessage(msgs[i], budget-used-1)
 			size = jsonChars(msgs[i]) + 1
 		}
 		res.Messages = append(res.Messages, msgs[i])
 		used += size
 	}
 	return res, nil
+}
+
+// fitHeader cuts the summary, then the file lists, until the result without messages takes at
+// most chars characters, so a huge summary or thousands of files still leave room for messages
+// and never push a page over max_tokens. What is cut is said in place.
+func fitHeader(res *ResumeResult, chars int) {
+	over := jsonChars(*res) - chars
+	if over <= 0 {
+		return
+	}
+	if res.Summary != "" {
+		keep := utf8.RuneCountInString(res.Summary) - over - 200
+		if min := utf8.RuneCountInString(res.Summary) / 8; keep < min {
+			keep = min // keep the opening of the summary; the lists give way next
+		}
+		res.Summary = truncateText(res.Summary, keep,
+			"the summary was cut to fit max_tokens; call session_resume with a larger max_tokens for all of it")
+	}
+	for _, list := range []*[]string{&res.ReadFiles, &res.ModifiedFiles} {
+		all := *list
+		for keep := len(all); keep > 0 && jsonChars(*res) > chars; {
+			keep = keep * 3 / 4
+			*list = append(all[:keep:keep], fmt.Sprintf("… %d more files; call session_resume with a larger max_tokens for the whole list", len(all)-keep))
+		}
+	}
 }
 
 func nonNil(s []string) []string {
@@ -180,68 +204,141 @@ func truncateText(s string, keep int, why string) string {
 	return kept + fmt.Sprintf("\n[… %d characters not shown: %s]", dropped, why)
 }
 
-// shrinkMessage cuts the longest texts of m until its JSON fits in chars.
-func shrinkMessage(m Message, chars int) Message {
-	if chars < 200 {
-		chars = 200
+// fitMessage cuts m until its JSON, as json.Marshal writes it, takes at most chars characters:
+// the longest text (text, thinking, tool output, image data) first, each cut as little as
+// needed and marked; oversize tool-call arguments become a valid JSON placeholder; blocks that
+// still do not fit are dropped from the end, with a note. The stored message is not touched.
+func fitMessage(m Message, chars int) Message {
+	if chars < 400 {
+		chars = 400
 	}
-	m.Content = append([]Block(nil), m.Content...)
-	for range 8 {
+	m = cloneMessage(m)
+	for range countFields(m.Content) + 4 {
 		over := jsonChars(m) - chars
 		if over <= 0 {
 			return m
 		}
-		b, sub := largestText(m.Content)
-		if b == nil {
+		f := largestField(&m)
+		if f == nil || f.size <= 160 {
+			break
+		}
+		f.shrink(over)
+	}
+	// Still too large: many blocks, each already short. Drop blocks from the end (inside the
+	// last tool result first), then say how many.
+	dropped := 0
+	for jsonChars(m) > chars-120 {
+		last := &m.Content[len(m.Content)-1]
+		switch {
+		case last.Type == BlockToolResult && len(last.Content) > 1:
+			last.Content = last.Content[:len(last.Content)-1]
+		case len(m.Content) > 1:
+			m.Content = m.Content[:len(m.Content)-1]
+		default:
 			return m
 		}
-		text := blockText(b, sub)
-		*text = truncateText(*text, utf8.RuneCountInString(*text)-over-120, "this message is larger than max_tokens")
-		if b.Type == BlockImage {
-			b.Data = ""
+		dropped++
+	}
+	if dropped > 0 {
+		note := Block{Type: BlockText, Text: fmt.Sprintf("[… %d more blocks not shown: this message is larger than max_tokens]", dropped)}
+		if last := &m.Content[len(m.Content)-1]; last.Type == BlockToolResult {
+			last.Content = append(last.Content, note)
+		} else {
+			m.Content = append(m.Content, note)
 		}
 	}
 	return m
 }
 
-// largestText finds the block whose text field is longest (searching tool_result content too).
-func largestText(bs []Block) (*Block, int) {
-	var best *Block
-	bestSub, bestLen := -1, -1
-	for i := range bs {
-		b := &bs[i]
-		if n := len(*blockText(b, -1)); n > bestLen {
-			best, bestSub, bestLen = b, -1, n
+// countFields counts the cuttable parts of blocks, tool-result content included.
+func countFields(bs []Block) int {
+	n := 0
+	for _, b := range bs {
+		n++
+		n += countFields(b.Content)
+	}
+	return n
+}
+
+func cloneMessage(m Message) Message {
+	m.Content = cloneBlocks(m.Content)
+	return m
+}
+
+func cloneBlocks(bs []Block) []Block {
+	out := append([]Block(nil), bs...)
+	for i := range out {
+		if out[i].Content != nil {
+			out[i].Content = cloneBlocks(out[i].Content)
 		}
-		if b.Type == BlockToolResult {
-			b.Content = append([]Block(nil), b.Content...)
-			for j := range b.Content {
-				if n := len(*blockText(&b.Content[j], -1)); n > bestLen {
-					best, bestSub, bestLen = b, j, n
+	}
+	return out
+}
+
+// field is one cuttable part of a message.
+type field struct {
+	text *string          // a text, thinking or image-data string
+	args *json.RawMessage // or tool-call arguments
+	size int              // its encoded length in characters
+}
+
+// shrink takes at least over characters out of the field's encoding, as few more as it can.
+func (f field) shrink(over int) {
+	const note = "this message is larger than max_tokens"
+	if f.args != nil {
+		*f.args = json.RawMessage(fmt.Sprintf(`{"_truncated":"%d characters of arguments not shown: %s"}`, f.size, note))
+		return
+	}
+	s := *f.text
+	target := f.size - over // the field's encoded length must come down to this
+	enc := func(k int) int { return jsonChars(truncateText(s, k, note)) }
+	lo, hi := 0, utf8.RuneCountInString(s) // largest k with enc(k) <= target, found by bisection
+	for lo < hi {
+		mid := (lo + hi + 1) / 2
+		if enc(mid) <= target {
+			lo = mid
+		} else {
+			hi = mid - 1
+		}
+	}
+	*f.text = truncateText(s, lo, note)
+}
+
+// largestField finds the message's longest cuttable part, tool-result content included.
+func largestField(m *Message) *field {
+	var best *field
+	var visit func(bs []Block)
+	consider := func(f field) {
+		if f.text != nil {
+			f.size = jsonChars(*f.text)
+		} else {
+			f.size = jsonChars(*f.args)
+		}
+		if best == nil || f.size > best.size {
+			best = &f
+		}
+	}
+	visit = func(bs []Block) {
+		for i := range bs {
+			b := &bs[i]
+			switch b.Type {
+			case BlockText:
+				consider(field{text: &b.Text})
+			case BlockThinking:
+				consider(field{text: &b.Thinking})
+			case BlockImage:
+				consider(field{text: &b.Data})
+			case BlockToolCall:
+				if len(b.Arguments) > 0 {
+					consider(field{args: &b.Arguments})
 				}
+			case BlockToolResult:
+				visit(b.Content)
 			}
 		}
 	}
-	if bestLen <= 0 {
-		return nil, 0
-	}
-	return best, bestSub
-}
-
-func blockText(b *Block, sub int) *string {
-	if sub >= 0 {
-		return blockText(&b.Content[sub], -1)
-	}
-	switch b.Type {
-	case BlockThinking:
-		return &b.Thinking
-	case BlockImage:
-		return &b.Data
-	case BlockToolCall:
-		s := string(b.Arguments)
-		return &s
-	}
-	return &b.Text
+	visit(m.Content)
+	return best
 }
 
 // pruneToolOutputs replaces the content of tool results older than the newest protect tokens

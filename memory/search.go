@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"context"
 	"fmt"
 	"strings"
@@ -78,34 +79,37 @@ func (s *Service) Search(ctx context.Context, req SearchRequest) (SearchResult, 
 
 var errStop = fmt.Errorf("stop")
 
-// matchRecord looks for needle (lower case) in a message record's searchable text.
+// matchRecord looks for needle (lower case) in a message record's searchable text: text,
+// thinking, tool-call names and the string values of their arguments, and tool output.
 func matchRecord(data []byte, needle string) (string, bool) {
 	// Cheap rejection first: most records do not contain the needle at all. Only sound when
-	// the needle has no character JSON might have escaped.
-	if !strings.ContainsAny(needle, "\"\\") && !hasControl(needle) && !containsFold(data, needle) {
+	// the needle cannot appear escaped in the stored JSON (arguments are kept as the client
+	// or the imported transcript encoded them, possibly with \u escapes).
+	if prefilterable(needle) && !containsFold(data, needle) {
 		return "", false
 	}
 	var snip string
 	var found bool
+	try := func(text string) bool {
+		if i, n := indexFold(text, needle); i >= 0 {
+			snip, found = snippet(text, i, n), true
+		}
+		return found
+	}
 	var visit func(blocks gjson.Result)
 	visit = func(blocks gjson.Result) {
 		blocks.ForEach(func(_, b gjson.Result) bool {
-			var text string
 			switch b.Get("type").String() {
 			case BlockText:
-				text = b.Get("text").String()
+				try(b.Get("text").String())
 			case BlockThinking:
-				text = b.Get("thinking").String()
+				try(b.Get("thinking").String())
 			case BlockToolCall:
-				text = b.Get("name").String() + " " + b.Get("arguments").Raw
+				if !try(b.Get("name").String()) {
+					try(argumentText(b.Get("arguments")))
+				}
 			case BlockToolResult:
 				visit(b.Get("content"))
-				return !found
-			}
-			if i := strings.Index(strings.ToLower(text), needle); i >= 0 && len(strings.ToLower(text)) == len(text) {
-				snip, found = snippet(text, i, len(needle)), true
-			} else if i >= 0 {
-				snip, found = oneLine(text, 2*snippetRadius), true
 			}
 			return !found
 		})
@@ -114,19 +118,77 @@ func matchRecord(data []byte, needle string) (string, bool) {
 	return snip, found
 }
 
-// containsFold reports whether data contains needle ignoring ASCII and Unicode case, without
-// allocating for ASCII needles in the common no-match case.
+// containsFold reports whether data contains the lower-case ASCII needle, ignoring case.
 func containsFold(data []byte, needle string) bool {
-	return strings.Contains(strings.ToLower(string(data)), needle)
+	return bytes.Contains(bytes.ToLower(data), []byte(needle))
 }
 
-func hasControl(s string) bool {
-	for i := 0; i < len(s); i++ {
-		if s[i] < 0x20 {
-			return true
+// prefilterable reports whether needle, if present in a record, is present in its raw JSON
+// too: plain ASCII without characters JSON encoders escape.
+func prefilterable(needle string) bool {
+	for i := 0; i < len(needle); i++ {
+		c := needle[i]
+		if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
 		}
 	}
-	return false
+	return true
+}
+
+// argumentText joins the string values (and keys) of tool-call arguments, decoded.
+func argumentText(args gjson.Result) string {
+	var sb strings.Builder
+	var walk func(v gjson.Result)
+	walk = func(v gjson.Result) {
+		switch {
+		case v.IsObject() || v.IsArray():
+			v.ForEach(func(k, x gjson.Result) bool {
+				if k.Type == gjson.String {
+					sb.WriteString(k.String())
+					sb.WriteByte(' ')
+				}
+				walk(x)
+				return true
+			})
+		default:
+			sb.WriteString(v.String())
+			sb.WriteByte(' ')
+		}
+	}
+	walk(args)
+	return sb.String()
+}
+
+// indexFold finds needle (already lower case) in text ignoring case, returning the byte offset
+// and length of the match in text itself, even where lower-casing changes byte lengths.
+func indexFold(text, needle string) (int, int) {
+	lower := strings.ToLower(text)
+	if len(lower) == len(text) {
+		if i := strings.Index(lower, needle); i >= 0 {
+			return i, len(needle)
+		}
+		return -1, 0
+	}
+	// Lower-case rune by rune, remembering where each lowered byte came from.
+	var lb []byte
+	var from []int
+	for i, r := range text {
+		l := []byte(strings.ToLower(string(r)))
+		for range l {
+			from = append(from, i)
+		}
+		lb = append(lb, l...)
+	}
+	j := strings.Index(string(lb), needle)
+	if j < 0 {
+		return -1, 0
+	}
+	start := from[j]
+	end := len(text)
+	if k := j + len(needle); k < len(from) {
+		end = from[k]
+	}
+	return start, end - start
 }
 
 // snippet cuts text around [i, i+n) to one line.

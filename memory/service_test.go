@@ -452,3 +452,32 @@ func TestConcurrentSavesInOneProcess(t *testing.T) {
 		t.Fatalf("message_count = %d, want 81", sess.MessageCount)
 	}
 }
+
+func TestIndexFold(t *testing.T) {
+	cases := []struct {
+		text, needle string
+		want         string // the matched part of text, "" for none
+	}{
+		{"Hello World", "world", "World"},
+		{strings.Repeat("İ", 300) + " the NEEDLE here", "needle", "NEEDLE"},
+		{"ǅemal KELVIN", "kelvin", "KELVIN"},
+		{"no match", "xyz", ""},
+	}
+	for _, tc := range cases {
+		i, n := indexFold(tc.text, tc.needle)
+		got := ""
+		if i >= 0 {
+			got = tc.text[i : i+n]
+		}
+		if got != tc.want {
+			t.Errorf("indexFold(%.20q, %q) = %q, want %q", tc.text, tc.needle, got, tc.want)
+		}
+	}
+	// The snippet of a long text with case-changing letters shows the match.
+	s := newTestService(t, Options{})
+	mustSave(t, s, SaveRequest{WorkingDir: wd, Messages: []Message{user("1", strings.Repeat("İstanbul ", 200)+"the NEEDLE is here")}})
+	res, err := s.Search(t.Context(), SearchRequest{Query: "needle"})
+	if err != nil || len(res.Matches) != 1 || !strings.Contains(res.Matches[0].Snippet, "NEEDLE") {
+		t.Fatalf("search: %v %+v", err, res.Matches)
+	}
+}

@@ -194,7 +194,8 @@ func (st *state) newEntryID(taken map[string]bool) string {
 // estimateText is the chars/4 rule for plain text.
 func estimateText(s string) int { return compaction.EstimateText(s) }
 
-// previewOf returns the first line of a user message's text, at most 200 bytes.
+// previewOf returns a user message's first text as one line (runs of white space, newlines
+// included, become one space), at most 200 bytes.
 func previewOf(msg gjson.Result) string {
 	var text string
 	msg.Get("content").ForEach(func(_, b gjson.Result) bool {
