@@ -275,3 +275,25 @@ func BenchmarkBytesOnDisk(b *testing.B) {
 		})
 	}
 }
+
+// BenchmarkCallOverhead measures the fixed cost of one Update and one View that do nothing:
+// locking, opening and revalidating the session's files.
+func BenchmarkCallOverhead(b *testing.B) {
+	lines := benchLines(b, benchCorpus, 200)
+	s := mustOpen(b, benchDir(b), Options{})
+	fillSession(b, s, "a", lines, -1)
+	b.Run("update", func(b *testing.B) {
+		for b.Loop() {
+			if err := s.Update(b.Context(), "a", func(w *Writer) error { return nil }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("view", func(b *testing.B) {
+		for b.Loop() {
+			if err := s.View(b.Context(), "a", func(r *Reader) error { return nil }); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}

@@ -75,6 +75,23 @@
 // List and Get fold only the index bytes appended since their last call. Delete removes the
 // lock file while holding it; lockers re-check the inode after locking.
 //
+// A session's descriptors (lock, .zst, tail) stay open between calls, so a call costs two
+// flock calls and three stats instead of about 25 syscalls (a no-op Update: 7 µs instead of
+// 25). Under the lock each cached descriptor is checked against a stat of its path; an open
+// descriptor pins its inode, so an equal inode number proves it is still the file (another
+// process's Delete, Create or tail rewrite shows as a different inode or a missing path, and
+// the file is opened afresh). A flock belongs to the open file description, so this process's
+// callers share one lock descriptor per session through an in-process gate: an Update has the
+// session to itself and takes LOCK_EX; concurrent Views share one LOCK_SH, taken by the first
+// and dropped by the last (a View may nest in a View of the same session; an Update or Delete
+// inside a View of the same session deadlocks, as it always has). Waits for the gate and for
+// the flock end with ctx. Data files are reference-counted, so a file replaced or evicted
+// while a View reads it is closed only when that View returns. At most
+// Options.MaxOpenSessions idle sessions keep descriptors (up to three each), least recently
+// used closed first; Delete and Close close a session's descriptors, and a call that finds a
+// session gone drops them, so deleted files are not kept alive (except, until then, those of
+// a session another process deleted since this one last used it).
+//
 // # Imports
 //
 // storage imports only the standard library, klauspost/compress/zstd, cespare/xxhash and

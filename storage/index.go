@@ -58,6 +58,18 @@ type indexEntry struct {
 	lastSeq uint64
 }
 
+// rawJSON returns the entry's meta JSON, encoding it for a held-back entry that has none yet.
+func (e *indexEntry) rawJSON() ([]byte, error) {
+	if e.raw == nil && e.meta != nil {
+		raw, err := json.Marshal(e.meta)
+		if err != nil {
+			return nil, fmt.Errorf("encode meta: %w", err)
+		}
+		e.raw = raw
+	}
+	return e.raw, nil
+}
+
 func (e *indexEntry) decode() (*Meta, bool) {
 	if e.meta == nil && !e.bad {
 		var m Meta
@@ -92,14 +104,14 @@ type index struct {
 
 	// Lines held back by putMeta, written by the next write of any line, by the timer, or at
 	// close. They are folded into ents at once, and again after every reload.
-	pending   map[string][]byte
+	pending   map[string]heldLine
 	lastWrite map[string]time.Time
 	timer     *time.Timer
 }
 
 func openIndex(dir string, log *slog.Logger) (*index, error) {
 	x := &index{dir: dir, path: filepath.Join(dir, indexName), log: log, ents: map[string]*indexEntry{},
-		pending: map[string][]byte{}, lastWrite: map[string]time.Time{}}
+		pending: map[string]heldLine{}, lastWrite: map[string]time.Time{}}
 	lf, err := os.OpenFile(filepath.Join(dir, indexLockName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open index lock: %w", err)
@@ -156,8 +168,8 @@ func (x *index) reload() error {
 	if err := x.readNew(fi.Size()); err != nil {
 		return err
 	}
-	for _, line := range x.pending {
-		x.apply(line)
+	for id, h := range x.pending {
+		x.hold(id, h)
 	}
 	return nil
 }
@@ -318,17 +330,50 @@ func (x *index) write(line indexLine) error {
 }
 
 // takePending returns the held-back lines followed by b, emptying the queue: any write of the
-// index carries them along for free.
+// index carries them along for free. Held lines are encoded only now, not on every append.
 func (x *index) takePending(b []byte) []byte {
 	if len(x.pending) == 0 {
 		return b
 	}
 	var out []byte
-	for id, line := range x.pending {
-		out = append(out, line...)
+	for id, h := range x.pending {
+		if line, err := encodeIndexLine(id, h.m, h.sz); err == nil {
+			out = append(out, line...)
+		} else {
+			x.log.Warn("storage: index line not encodable; it is reconciled at next open", "session", id, "err", err)
+		}
 		delete(x.pending, id)
 	}
 	return append(out, b...)
+}
+
+// heldLine is an index line held back by putAppend, kept unencoded.
+type heldLine struct {
+	m  Meta
+	sz fileSizes
+}
+
+// hold shows a held-back line to this process's Get and List: it replaces the entry unless
+// the entry is newer, like apply does for a line read from the file.
+func (x *index) hold(id string, h heldLine) {
+	if old := x.ents[id]; old != nil && old.lastSeq > h.m.LastSeq {
+		return
+	}
+	m := h.m
+	x.ents[id] = &indexEntry{meta: &m, sizes: h.sz, lastSeq: m.LastSeq}
+	x.gen++
+}
+
+func encodeIndexLine(id string, m Meta, sz fileSizes) ([]byte, error) {
+	raw, err := json.Marshal(m)
+	if err != nil {
+		return nil, fmt.Errorf("encode meta: %w", err)
+	}
+	line, err := json.Marshal(indexLine{ID: id, Files: &sz, Meta: raw})
+	if err != nil {
+		return nil, fmt.Errorf("encode index line: %w", err)
+	}
+	return append(line, '\n'), nil
 }
 
 // flushLocked writes the held-back lines; the caller holds x.mu.
@@ -362,25 +407,21 @@ func (x *index) flushSoon() {
 // is held back (see indexDelay); anything a listing filters or sorts on beyond that is
 // written at once.
 func (x *index) putAppend(id string, m Meta, sz fileSizes) error {
-	raw, err := json.Marshal(m)
-	if err != nil {
-		return fmt.Errorf("encode meta: %w", err)
-	}
-	line, err := json.Marshal(indexLine{ID: id, Files: &sz, Meta: raw})
-	if err != nil {
-		return fmt.Errorf("encode index line: %w", err)
-	}
-	line = append(line, '\n')
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	now := time.Now()
 	if e := x.ents[id]; e != nil && now.Sub(x.lastWrite[id]) < indexDelay {
 		if old, ok := e.decode(); ok && sameListing(old, &m) {
-			x.pending[id] = line
-			x.apply(line[:len(line)-1])
+			h := heldLine{m: m, sz: sz}
+			x.pending[id] = h
+			x.hold(id, h)
 			x.flushSoon()
 			return nil
 		}
+	}
+	line, err := encodeIndexLine(id, m, sz)
+	if err != nil {
+		return err
 	}
 	if err := lockFD(x.lockF, true); err != nil {
 		return fmt.Errorf("lock index: %w", err)
@@ -443,7 +484,11 @@ func (x *index) rewriteLocked() error {
 	for _, id := range ids {
 		e := x.ents[id]
 		sz := e.sizes
-		b, err := json.Marshal(indexLine{ID: id, Files: &sz, Meta: e.raw})
+		raw, err := e.rawJSON()
+		if err != nil {
+			return err
+		}
+		b, err := json.Marshal(indexLine{ID: id, Files: &sz, Meta: raw})
 		if err != nil {
 			return fmt.Errorf("encode index line: %w", err)
 		}
@@ -452,6 +497,7 @@ func (x *index) rewriteLocked() error {
 	if err := writeFileAtomic(x.dir, indexName, buf, true); err != nil {
 		return fmt.Errorf("rewrite index: %w", err)
 	}
+	clear(x.pending) // held lines were part of ents, so they are in the new file
 	ents := x.ents
 	if err := x.reload(); err != nil {
 		return err

@@ -11,58 +11,67 @@ import (
 )
 
 // lockPath takes a flock on path (created 0600 if missing) and returns the open file that holds
-// it; closing the file releases the lock. Delete removes a session's lock file while holding it,
-// so after locking we check that the path still names the inode we locked and retry otherwise:
-// without that check a waiter and a newcomer could both "hold" the lock on different inodes.
-func lockPath(ctx context.Context, path string, exclusive bool) (*os.File, error) {
+// it and the file's identity; closing the file releases the lock. Delete removes a session's
+// lock file while holding it, so after locking we check that the path still names the inode we
+// locked and retry otherwise: without that check a waiter and a newcomer could both "hold" the
+// lock on different inodes.
+func lockPath(ctx context.Context, path string, exclusive bool) (*os.File, os.FileInfo, error) {
 	how := syscall.LOCK_SH
 	if exclusive {
 		how = syscall.LOCK_EX
 	}
 	for {
 		if err := ctx.Err(); err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 		if err != nil {
-			return nil, fmt.Errorf("open lock %s: %w", path, err)
+			return nil, nil, fmt.Errorf("open lock %s: %w", path, err)
 		}
 		if err := flockCtx(ctx, f, how); err != nil {
-			f.Close()
-			return nil, fmt.Errorf("lock %s: %w", path, err)
+			return nil, nil, fmt.Errorf("lock %s: %w", path, err)
 		}
 		fi, err1 := f.Stat()
 		pi, err2 := os.Stat(path)
 		if err1 == nil && err2 == nil && os.SameFile(fi, pi) {
-			return f, nil
+			return f, fi, nil
 		}
 		f.Close()
 		if err1 != nil {
-			return nil, fmt.Errorf("stat lock %s: %w", path, err1)
+			return nil, nil, fmt.Errorf("stat lock %s: %w", path, err1)
 		}
 		if err2 != nil && !errors.Is(err2, os.ErrNotExist) {
-			return nil, fmt.Errorf("stat lock %s: %w", path, err2)
+			return nil, nil, fmt.Errorf("stat lock %s: %w", path, err2)
 		}
 	}
 }
 
 // flockCtx tries a non-blocking lock first (the common, uncontended case costs one syscall)
-// and otherwise waits in a goroutine so that ctx can abandon the wait.
+// and otherwise waits in a goroutine so that ctx can abandon the wait. On any error f is
+// closed and must not be used again: when ctx ends the wait, the goroutine may still be blocked
+// in flock on f's descriptor, so it closes f itself once flock returns. Closing f earlier would
+// let the descriptor number be reused, and the late flock (or an unlock) would then act on
+// whatever file got that number, possibly another session's cached lock.
 func flockCtx(ctx context.Context, f *os.File, how int) error {
 	fd := int(f.Fd())
 	err := flockRetry(fd, how|syscall.LOCK_NB)
-	if err == nil || !errors.Is(err, syscall.EWOULDBLOCK) {
+	if err == nil {
+		return nil
+	}
+	if !errors.Is(err, syscall.EWOULDBLOCK) {
+		f.Close()
 		return err
 	}
 	done := make(chan error, 1)
 	go func() { done <- flockRetry(fd, how) }()
 	select {
 	case err := <-done:
+		if err != nil {
+			f.Close()
+		}
 		return err
 	case <-ctx.Done():
-		// The caller closes f on error, but the goroutine may still be blocked in flock on
-		// its descriptor: keep the file alive until it returns, then let the close release it.
-		go func() { <-done; _ = syscall.Flock(fd, syscall.LOCK_UN) }()
+		go func() { <-done; f.Close() }()
 		return ctx.Err()
 	}
 }

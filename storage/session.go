@@ -2,6 +2,7 @@ package storage
 
 import (
 	"bytes"
+	"container/list"
 	"context"
 	"encoding/binary"
 	"encoding/json"
@@ -76,75 +77,52 @@ func (v *sessView) zstClean() bool  { return v.zstEnd == v.zstID.size }
 func (v *sessView) tailClean() bool { return v.hasTail && v.tailEnd == v.tailID.size }
 
 // sessState caches a session's view between calls so that an Update or View only re-reads
-// what changed on disk (checked by inode, size and mtime under the session lock).
+// what changed on disk (checked by inode, size and mtime under the session lock), and keeps the
+// session's descriptors open between calls (see handles.go).
 type sessState struct {
-	mu sync.Mutex
-	ok bool
-	v  sessView
+	id string
+
+	mu        sync.Mutex
+	ok        bool
+	v         sessView
+	zst, tail *fileRef // cached open files; see use for who may touch them
+
+	lk     sessLock
+	lockF  *os.File    // cached lock descriptor, used under lk
+	lockFI os.FileInfo // its identity
+
+	users int           // running calls (Store.mu)
+	elem  *list.Element // place in Store.lru (Store.mu)
 }
 
 func (s *Store) zstPath(id string) string  { return filepath.Join(s.sessDir, id+zstSuffix) }
 func (s *Store) tailPath(id string) string { return filepath.Join(s.sessDir, id+tailSuffix) }
 func (s *Store) lockPath(id string) string { return filepath.Join(s.sessDir, id+lockSuffix) }
 
-func (s *Store) state(id string) *sessState {
-	s.mu.Lock()
-	defer s.mu.Unlock()
-	st := s.states[id]
-	if st == nil {
-		st = &sessState{}
-		s.states[id] = st
-	}
-	return st
-}
-
-func (s *Store) dropState(id string) {
-	s.mu.Lock()
-	delete(s.states, id)
-	delete(s.written, id)
-	s.mu.Unlock()
-}
-
 func notFound(id string) error {
 	return fmt.Errorf("session %s: %w", id, ErrNotFound)
 }
 
-// openSession locks a session (shared or exclusive), opens its files and brings the cached
+// openSession locks a session (shared or exclusive), attaches its files and brings the cached
 // view up to date. A writer repairs torn ends on the way; a reader only ignores them.
 func (s *Store) openSession(ctx context.Context, id string, exclusive bool) (*Reader, error) {
 	if err := checkID(id); err != nil {
 		return nil, err
 	}
-	zp := s.zstPath(id)
-	// Checked before locking so that probing unknown ids leaves no lock files behind.
-	if _, err := os.Stat(zp); errors.Is(err, fs.ErrNotExist) {
-		return nil, notFound(id)
+	if err := ctx.Err(); err != nil {
+		return nil, err
 	}
-	lf, err := lockPath(ctx, s.lockPath(id), exclusive)
-	if err != nil {
-		return nil, fmt.Errorf("session %s: %w", id, err)
+	st := s.use(id)
+	if err := s.lockSession(ctx, st, exclusive); err != nil {
+		s.unuse(st)
+		return nil, err
 	}
-	r := &Reader{s: s, id: id, lock: lf, writable: exclusive}
-	flag := os.O_RDONLY
-	if exclusive {
-		flag = os.O_RDWR
-	}
-	r.zst, err = os.OpenFile(zp, flag, 0)
-	if err != nil {
-		r.release()
-		if errors.Is(err, fs.ErrNotExist) {
-			return nil, notFound(id)
-		}
-		return nil, fmt.Errorf("open session %s: %w", id, err)
-	}
-	r.tail, err = os.OpenFile(s.tailPath(id), flag|appendFlag(exclusive), 0)
-	if err != nil && !errors.Is(err, fs.ErrNotExist) {
-		r.release()
-		return nil, fmt.Errorf("open session %s tail: %w", id, err)
-	}
-	st := s.state(id)
+	r := &Reader{s: s, id: id, st: st, writable: exclusive}
 	st.mu.Lock()
-	err = r.refresh(st)
+	err := r.attach(st)
+	if err == nil {
+		err = r.refresh(st)
+	}
 	if err == nil {
 		st.v, st.ok = r.v, true
 	} else {
@@ -158,29 +136,33 @@ func (s *Store) openSession(ctx context.Context, id string, exclusive bool) (*Re
 	return r, nil
 }
 
-func appendFlag(exclusive bool) int {
-	if exclusive {
-		return os.O_APPEND
+// attach takes references to the session's open files (cached or opened now) and their
+// current identities.
+func (r *Reader) attach(st *sessState) error {
+	var err error
+	r.zh, r.zid, err = attachFile(&st.zst, r.s.zstPath(r.id), 0, r.writable)
+	if err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			st.dropData() // keep no inode of a deleted session alive
+			return notFound(r.id)
+		}
+		return fmt.Errorf("open session %s: %w", r.id, err)
 	}
-	return 0
+	r.zst = r.zh.f
+	r.th, r.tid, err = attachFile(&st.tail, r.s.tailPath(r.id), os.O_APPEND, r.writable)
+	if err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("open session %s tail: %w", r.id, err)
+	}
+	if r.th != nil {
+		r.tail = r.th.f
+	}
+	return nil
 }
 
-// refresh brings r.v up to date with the open files, starting from the cached view when the
-// files only grew since.
+// refresh brings r.v up to date with the attached files, starting from the cached view when
+// the files only grew since.
 func (r *Reader) refresh(st *sessState) error {
-	zfi, err := r.zst.Stat()
-	if err != nil {
-		return fmt.Errorf("stat session %s: %w", r.id, err)
-	}
-	zid := statID(zfi)
-	var tid fileID
-	if r.tail != nil {
-		tfi, err := r.tail.Stat()
-		if err != nil {
-			return fmt.Errorf("stat session %s tail: %w", r.id, err)
-		}
-		tid = statID(tfi)
-	}
+	zid, tid := r.zid, r.tid
 	cached := st.ok && (st.v.verified || !r.writable)
 
 	// The sealed part.
@@ -457,19 +439,20 @@ func (r *Reader) statTail() error {
 // recreateTail gives a writer a fresh, empty tail (the old one was missing or had no complete
 // header line, so it held no record).
 func (r *Reader) recreateTail() error {
-	if r.tail != nil {
-		r.tail.Close()
-		r.tail = nil
+	if r.th != nil {
+		r.th.put()
+		r.th, r.tail = nil, nil
 	}
 	hdr := encodeTailHeader(r.id)
 	if err := writeFileAtomic(r.s.sessDir, r.id+tailSuffix, hdr, true); err != nil {
 		return fmt.Errorf("session %s: %w", r.id, err)
 	}
-	f, err := os.OpenFile(r.s.tailPath(r.id), os.O_RDWR|os.O_APPEND, 0)
+	// Called under st.mu from refresh; the cached handle of the replaced file is dropped.
+	h, _, err := attachFile(&r.st.tail, r.s.tailPath(r.id), os.O_APPEND, true)
 	if err != nil {
 		return fmt.Errorf("open session %s tail: %w", r.id, err)
 	}
-	r.tail = f
+	r.th, r.tail = h, h.f
 	r.v.hasTail, r.v.lines, r.v.tailBytes = true, nil, 0
 	r.v.tailHdrLen, r.v.tailEnd = int64(len(hdr)), int64(len(hdr))
 	return r.statTail()
@@ -480,22 +463,27 @@ func (r *Reader) recreateTail() error {
 type Reader struct {
 	s        *Store
 	id       string
-	lock     *os.File
-	zst      *os.File
-	tail     *os.File
+	st       *sessState
+	zh, th   *fileRef // references held on the session's open files
+	zst      *os.File // zh.f
+	tail     *os.File // th.f; nil if the session has no tail file
+	zid, tid fileID   // the files' identities when attached
 	writable bool
 	done     bool
 	v        sessView
 }
 
+// release drops the file references, the lock and the use of the session state.
 func (r *Reader) release() {
 	r.done = true
-	for _, f := range []*os.File{r.tail, r.zst, r.lock} {
-		if f != nil {
-			f.Close()
+	for _, h := range []*fileRef{r.th, r.zh} {
+		if h != nil {
+			h.put()
 		}
 	}
-	r.tail, r.zst, r.lock = nil, nil, nil
+	r.th, r.zh, r.tail, r.zst = nil, nil, nil, nil
+	r.s.unlockSession(r.st, r.writable)
+	r.s.unuse(r.st)
 }
 
 // ID returns the session id.
@@ -628,14 +616,14 @@ type Writer struct {
 // commit publishes the writer's view to the in-process cache; poison forgets it after a
 // failed write so the next open re-reads (and repairs) the files.
 func (w *Writer) commit() {
-	st := w.s.state(w.id)
+	st := w.st
 	st.mu.Lock()
 	st.v, st.ok = w.v, true
 	st.mu.Unlock()
 }
 
 func (w *Writer) poison() {
-	st := w.s.state(w.id)
+	st := w.st
 	st.mu.Lock()
 	st.ok = false
 	st.mu.Unlock()
@@ -925,4 +913,17 @@ func appendLine(buf []byte, rec Record, seq uint64) ([]byte, string, error) {
 	}
 	buf = append(buf, rest...)
 	return append(buf, '\n'), kind, nil
+}
+
+// dropState forgets the cached view of id, so the next call reads its files from scratch
+// (tests use it after replacing files behind the store's back).
+func (s *Store) dropState(id string) {
+	st := s.use(id)
+	st.mu.Lock()
+	st.v, st.ok = sessView{}, false
+	st.mu.Unlock()
+	s.mu.Lock()
+	delete(s.written, id)
+	s.mu.Unlock()
+	s.unuse(st)
 }

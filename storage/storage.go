@@ -5,6 +5,7 @@ package storage
 // lead, because memory/ is being written against it at the same time).
 
 import (
+	"container/list"
 	"context"
 	"errors"
 	"fmt"
@@ -55,6 +56,10 @@ type Options struct {
 	Summarize func(h Header, records iter.Seq2[Record, error]) (Meta, error)
 	// Now returns the current time; nil means time.Now. Tests inject a clock.
 	Now func() time.Time
+	// MaxOpenSessions caps how many idle sessions keep their descriptors (lock, .zst, tail:
+	// up to three each) open between calls, least recently used closed first (default
+	// DefaultMaxOpenSessions). Sessions in use keep theirs regardless.
+	MaxOpenSessions int
 }
 
 // Header is the immutable session header stored in the skippable frame at offset 0 of
@@ -134,6 +139,7 @@ type Store struct {
 
 	mu      sync.Mutex
 	states  map[string]*sessState
+	lru     *list.List // of *sessState that may hold open descriptors, most recent first
 	written map[string]bool
 	bad     map[string]error // sessions found damaged at Open, skipped by List
 	warned  map[string]bool
@@ -154,9 +160,12 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.SealBytes <= 0 {
 		opts.SealBytes = DefaultSealBytes
 	}
+	if opts.MaxOpenSessions <= 0 {
+		opts.MaxOpenSessions = DefaultMaxOpenSessions
+	}
 	s := &Store{
 		dir: dir, sessDir: filepath.Join(dir, "sessions"), opts: opts, log: opts.Logger,
-		states: map[string]*sessState{}, written: map[string]bool{},
+		states: map[string]*sessState{}, lru: list.New(), written: map[string]bool{},
 		bad: map[string]error{}, warned: map[string]bool{},
 	}
 	if s.log == nil {
@@ -396,6 +405,7 @@ func (s *Store) Close() error {
 			errs = append(errs, err)
 		}
 	}
+	s.closeAllFiles()
 	s.idx.close()
 	s.dec.Close()
 	s.enc.Close()
@@ -426,7 +436,7 @@ func (s *Store) Create(h Header, m Meta) error {
 	if err != nil {
 		return fmt.Errorf("create session %s: %w", id, err)
 	}
-	lf, err := lockPath(context.Background(), s.lockPath(id), true)
+	lf, _, err := lockPath(context.Background(), s.lockPath(id), true)
 	if err != nil {
 		return fmt.Errorf("create session %s: %w", id, err)
 	}
@@ -455,10 +465,11 @@ func (s *Store) Create(h Header, m Meta) error {
 	if fi, err := os.Stat(s.tailPath(id)); err == nil {
 		r.v.tailID = statID(fi)
 	}
-	st := s.state(id)
+	st := s.use(id)
 	st.mu.Lock()
 	st.v, st.ok = r.v, true
 	st.mu.Unlock()
+	s.unuse(st)
 	if m.Updated.IsZero() {
 		m.Updated = h.Created
 	}
@@ -607,13 +618,26 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if _, err := os.Stat(zp); errors.Is(err, fs.ErrNotExist) {
 		return notFound(id)
 	}
-	lf, err := lockPath(ctx, lp, true)
-	if err != nil {
+	st := s.use(id)
+	defer s.unuse(st)
+	if err := s.lockSession(ctx, st, true); err != nil {
+		if errors.Is(err, ErrNotFound) {
+			return err
+		}
 		return fmt.Errorf("delete session %s: %w", id, err)
 	}
-	defer lf.Close()
-	// Removing the lock file while holding it is safe: lockPath re-checks the inode.
-	defer os.Remove(lp)
+	defer s.unlockSession(st, true)
+	// Removing the lock file while holding it is safe: lockers re-check the inode. Every
+	// descriptor of the session is closed here (the lock's last, which releases it), so this
+	// process keeps no deleted inode alive.
+	defer func() {
+		os.Remove(lp)
+		st.mu.Lock()
+		closeFiles := st.detachFiles()
+		st.v, st.ok = sessView{}, false
+		st.mu.Unlock()
+		closeFiles()
+	}()
 	if _, err := os.Stat(zp); errors.Is(err, fs.ErrNotExist) {
 		return notFound(id)
 	}
@@ -627,7 +651,9 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := syncDir(s.sessDir); err != nil {
 		return fmt.Errorf("delete session %s: %w", id, err)
 	}
-	s.dropState(id)
+	s.mu.Lock()
+	delete(s.written, id)
+	s.mu.Unlock()
 	s.clearBad(id)
 	if err := s.idx.del(id); err != nil {
 		s.log.Warn("storage: index write failed; it is reconciled at next open", "session", id, "err", err)

@@ -1,0 +1,549 @@
+package storage
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+)
+
+// openSessionFiles counts this process's descriptors open on files under dir/sessions, and how
+// many of them name deleted files. ok is false where /proc/self/fd does not exist.
+func openSessionFiles(t *testing.T, dir string) (open, deleted int, ok bool) {
+	t.Helper()
+	ents, err := os.ReadDir("/proc/self/fd")
+	if err != nil {
+		return 0, 0, false
+	}
+	prefix := filepath.Join(dir, "sessions") + "/"
+	for _, e := range ents {
+		target, err := os.Readlink(filepath.Join("/proc/self/fd", e.Name()))
+		if err != nil || !strings.HasPrefix(target, prefix) {
+			continue
+		}
+		open++
+		if strings.HasSuffix(target, " (deleted)") {
+			deleted++
+		}
+	}
+	return open, deleted, true
+}
+
+// tagsOf reads a session and checks that its seqs run 1..n; it returns the "tag" fields.
+func tagsOf(ctx context.Context, r *Reader) ([]string, error) {
+	var tags []string
+	for rec, err := range r.Records(1) {
+		if err != nil {
+			return nil, err
+		}
+		if rec.Seq != uint64(len(tags))+1 {
+			return nil, fmt.Errorf("seq %d at position %d", rec.Seq, len(tags)+1)
+		}
+		var v struct{ Tag string }
+		if err := json.Unmarshal(rec.Data, &v); err != nil {
+			return nil, err
+		}
+		tags = append(tags, v.Tag)
+	}
+	if r.LastSeq() != uint64(len(tags)) {
+		return nil, fmt.Errorf("LastSeq %d, %d records", r.LastSeq(), len(tags))
+	}
+	return tags, ctx.Err()
+}
+
+// TestConcurrentCalls runs many goroutines doing Update and View on the same and different
+// sessions. Two Stores on one directory hold separate lock descriptors, as two processes do,
+// so "two stores" checks the flock exclusion and "one store" the in-process sharing of one
+// cached descriptor. An Update's callback must never overlap any other callback on its
+// session; every acknowledged record must be stored exactly once.
+func TestConcurrentCalls(t *testing.T) {
+	for _, tc := range []struct {
+		name   string
+		stores int
+	}{
+		{"one store", 1},
+		{"two stores", 2},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := memTempDir(t)
+			var stores []*Store
+			for range tc.stores {
+				stores = append(stores, mustOpen(t, dir, Options{SealRecords: 5, MaxOpenSessions: 2}))
+			}
+			ids := []string{"a", "b", "c"}
+			for _, id := range ids {
+				mustCreate(t, stores[0], id)
+			}
+			active := map[string]*atomic.Int64{}
+			for _, id := range ids {
+				active[id] = &atomic.Int64{}
+			}
+			const goroutines, rounds = 8, 24
+			var mu sync.Mutex
+			acked := map[string][]string{}
+			var wg sync.WaitGroup
+			for g := range goroutines {
+				wg.Go(func() {
+					ctx := t.Context()
+					s := stores[g%len(stores)]
+					seen := map[string]int{}
+					for i := range rounds {
+						id := ids[(g+i)%len(ids)]
+						tag := fmt.Sprintf("g%d-%d", g, i)
+						err := s.Update(ctx, id, func(w *Writer) error {
+							if n := active[id].Add(1000); n != 1000 {
+								return fmt.Errorf("update on %s overlaps other callbacks (%d)", id, n)
+							}
+							defer active[id].Add(-1000)
+							_, err := w.Append([]Record{{Kind: "message", Data: []byte(`{"tag":"` + tag + `"}`)}}, Meta{})
+							return err
+						})
+						if err != nil {
+							t.Errorf("update %s: %v", id, err)
+							return
+						}
+						mu.Lock()
+						acked[id] = append(acked[id], tag)
+						mu.Unlock()
+						err = s.View(ctx, id, func(r *Reader) error {
+							if n := active[id].Add(1); n >= 1000 {
+								return fmt.Errorf("view on %s overlaps an update", id)
+							}
+							defer active[id].Add(-1)
+							tags, err := tagsOf(ctx, r)
+							if err != nil {
+								return err
+							}
+							if len(tags) < seen[id] || !contains(tags, tag) {
+								return fmt.Errorf("view of %s: %d records after %d, own %s missing", id, len(tags), seen[id], tag)
+							}
+							seen[id] = len(tags)
+							if i%4 != 0 {
+								return nil
+							}
+							// A View nested in a View of the same session shares the lock.
+							return s.View(ctx, id, func(r2 *Reader) error {
+								if r2.LastSeq() != r.LastSeq() {
+									return fmt.Errorf("nested view of %s: LastSeq %d, outer %d", id, r2.LastSeq(), r.LastSeq())
+								}
+								return nil
+							})
+						})
+						if err != nil {
+							t.Errorf("view %s: %v", id, err)
+							return
+						}
+					}
+				})
+			}
+			wg.Wait()
+			if t.Failed() {
+				return
+			}
+			total := 0
+			for _, id := range ids {
+				for _, s := range stores {
+					err := s.View(t.Context(), id, func(r *Reader) error {
+						tags, err := tagsOf(t.Context(), r)
+						if err != nil {
+							return err
+						}
+						if len(tags) != len(acked[id]) {
+							return fmt.Errorf("%d records, %d acknowledged", len(tags), len(acked[id]))
+						}
+						for _, tag := range acked[id] {
+							if !contains(tags, tag) {
+								return fmt.Errorf("acknowledged %s missing", tag)
+							}
+						}
+						return nil
+					})
+					if err != nil {
+						t.Fatalf("final view of %s: %v", id, err)
+					}
+				}
+				total += len(acked[id])
+			}
+			if total != goroutines*rounds {
+				t.Fatalf("%d records acknowledged, want %d", total, goroutines*rounds)
+			}
+		})
+	}
+}
+
+func contains(list []string, s string) bool {
+	for _, x := range list {
+		if x == s {
+			return true
+		}
+	}
+	return false
+}
+
+// TestLockWaitHonoursContext: a call waiting for the lock gives up when its context ends,
+// whether the holder is in this Store (in-process gate) or another (flock), and leaves the
+// lock working for everyone afterwards.
+func TestLockWaitHonoursContext(t *testing.T) {
+	dir := memTempDir(t)
+	s1 := mustOpen(t, dir, Options{})
+	s2 := mustOpen(t, dir, Options{})
+	mustCreate(t, s1, "a")
+	for _, tc := range []struct {
+		name      string
+		waiter    *Store
+		exclusive bool
+	}{
+		{"same store view", s1, false},
+		{"same store update", s1, true},
+		{"other store view", s2, false},
+		{"other store update", s2, true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			holding, release := make(chan struct{}), make(chan struct{})
+			done := make(chan error, 1)
+			go func() {
+				done <- s1.Update(t.Context(), "a", func(w *Writer) error {
+					close(holding)
+					<-release
+					_, err := w.Append([]Record{{Data: []byte(`{"tag":"holder"}`)}}, Meta{})
+					return err
+				})
+			}()
+			<-holding
+			ctx, cancel := context.WithTimeout(t.Context(), 50*time.Millisecond)
+			defer cancel()
+			var err error
+			if tc.exclusive {
+				err = tc.waiter.Update(ctx, "a", func(*Writer) error { return nil })
+			} else {
+				err = tc.waiter.View(ctx, "a", func(*Reader) error { return nil })
+			}
+			if !errors.Is(err, context.DeadlineExceeded) {
+				t.Fatalf("waiting call: err %v, want %v", err, context.DeadlineExceeded)
+			}
+			close(release)
+			if err := <-done; err != nil {
+				t.Fatalf("holder: %v", err)
+			}
+			// Both stores still exclude each other (a late flock or unlock from the abandoned
+			// wait would break this).
+			var inside atomic.Int32
+			var wg sync.WaitGroup
+			for _, s := range []*Store{s1, s2, s1, s2} {
+				wg.Go(func() {
+					err := s.Update(t.Context(), "a", func(w *Writer) error {
+						if inside.Add(1) != 1 {
+							return errors.New("two updates at once")
+						}
+						defer inside.Add(-1)
+						time.Sleep(2 * time.Millisecond)
+						_, err := w.Append([]Record{{Data: []byte(`{"tag":"after"}`)}}, Meta{})
+						return err
+					})
+					if err != nil {
+						t.Errorf("update after cancel: %v", err)
+					}
+				})
+			}
+			wg.Wait()
+		})
+	}
+}
+
+// TestDeleteRecreateWithCachedFiles deletes and recreates a session while another Store (a
+// stand-in for another process: its own descriptors and locks) has its files cached.
+func TestDeleteRecreateWithCachedFiles(t *testing.T) {
+	dir := memTempDir(t)
+	s1 := mustOpen(t, dir, Options{SealRecords: 2})
+	s2 := mustOpen(t, dir, Options{SealRecords: 2})
+	ctx := t.Context()
+	appendTag := func(s *Store, tag string) (uint64, error) {
+		var seq uint64
+		err := s.Update(ctx, "x", func(w *Writer) error {
+			out, err := w.Append([]Record{{Data: []byte(`{"tag":"` + tag + `"}`)}}, Meta{})
+			if err == nil {
+				seq = out[0].Seq
+			}
+			return err
+		})
+		return seq, err
+	}
+	view := func(s *Store) (Header, []string, error) {
+		var h Header
+		var tags []string
+		err := s.View(ctx, "x", func(r *Reader) error {
+			h = r.Header()
+			var err error
+			tags, err = tagsOf(ctx, r)
+			return err
+		})
+		return h, tags, err
+	}
+	check := func(step string, s *Store, wantDir string, want ...string) {
+		t.Helper()
+		h, tags, err := view(s)
+		if err != nil {
+			t.Fatalf("%s: view: %v", step, err)
+		}
+		if h.WorkingDir != wantDir || strings.Join(tags, ",") != strings.Join(want, ",") {
+			t.Fatalf("%s: header dir %q, records %v; want %q, %v", step, h.WorkingDir, tags, wantDir, want)
+		}
+	}
+
+	if err := s1.Create(Header{ID: "x", WorkingDir: "/one"}, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tag := range []string{"a", "b", "c"} {
+		if _, err := appendTag(s1, tag); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("first life, writer", s1, "/one", "a", "b", "c")
+	check("first life, other store", s2, "/one", "a", "b", "c")
+
+	if err := s2.Delete(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := view(s1); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("view after delete elsewhere: %v, want ErrNotFound", err)
+	}
+	if _, err := appendTag(s1, "lost"); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("update after delete elsewhere: %v, want ErrNotFound", err)
+	}
+	if _, deleted, ok := openSessionFiles(t, dir); ok && deleted != 0 {
+		t.Fatalf("%d descriptors still open on deleted session files", deleted)
+	}
+
+	if err := s2.Create(Header{ID: "x", WorkingDir: "/two"}, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := appendTag(s2, "d"); err != nil {
+		t.Fatal(err)
+	}
+	// s1's cached lock descriptor names the deleted lock file: it must lock the new one, so it
+	// waits while s2 holds the session.
+	holding, release := make(chan struct{}), make(chan struct{})
+	held := make(chan error, 1)
+	go func() {
+		held <- s2.Update(ctx, "x", func(*Writer) error { close(holding); <-release; return nil })
+	}()
+	<-holding
+	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
+	err := s1.View(short, "x", func(*Reader) error { return nil })
+	cancel()
+	close(release)
+	if herr := <-held; herr != nil {
+		t.Fatal(herr)
+	}
+	if !errors.Is(err, context.DeadlineExceeded) {
+		t.Fatalf("view while the recreated session is held elsewhere: %v, want %v", err, context.DeadlineExceeded)
+	}
+	check("second life, seen by the old cache", s1, "/two", "d")
+	if seq, err := appendTag(s1, "e"); err != nil || seq != 2 {
+		t.Fatalf("append to the recreated session: seq %d, %v; want 2", seq, err)
+	}
+	check("second life, other store", s2, "/two", "d", "e")
+
+	// And the other way round, plus a delete by the store that caches the files itself.
+	if err := s1.Delete(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if _, _, err := view(s2); !errors.Is(err, ErrNotFound) {
+		t.Fatalf("view after delete: %v, want ErrNotFound", err)
+	}
+	if err := s1.Create(Header{ID: "x", WorkingDir: "/three"}, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	for _, tag := range []string{"f", "g", "h"} {
+		if _, err := appendTag(s2, tag); err != nil {
+			t.Fatal(err)
+		}
+	}
+	check("third life, writer", s2, "/three", "f", "g", "h")
+	check("third life, other store", s1, "/three", "f", "g", "h")
+
+	// Deleted and created again elsewhere with no call of s1 in between, then the tail file
+	// replaced (removed; the next writer makes a new one): s1 must drop every cached file.
+	if err := s1.Delete(ctx, "x"); err != nil {
+		t.Fatal(err)
+	}
+	if err := s1.Create(Header{ID: "x", WorkingDir: "/four"}, Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := appendTag(s1, "i"); err != nil {
+		t.Fatal(err)
+	}
+	check("fourth life, old cache", s2, "/four", "i")
+	if err := os.Remove(filepath.Join(dir, "sessions", "x.tail.jsonl")); err != nil {
+		t.Fatal(err)
+	}
+	check("tail removed", s2, "/four") // record i was only in the tail
+	if _, err := appendTag(s1, "j"); err != nil {
+		t.Fatal(err)
+	}
+	check("tail replaced", s2, "/four", "j")
+	if _, deleted, ok := openSessionFiles(t, dir); ok && deleted != 0 {
+		t.Fatalf("%d descriptors still open on deleted session files", deleted)
+	}
+}
+
+// TestDescriptorCap: with MaxOpenSessions idle sessions cached, a sweep over many sessions
+// keeps at most that many sessions' descriptors open, a session in use keeps its own, and
+// Close closes them all.
+func TestDescriptorCap(t *testing.T) {
+	dir := memTempDir(t)
+	if _, _, ok := openSessionFiles(t, dir); !ok {
+		t.Skip("no /proc/self/fd")
+	}
+	const limit, sessions = 3, 12
+	s, err := Open(dir, Options{MaxOpenSessions: limit})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ids := make([]string, sessions)
+	for i := range ids {
+		ids[i] = fmt.Sprintf("s%02d", i)
+		mustCreate(t, s, ids[i])
+		appendBatches(t, s, ids[i], [][]Record{{{Data: []byte(`{"tag":"` + ids[i] + `"}`)}}})
+	}
+	ctx := t.Context()
+	sweep := func() error {
+		for _, id := range ids[1:] {
+			err := s.View(ctx, id, func(r *Reader) error {
+				if tags, err := tagsOf(ctx, r); err != nil || len(tags) != 1 || tags[0] != id {
+					return fmt.Errorf("%s: records %v, %v", id, tags, err)
+				}
+				return nil
+			})
+			if err != nil {
+				return err
+			}
+		}
+		return nil
+	}
+	for _, tc := range []struct {
+		name    string
+		nested  bool
+		maxOpen int
+	}{
+		{"idle sessions capped", false, limit * 3},
+		{"session in use kept open", true, (limit + 1) * 3},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			run := sweep
+			if tc.nested {
+				run = func() error {
+					return s.View(ctx, ids[0], func(r *Reader) error {
+						if err := sweep(); err != nil {
+							return err
+						}
+						// Its descriptors survived the sweep's evictions.
+						_, err := tagsOf(ctx, r)
+						return err
+					})
+				}
+			}
+			if err := run(); err != nil {
+				t.Fatal(err)
+			}
+			if n, _, _ := openSessionFiles(t, dir); n > tc.maxOpen || n == 0 {
+				t.Fatalf("%d session descriptors open, want 1..%d", n, tc.maxOpen)
+			}
+		})
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n, _, _ := openSessionFiles(t, dir); n != 0 {
+		t.Fatalf("%d session descriptors open after Close", n)
+	}
+}
+
+// TestMultiProcessBetweenCalls: this process keeps appending to and reading a session while a
+// child process appends to it (and seals, truncating the tail) between this process's calls;
+// the cached descriptors must see every change.
+func TestMultiProcessBetweenCalls(t *testing.T) {
+	if testing.Short() {
+		t.Skip("spawns processes")
+	}
+	dir := t.TempDir()
+	s := mustOpen(t, dir, Options{SealRecords: 8})
+	for _, id := range []string{"shared", "c0"} {
+		mustCreate(t, s, id)
+	}
+	ctx := t.Context()
+	cmd := helperCmd(ctx, t, "append", dir, "c0", 30)
+	var out strings.Builder
+	cmd.Stdout = &out
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	exited := make(chan error, 1)
+	go func() { exited <- cmd.Wait() }()
+	var acks []ack
+	var last uint64
+	for i := 0; ; i++ {
+		select {
+		case err := <-exited:
+			if err != nil {
+				t.Fatalf("helper: %v\n%s", err, out.String())
+			}
+			for _, l := range strings.Split(out.String(), "\n") {
+				if a, ok := parseAck(l); ok {
+					acks = append(acks, a)
+				}
+			}
+			checkAcked(t, s, "c0", acks)
+			if n := checkAcked(t, s, "shared", acks); n != uint64(len(acks)-countID(acks, "c0")) {
+				t.Fatalf("shared: %d records, %d acknowledged", n, len(acks)-countID(acks, "c0"))
+			}
+			return
+		default:
+		}
+		tag := fmt.Sprintf("parent-%d", i)
+		err := s.Update(ctx, "shared", func(w *Writer) error {
+			if w.LastSeq() < last {
+				return fmt.Errorf("LastSeq went back from %d to %d", last, w.LastSeq())
+			}
+			o, err := w.Append([]Record{{Kind: "message", Data: []byte(`{"tag":"` + tag + `"}`)}}, Meta{Name: "shared", Messages: int(w.LastSeq()) + 1})
+			if err == nil {
+				acks = append(acks, ack{"shared", o[0].Seq, tag})
+				last = o[0].Seq
+			}
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		err = s.View(ctx, "shared", func(r *Reader) error {
+			tags, err := tagsOf(ctx, r)
+			if err != nil {
+				return err
+			}
+			if uint64(len(tags)) < last || tags[last-1] != tag {
+				return fmt.Errorf("%d records, own %s at %d not seen", len(tags), tag, last)
+			}
+			return nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+func countID(acks []ack, id string) int {
+	n := 0
+	for _, a := range acks {
+		if a.id == id {
+			n++
+		}
+	}
+	return n
+}
