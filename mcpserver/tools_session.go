@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -243,6 +244,11 @@ func resumeTool(svc *memory.Service) server.ServerTool {
 					return toolError(name, err), nil
 				}
 				out = resumeResult(res)
+				// memory measured its part exactly; the text and the envelope are all that is
+				// added, so encoding the whole page again is needed only when that is close.
+				if res.Chars+resultTextChars(out)+200 <= limit*4 {
+					break
+				}
 				over := tokens(out) - limit
 				if over <= 0 || r.MaxTokens == memory.MinMaxTokens {
 					break
@@ -252,6 +258,18 @@ func resumeTool(svc *memory.Service) server.ServerTool {
 			return out, nil
 		},
 	}
+}
+
+// resultTextChars is the length of a result's text blocks in characters, each counted as
+// JSON would escape it at worst (HTML characters grow to six).
+func resultTextChars(res *mcp.CallToolResult) int {
+	n := 0
+	for _, c := range res.Content {
+		if tc, ok := c.(mcp.TextContent); ok {
+			n += utf8.RuneCountInString(tc.Text) + 5*strings.Count(tc.Text, "<") + 5*strings.Count(tc.Text, ">") + 5*strings.Count(tc.Text, "&")
+		}
+	}
+	return n
 }
 
 // resumeResult shapes a resume page: structured content plus a short text (which repeats the

@@ -134,6 +134,7 @@ func (s *Service) Resume(ctx context.Context, req ResumeRequest) (ResumeResult, 
 		res.Messages = append(res.Messages, msgs[i])
 		used += size
 	}
+	res.Chars = used + len(res.NextCursor)
 	return res, nil
 }
 

@@ -80,6 +80,9 @@ type ResumeResult struct {
 	Messages      []Message `json:"messages"`
 	ContextTokens int       `json:"context_tokens"`
 	NextCursor    string    `json:"next_cursor"`
+	// Chars is the length in characters of this result's JSON encoding as Resume measured it
+	// (not part of the output).
+	Chars int `json:"-"`
 }
 
 // CompactRequest is session_compact's input.
