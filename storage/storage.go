@@ -239,7 +239,8 @@ func (s *Store) reconcile() error {
 		}
 	}
 	x.mu.Unlock()
-	if damaged {
+	if damaged && len(onDisk) > 0 {
+		// A new, empty store has no index yet either; that is not worth a warning.
 		s.log.Warn("storage: index missing or damaged; rebuilding from session files", "dir", s.dir, "sessions", len(onDisk))
 	}
 	sort.Strings(stale)
