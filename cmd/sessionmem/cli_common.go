@@ -236,6 +236,16 @@ func sessionError(id string, err error) error {
 }
 
 // checkIDArg validates a session id argument before anything is opened.
+// parseID parses the flags and the one session id argument of a command. After --help it
+// returns flag.ErrHelp, which helpOrErr turns into success.
+func (c *cliFlags) parseID(e *env, args []string) (string, error) {
+	pos, err := c.parse(e, args)
+	if err != nil {
+		return "", err
+	}
+	return checkIDArg(c, e, pos)
+}
+
 func checkIDArg(c *cliFlags, e *env, pos []string) (string, error) {
 	switch len(pos) {
 	case 0:

@@ -46,13 +46,9 @@ func runCompact(ctx context.Context, e *env, args []string) error {
 	keep := c.Int("keep-recent-tokens", 0, "")
 	instructions := c.String("instructions", "", "")
 	asJSON := c.Bool("json", false, "")
-	pos, err := c.parse(e, args)
+	id, err := c.parseID(e, args)
 	if err != nil {
 		return helpOrErr(err)
-	}
-	id, err := checkIDArg(c, e, pos)
-	if err != nil {
-		return err
 	}
 	switch *summarizer {
 	case "", memory.SummarizerExtractive, memory.SummarizerLLM:
@@ -131,13 +127,9 @@ func runDelete(ctx context.Context, e *env, args []string) error {
 	c := newCLIFlags("delete", deleteHelp)
 	yes := c.Bool("yes", false, "")
 	c.BoolVar(yes, "y", false, "")
-	pos, err := c.parse(e, args)
+	id, err := c.parseID(e, args)
 	if err != nil {
 		return helpOrErr(err)
-	}
-	id, err := checkIDArg(c, e, pos)
-	if err != nil {
-		return err
 	}
 	interactive := isTerminal(e.stdin)
 	if !*yes && !interactive {
@@ -194,13 +186,9 @@ func runExport(ctx context.Context, e *env, args []string) error {
 	c := newCLIFlags("export", exportHelp)
 	out := c.String("o", "", "")
 	c.StringVar(out, "output", "", "")
-	pos, err := c.parse(e, args)
+	id, err := c.parseID(e, args)
 	if err != nil {
 		return helpOrErr(err)
-	}
-	id, err := checkIDArg(c, e, pos)
-	if err != nil {
-		return err
 	}
 	cs, err := openCLIStore(e, *c.store, openOptions{})
 	if err != nil {

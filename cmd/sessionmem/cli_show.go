@@ -43,13 +43,9 @@ func runShow(ctx context.Context, e *env, args []string) error {
 	c := newCLIFlags("show", showHelp)
 	all := c.Bool("all", false, "")
 	asJSON := c.Bool("json", false, "")
-	pos, err := c.parse(e, args)
+	id, err := c.parseID(e, args)
 	if err != nil {
 		return helpOrErr(err)
-	}
-	id, err := checkIDArg(c, e, pos)
-	if err != nil {
-		return err
 	}
 	cs, err := openCLIStore(e, *c.store, openOptions{})
 	if err != nil {
