@@ -96,7 +96,7 @@ func (s *Service) current(id string, r *storage.Reader) (*state, error) {
 	last := r.LastSeq()
 	h := r.Header()
 	switch {
-	case st == nil || st.lastSeq > last || !st.header.Created.Equal(h.Created):
+	case st == nil || st.lastSeq > last || st.header.Nonce != h.Nonce || !st.header.Created.Equal(h.Created):
 		st = newState(h)
 		if err := st.applyAll(r.Records(1)); err != nil {
 			return nil, fmt.Errorf("read session %s: %w", id, err)

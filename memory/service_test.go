@@ -481,3 +481,39 @@ func TestIndexFold(t *testing.T) {
 		t.Fatalf("search: %v %+v", err, res.Matches)
 	}
 }
+
+// A session deleted and imported again by another process, with the same id, times and
+// number of records, is not mistaken for the one this process cached.
+func TestCacheNoticesRecreatedSession(t *testing.T) {
+	a := newTestService(t, Options{})
+	b := New(a.store, Options{})
+	created := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	req := ImportRequest{SessionID: "cc-same", WorkingDir: wd, Created: created, Items: []ImportItem{
+		{Message: ptr(user("u1", "first")), Time: created}, {Message: ptr(assistant("a1", "reply")), Time: created}}}
+	if _, err := a.Import(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	mustSave(t, a, SaveRequest{SessionID: "cc-same", Messages: []Message{user("x", "cached")}}) // a caches the state
+	if _, err := b.Delete(t.Context(), "cc-same"); err != nil {
+		t.Fatal(err)
+	}
+	req.Items = append(req.Items, ImportItem{Message: ptr(user("y", "other")), Time: created})
+	if _, err := b.Import(t.Context(), req); err != nil {
+		t.Fatal(err)
+	}
+	r := mustSave(t, a, SaveRequest{SessionID: "cc-same", Messages: []Message{user("z", "after")}})
+	if r.MessageCount != 4 {
+		t.Fatalf("message_count = %d, want 4", r.MessageCount)
+	}
+	p, err := a.Resume(t.Context(), ResumeRequest{SessionID: "cc-same"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var ids []string
+	for _, m := range p.Messages {
+		ids = append(ids, m.ID)
+	}
+	if fmt.Sprint(ids) != "[u1 a1 y z]" {
+		t.Fatalf("path = %v", ids)
+	}
+}

@@ -7,6 +7,8 @@ package storage
 import (
 	"container/list"
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -70,6 +72,10 @@ type Header struct {
 	Created       time.Time `json:"created"`
 	WorkingDir    string    `json:"working_dir"`
 	ParentSession string    `json:"parent_session,omitempty"`
+	// Nonce is random per Create (set by Create when empty), so a session deleted and
+	// created again under the same id, even with the same times, is told apart from the old
+	// one by anything that cached it.
+	Nonce string `json:"nonce,omitempty"`
 }
 
 // Meta is one session's listing metadata, kept in the index. memory fills the fields it owns
@@ -432,6 +438,11 @@ func (s *Store) Create(h Header, m Meta) error {
 	h.Version = FormatVersion
 	if h.Created.IsZero() {
 		h.Created = s.now()
+	}
+	if h.Nonce == "" {
+		var b [8]byte
+		_, _ = rand.Read(b[:])
+		h.Nonce = hex.EncodeToString(b[:])
 	}
 	frame, err := encodeHeaderFrame(h)
 	if err != nil {
