@@ -1,5 +1,3 @@
-// Command sessionmem is an MCP server that gives coding agents a memory that outlives one
-// conversation, plus a command line for people. See README.md.
 package main
 
 import (

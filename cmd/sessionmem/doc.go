@@ -1,0 +1,14 @@
+// Command sessionmem is an MCP server that gives coding agents a memory that outlives one
+// conversation, plus a command line for people.
+//
+//	sessionmem serve [--store DIR] [--http ADDR]   MCP over stdio, or streamable HTTP + SSE
+//	sessionmem list | show | compact | delete | import | export | stats | verify | prune | hook
+//
+// This package owns flags and environment (turned into a validated config once, at start),
+// logging (slog to stderr or a file; stdout belongs to the protocol in stdio mode), signals
+// (SIGINT/SIGTERM let running calls finish, then the store is closed) and exit codes
+// (0 success, 1 failure, 2 usage). It wires storage, memory, redaction and the summarizers into
+// mcpserver for serve, and calls memory and transcript directly for the people commands.
+// main stays tiny: run(ctx, args, stdin, stdout, stderr) does the work, so tests drive every
+// command in process.
+package main
