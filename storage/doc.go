@@ -49,12 +49,21 @@
 // record headers and checks their checksums, cuts a torn or garbage end back to the last good
 // record, drops a partial last tail line, and skips tail lines already sealed (a crash between
 // seal and truncation). A damaged record followed by intact ones is not a crash shape, so it
-// is reported as ErrCorrupt rather than cut. The valid tail is the run of lines continuing the
+// is reported as ErrCorrupt rather than cut; so is a last record that is complete, continues
+// the sequence and fails its checksum (a crash leaves a record cut short; a whole one was
+// durable and damaged later, and cutting it would lose acknowledged records). The valid tail is the run of lines continuing the
 // sequence; a line that is invalid JSON or out of sequence ends it (a batch is written at once,
 // so what follows was never acknowledged). Readers (View) ignore a torn end without
 // repairing it. Data a decoder returned together with an error is never passed on: a frame
 // is checked completely (checksums, size, seq of every line) before any of its lines is
 // yielded.
+//
+// Store.Verify checks one session completely (every checksum, every line) under its shared
+// lock and reports torn ends and damage without writing; with repair it takes the exclusive
+// lock and lets the writer recovery above cut the torn ends. It is stricter than that recovery
+// in one respect: a torn last record whose header is intact while the tail does not hold its
+// records cannot be a crash (a seal is fsynced before the tail is emptied), so Verify reports
+// it as damage and does not cut it.
 //
 // # Format versions
 //

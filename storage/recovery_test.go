@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
@@ -374,4 +375,43 @@ func FuzzRecordReader(f *testing.F) {
 			return s.Update(ctx, id, func(w *Writer) error { return fn(&w.Reader) })
 		})
 	})
+}
+
+// A last record that is whole and continues the sequence but fails its checksum was durable
+// and damaged later: a writer must not cut it (that would lose acknowledged records and the
+// tail lines after them); a torn one is cut.
+func TestWriterKeepsDamagedLastRecord(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, Options{})
+	mustCreate(t, s, "d")
+	var recs []Record
+	for i := range 20 {
+		recs = append(recs, Record{Kind: "message", Data: []byte(fmt.Sprintf(`{"n":%d,"text":"some words here"}`, i))})
+	}
+	appendBatches(t, s, "d", [][]Record{recs[:10]})
+	if err := s.Update(t.Context(), "d", func(w *Writer) error { return w.Seal() }); err != nil {
+		t.Fatal(err)
+	}
+	appendBatches(t, s, "d", [][]Record{recs[10:]}) // stays in the tail
+	s.Close()
+	zp := filepath.Join(dir, "sessions", "d.zst")
+	z, _ := os.ReadFile(zp)
+	damaged := append([]byte(nil), z...)
+	damaged[len(damaged)-5] ^= 0x10 // inside the last (only) frame's body
+	os.WriteFile(zp, damaged, 0o600)
+	s2 := mustOpen(t, dir, Options{})
+	err := s2.Update(t.Context(), "d", func(w *Writer) error { return nil })
+	if !errors.Is(err, ErrCorrupt) {
+		t.Fatalf("Update on a damaged last record: %v, want ErrCorrupt", err)
+	}
+	if got, _ := os.ReadFile(zp); len(got) != len(damaged) {
+		t.Fatalf("damaged record was cut: %d -> %d bytes", len(damaged), len(got))
+	}
+	s2.Close()
+	// Cut short instead (a crash mid-seal): the writer cuts it and the session works.
+	os.WriteFile(zp, z[:len(z)-7], 0o600)
+	s3 := mustOpen(t, dir, Options{})
+	if err := s3.Update(t.Context(), "d", func(w *Writer) error { return nil }); err != nil {
+		t.Fatalf("Update after a torn seal: %v", err)
+	}
 }

@@ -265,6 +265,14 @@ func (r *Reader) walk(zid fileID) error {
 		// fsyncs), so cutting here would destroy data: refuse instead.
 		return fmt.Errorf("session %s: damaged record at offset %d followed by intact ones: %w", r.id, end, ErrCorrupt)
 	}
+	if complete, err := completeRecordAt(r.zst, end, zid.size, r.v.lastSealed()+1); err != nil {
+		return fmt.Errorf("read session %s: %w", r.id, err)
+	} else if complete {
+		// A crash leaves a record cut short; one that is all there, continues the sequence
+		// and still fails its checksum was durable and damaged later. Cutting it would lose
+		// acknowledged records (and the tail lines after them), so refuse: verify reports it.
+		return fmt.Errorf("session %s: last record at offset %d is damaged: %w", r.id, end, ErrCorrupt)
+	}
 	if err := r.zst.Truncate(end); err != nil {
 		return fmt.Errorf("repair session %s: %w", r.id, err)
 	}
@@ -318,6 +326,20 @@ func walkRecords(f *os.File, off, size int64, expect uint64, verify bool, frames
 		off = end
 	}
 	return frames, off, nil
+}
+
+// completeRecordAt reports whether a record header at off continues the sequence at expect
+// and its whole frame lies within size.
+func completeRecordAt(f *os.File, off, size int64, expect uint64) (bool, error) {
+	if size-off < recordHeaderSize {
+		return false, nil
+	}
+	var hb [recordHeaderSize]byte
+	if err := readAt(f, hb[:], off); err != nil {
+		return false, err
+	}
+	rh, ok := parseRecordHeader(hb[:])
+	return ok && rh.first == expect && off+recordHeaderSize+int64(rh.frameLen) <= size, nil
 }
 
 // validRecordAfter reports whether a complete record with a correct checksum starts anywhere

@@ -2,11 +2,9 @@ package main
 
 // stats and verify: the commands about the store as a whole.
 //
-// storage exposes no stats or verify API yet, so both work through what it does offer:
-// Store.List for the counts, Store.View + Reader.Records (which decodes and checksums every
-// frame) for raw sizes and integrity, Store.Update (which repairs a torn end left by a crash
-// and logs what it cut) for --repair, and the store's directory layout (sessions/<id>.zst) to
-// find sessions the index does not list, such as damaged ones.
+// stats works through Store.List for the counts and Store.View + Reader.Records for raw sizes.
+// verify uses Store.IDs (every session file, including those List skips) and Store.Verify,
+// then decodes each intact session's records as memory does.
 
 import (
 	"context"
@@ -15,11 +13,8 @@ import (
 	"io/fs"
 	"iter"
 	"log/slog"
-	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"sync"
 
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/storage"
@@ -161,7 +156,8 @@ const verifyHelp = `Usage: sessionmem verify [--repair]
 
 Check every session file of the store: the header, every compressed frame (checksums) and
 every line of the plain tail are read, and every record must decode as a sessionmem entry.
-Prints the sessions with problems and a summary; exits 1 if any session is damaged.
+Prints the sessions with problems and a summary; exits 1 if any session is damaged (or was
+written by a newer sessionmem, so this one cannot check it).
 
 Without --repair nothing is written. A crash can leave a torn end (a half-written last frame
 or line); servers cut it off the next time they write to that session. --repair does that
@@ -188,67 +184,124 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	if len(pos) > 0 {
 		return c.usageError(e, "unexpected argument %q (verify checks the whole store)", pos[0])
 	}
-	logs := &logCollector{}
+	// verify reports on every session itself, so storage's per-session warnings (a damaged
+	// session skipped at open, a torn end cut) would only repeat it on stderr.
+	logs := sessionLogFilter{slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn})}
 	cs, err := openCLIStore(e, *c.store, openOptions{logHandler: logs})
 	if err != nil {
 		return err
 	}
 	defer cs.close(e)
-	ids, err := sessionFileIDs(cs.dir)
+	ids, err := cs.store.IDs()
 	if err != nil {
-		return err
+		return fmt.Errorf("list session files: %w", err)
 	}
-	var ok, repaired, damaged int
+	var ok, repaired, damaged, newer int
 	prog := newProgress(e)
+	report := func(label, id, msg string) {
+		prog.done()
+		fmt.Fprintf(e.stdout, "%-8s  %s: %s\n", label, id, msg)
+	}
 	for i, id := range ids {
 		if err := ctx.Err(); err != nil {
 			prog.done()
 			return err
 		}
 		prog.update("verifying", i, len(ids))
-		if *repair {
-			err := cs.store.Update(ctx, id, func(*storage.Writer) error { return nil })
-			if err != nil && !errors.Is(err, storage.ErrNotFound) {
-				prog.done()
-				damaged++
-				fmt.Fprintf(e.stdout, "DAMAGED   %s: %v\n", id, err)
-				continue
-			}
-		}
-		notes := logs.take(id)
-		records, err := verifySession(ctx, cs.store, id)
+		rep, err := cs.store.Verify(ctx, id, *repair)
 		switch {
 		case errors.Is(err, storage.ErrNotFound):
 			continue // deleted meanwhile
+		case err != nil && ctx.Err() != nil:
+			prog.done()
+			return ctx.Err()
 		case err != nil:
-			prog.done()
-			damaged++
-			fmt.Fprintf(e.stdout, "DAMAGED   %s: %v\n", id, err)
+			damaged++ // could not be checked; not known to be intact
+			report("DAMAGED", id, err.Error())
 			continue
-		case len(notes) > 0:
-			prog.done()
+		case rep.NewerFormat != nil:
+			newer++
+			report("NEWER", id, rep.NewerFormat.Error())
+			continue
+		case rep.Damaged != nil:
+			damaged++
+			report("DAMAGED", id, rep.Damaged.Error())
+			continue
+		}
+		records, err := verifySession(ctx, cs.store, id)
+		switch {
+		case errors.Is(err, storage.ErrNotFound):
+			continue
+		case err != nil:
+			damaged++
+			report("DAMAGED", id, err.Error())
+		case rep.Torn():
 			repaired++
 			label := "REPAIRED"
 			if !*repair {
-				label = "WARNING "
+				label = "WARNING"
 			}
-			fmt.Fprintf(e.stdout, "%s  %s: %s (%d records intact)\n", label, id, strings.Join(notes, "; "), records)
+			report(label, id, fmt.Sprintf("%s (%d records intact)", describeTorn(rep), records))
 		default:
 			ok++
 		}
 	}
 	prog.done()
-	for _, n := range logs.rest() {
-		fmt.Fprintf(e.stderr, "sessionmem verify: %s\n", n)
+	fmt.Fprintf(e.stdout, "Checked %d sessions: %d ok, %d repaired, %d damaged", ok+repaired+damaged+newer, ok, repaired, damaged)
+	if newer > 0 {
+		fmt.Fprintf(e.stdout, ", %d written by a newer sessionmem (not checked)", newer)
 	}
-	fmt.Fprintf(e.stdout, "Checked %d sessions: %d ok, %d repaired, %d damaged.\n", ok+repaired+damaged, ok, repaired, damaged)
+	fmt.Fprintln(e.stdout, ".")
+	if repaired > 0 && !*repair {
+		fmt.Fprintln(e.stdout, "Run 'sessionmem verify --repair' to cut torn ends (servers also cut them on their next write).")
+	}
 	if damaged > 0 {
-		if !*repair {
-			fmt.Fprintln(e.stdout, "Run 'sessionmem verify --repair' to cut torn ends; damage it cannot repair needs a backup or an export.")
-		}
-		return fmt.Errorf("%d damaged sessions", damaged)
+		fmt.Fprintln(e.stdout, "Damage in the middle of a file is never cut: restore those sessions from a backup or an export.")
 	}
-	return nil
+	var errs []error
+	if damaged > 0 {
+		errs = append(errs, fmt.Errorf("%d damaged sessions", damaged))
+	}
+	if newer > 0 {
+		errs = append(errs, fmt.Errorf("%d sessions not checked: upgrade sessionmem", newer))
+	}
+	return errors.Join(errs...)
+}
+
+// describeTorn says what a crash left at the ends of a session's files, as cut by --repair
+// (rep.Repaired) or as found.
+func describeTorn(rep storage.VerifyReport) string {
+	var parts []string
+	if rep.TornSealed > 0 {
+		parts = append(parts, fmt.Sprintf("torn end of sealed log (%s at offset %d)", plural(int(rep.TornSealed), "byte"), rep.SealedBytes))
+	}
+	switch {
+	case rep.NoTail && rep.TornTail > 0:
+		parts = append(parts, fmt.Sprintf("tail file has no header line (%s, no records)", plural(int(rep.TornTail), "byte")))
+	case rep.NoTail:
+		parts = append(parts, "tail file missing")
+	case rep.TornTail > 0:
+		var what []string
+		if rep.StaleLines > 0 && rep.TailRecords == 0 {
+			what = append(what, plural(rep.StaleLines, "line")+" already sealed")
+		}
+		if rep.DroppedLines > 0 {
+			what = append(what, plural(rep.DroppedLines, "complete line")+" not continuing the sequence")
+		}
+		detail := ""
+		if len(what) > 0 {
+			detail = ": " + strings.Join(what, ", ")
+		}
+		parts = append(parts, fmt.Sprintf("torn end of tail (%s at offset %d%s)", plural(int(rep.TornTail), "byte"), rep.TailBytes, detail))
+	}
+	msg := strings.Join(parts, "; ")
+	switch {
+	case rep.Repaired && rep.NoTail:
+		return "wrote an empty tail: " + msg
+	case rep.Repaired:
+		return "cut " + msg
+	}
+	return msg
 }
 
 // verifySession reads every record of a session under its shared lock and decodes them as
@@ -275,92 +328,26 @@ func verifySession(ctx context.Context, st *storage.Store, id string) (int, erro
 	return n, err
 }
 
-// sessionFileIDs lists the sessions that have a file in the store, damaged ones included
-// (the index leaves those out).
-func sessionFileIDs(dir string) ([]string, error) {
-	ents, err := os.ReadDir(filepath.Join(dir, "sessions"))
-	if errors.Is(err, fs.ErrNotExist) {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, fmt.Errorf("read %s: %w", dir, err)
-	}
-	var ids []string
-	for _, e := range ents {
-		if id, ok := strings.CutSuffix(e.Name(), ".zst"); ok && e.Type().IsRegular() && storage.ValidID(id) {
-			ids = append(ids, id)
-		}
-	}
-	sort.Strings(ids)
-	return ids, nil
-}
+// sessionLogFilter drops log records about one session (they carry a "session" attribute)
+// and passes the rest on.
+type sessionLogFilter struct{ slog.Handler }
 
-// logCollector is a slog.Handler that keeps storage's warnings, by session, so verify can
-// report what opening and repairing found.
-type logCollector struct {
-	mu     sync.Mutex
-	by     map[string][]string
-	others []string
-}
-
-var _ slog.Handler = (*logCollector)(nil)
-
-func (l *logCollector) Enabled(_ context.Context, lv slog.Level) bool { return lv >= slog.LevelWarn }
-
-func (l *logCollector) Handle(_ context.Context, r slog.Record) error {
-	var session string
-	var attrs []string
+func (f sessionLogFilter) Handle(ctx context.Context, r slog.Record) error {
+	about := false
 	r.Attrs(func(a slog.Attr) bool {
-		if a.Key == "session" {
-			session = a.Value.String()
-		} else {
-			attrs = append(attrs, a.Key+"="+a.Value.String())
-		}
-		return true
+		about = a.Key == "session"
+		return !about
 	})
-	msg := strings.TrimPrefix(r.Message, "storage: ")
-	if len(attrs) > 0 {
-		msg += " (" + strings.Join(attrs, ", ") + ")"
-	}
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	if session == "" {
-		l.others = append(l.others, msg)
+	if about {
 		return nil
 	}
-	if l.by == nil {
-		l.by = map[string][]string{}
-	}
-	l.by[session] = append(l.by[session], msg)
-	return nil
+	return f.Handler.Handle(ctx, r)
 }
 
-func (l *logCollector) WithAttrs([]slog.Attr) slog.Handler { return l }
-func (l *logCollector) WithGroup(string) slog.Handler      { return l }
-
-// take returns and forgets the notes about one session.
-func (l *logCollector) take(id string) []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	n := l.by[id]
-	delete(l.by, id)
-	return n
+func (f sessionLogFilter) WithAttrs(as []slog.Attr) slog.Handler {
+	return sessionLogFilter{f.Handler.WithAttrs(as)}
 }
 
-// rest returns the notes not tied to a session verify reported on.
-func (l *logCollector) rest() []string {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	out := append([]string(nil), l.others...)
-	ids := make([]string, 0, len(l.by))
-	for id := range l.by {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	for _, id := range ids {
-		for _, n := range l.by[id] {
-			out = append(out, "session "+id+": "+n)
-		}
-	}
-	return out
+func (f sessionLogFilter) WithGroup(name string) slog.Handler {
+	return sessionLogFilter{f.Handler.WithGroup(name)}
 }

@@ -491,35 +491,10 @@ func TestCLIStats(t *testing.T) {
 }
 
 func TestCLIVerify(t *testing.T) {
-	t.Run("clean store", func(t *testing.T) {
-		store := seedStore(t)
-		r := runCLI(t, "", "verify", "--store", store).must(t)
-		if got, want := r.stdout, "Checked 2 sessions: 2 ok, 0 repaired, 0 damaged.\n"; got != want {
-			t.Fatalf("stdout = %q, want %q", got, want)
-		}
-	})
-	t.Run("torn end is repaired", func(t *testing.T) {
-		store := seedStore(t)
-		zst := filepath.Join(store, "sessions", seedAlpha+".zst")
-		appendBytes(t, zst, []byte{0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07})
-		before := fileSize(t, zst)
-		r := runCLI(t, "", "verify", "--repair", "--store", store).must(t)
-		if !strings.Contains(r.stdout, "REPAIRED  sess-alpha: cut torn end") ||
-			!strings.HasSuffix(r.stdout, "Checked 2 sessions: 1 ok, 1 repaired, 0 damaged.\n") {
-			t.Fatalf("stdout:\n%s", r.stdout)
-		}
-		if fileSize(t, zst) != before-7 {
-			t.Fatalf("size after repair = %d, want %d", fileSize(t, zst), before-7)
-		}
-		r = runCLI(t, "", "verify", "--store", store).must(t)
-		if !strings.Contains(r.stdout, "2 ok") {
-			t.Fatalf("after repair:\n%s", r.stdout)
-		}
-		runCLI(t, "", "show", seedAlpha, "--store", store).must(t)
-	})
-	t.Run("damage in a frame", func(t *testing.T) {
-		store := seedStore(t)
-		zst := filepath.Join(store, "sessions", seedAlpha+".zst")
+	sessFile := func(store, id, suffix string) string { return filepath.Join(store, "sessions", id+suffix) }
+	garbage := []byte{0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07}
+	flipFrame := func(t *testing.T, store string) {
+		zst := sessFile(store, seedAlpha, ".zst")
 		b, err := os.ReadFile(zst)
 		if err != nil {
 			t.Fatal(err)
@@ -531,14 +506,88 @@ func TestCLIVerify(t *testing.T) {
 		if err := os.WriteFile(zst, b, 0o600); err != nil {
 			t.Fatal(err)
 		}
-		r := runCLI(t, "", "verify", "--store", store)
-		if r.code != 1 || !strings.Contains(r.stdout, "DAMAGED   sess-alpha") ||
-			!strings.Contains(r.stdout, "1 ok, 0 repaired, 1 damaged") || !strings.Contains(r.stderr, "1 damaged sessions") {
-			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
-		}
-		// The other session stays readable.
-		runCLI(t, "", "show", seedBeta, "--store", store).must(t)
-	})
+	}
+	tests := []struct {
+		name     string
+		damage   func(t *testing.T, store string)
+		repair   bool
+		wantCode int
+		want     []string // in stdout
+		wantErr  string   // in stderr ("" means stderr must be empty)
+		cut      int64    // bytes --repair must cut from the damaged file (sess-alpha)
+		suffix   string   // that file
+	}{
+		{"clean store", nil, false, 0,
+			[]string{"Checked 2 sessions: 2 ok, 0 repaired, 0 damaged.\n"}, "", 0, ""},
+		{"torn end is reported, not cut, without --repair", func(t *testing.T, store string) {
+			appendBytes(t, sessFile(store, seedAlpha, ".zst"), garbage)
+		}, false, 0, []string{"WARNING   sess-alpha: torn end of sealed log (7 bytes at offset ",
+			"Checked 2 sessions: 1 ok, 1 repaired, 0 damaged.\n", "Run 'sessionmem verify --repair'"}, "", 0, ".zst"},
+		{"torn end is repaired", func(t *testing.T, store string) {
+			appendBytes(t, sessFile(store, seedAlpha, ".zst"), garbage)
+		}, true, 0, []string{"REPAIRED  sess-alpha: cut torn end of sealed log (7 bytes at offset ",
+			"Checked 2 sessions: 1 ok, 1 repaired, 0 damaged.\n"}, "", 7, ".zst"},
+		{"torn tail line is repaired", func(t *testing.T, store string) {
+			appendBytes(t, sessFile(store, seedAlpha, ".tail.jsonl"), []byte(`{"seq":99,"type":"mess`))
+		}, true, 0, []string{"REPAIRED  sess-alpha: cut torn end of tail (22 bytes at offset ",
+			"1 ok, 1 repaired, 0 damaged"}, "", 22, ".tail.jsonl"},
+		{"damage in a frame", flipFrame, false, 1,
+			[]string{"DAMAGED   sess-alpha: session sess-alpha: ", "1 ok, 0 repaired, 1 damaged", "restore those sessions"},
+			"1 damaged sessions", 0, ".zst"},
+		{"damage in a frame is not cut by --repair", flipFrame, true, 1,
+			[]string{"DAMAGED   sess-alpha", "1 ok, 0 repaired, 1 damaged"}, "1 damaged sessions", 0, ".zst"},
+		{"newer format is not checked", func(t *testing.T, store string) {
+			p := sessFile(store, seedAlpha, ".tail.jsonl")
+			if err := os.WriteFile(p, []byte("{\"v\":9,\"tail\":\"sess-alpha\"}\n"), 0o600); err != nil {
+				t.Fatal(err)
+			}
+		}, true, 1, []string{"NEWER     sess-alpha: session sess-alpha tail has format version 9",
+			"Checked 2 sessions: 1 ok, 0 repaired, 0 damaged, 1 written by a newer sessionmem (not checked).\n"},
+			"1 sessions not checked: upgrade sessionmem", 0, ".tail.jsonl"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := seedStore(t)
+			var path string
+			var before int64
+			if tt.damage != nil {
+				tt.damage(t, store)
+				path = sessFile(store, seedAlpha, tt.suffix)
+				before = fileSize(t, path)
+			}
+			args := []string{"verify", "--store", store}
+			if tt.repair {
+				args = append(args, "--repair")
+			}
+			r := runCLI(t, "", args...)
+			if r.code != tt.wantCode {
+				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tt.wantCode, r.stdout, r.stderr)
+			}
+			for _, w := range tt.want {
+				if !strings.Contains(r.stdout, w) {
+					t.Errorf("stdout lacks %q:\n%s", w, r.stdout)
+				}
+			}
+			if tt.wantErr == "" && r.stderr != "" || !strings.Contains(r.stderr, tt.wantErr) {
+				t.Errorf("stderr = %q, want %q", r.stderr, tt.wantErr)
+			}
+			if path != "" {
+				if got, want := fileSize(t, path), before-tt.cut; got != want {
+					t.Fatalf("%s: %d bytes after verify, want %d", filepath.Base(path), got, want)
+				}
+			}
+			if tt.wantCode == 0 {
+				// Whatever was cut, the session reads back and checks clean now.
+				runCLI(t, "", "show", seedAlpha, "--store", store).must(t)
+				r := runCLI(t, "", "verify", "--store", store).must(t)
+				if tt.repair && !strings.Contains(r.stdout, "2 ok") {
+					t.Fatalf("after repair:\n%s", r.stdout)
+				}
+			}
+			// The other session stays readable.
+			runCLI(t, "", "show", seedBeta, "--store", store).must(t)
+		})
+	}
 }
 
 func appendBytes(t *testing.T, path string, b []byte) {

@@ -1,0 +1,312 @@
+package storage
+
+import (
+	"bytes"
+	"context"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"sort"
+	"strings"
+
+	"github.com/tidwall/gjson"
+)
+
+// VerifyReport is what Verify found in one session's files.
+type VerifyReport struct {
+	// ID is the session verified.
+	ID string
+	// Frames is the number of sealed records (zstd frames) that decoded intact.
+	Frames int
+	// Records is the number of records that read back intact, sealed and in the tail.
+	Records int
+	// TailRecords is how many of Records are in the plain tail.
+	TailRecords int
+	// LastSeq is the seq of the last intact record (0 if none).
+	LastSeq uint64
+	// SealedBytes is the size of <id>.zst up to the end of its last intact record, header
+	// frame included: the whole file unless TornSealed is set.
+	SealedBytes int64
+	// TailBytes is the size of <id>.tail.jsonl up to the end of its last kept line, header
+	// line included: the whole file unless TornTail is set.
+	TailBytes int64
+	// TornSealed is the number of bytes after the last intact record of <id>.zst that a
+	// crash during a seal left (a partial or unchecked record, garbage). Repair cuts them.
+	TornSealed int64
+	// TornTail is the number of bytes at the end of <id>.tail.jsonl that are not kept records:
+	// a torn last line, a line that is invalid or does not continue the sequence and all that
+	// follows it (a batch is one write, so none of it was acknowledged), or, when nothing else
+	// is left, lines already sealed. With NoTail, the size of the tail file that is replaced.
+	// Repair cuts them.
+	TornTail int64
+	// StaleLines counts tail lines at or below the last sealed seq (a crash between a seal and
+	// emptying the tail). Reads skip them; they are part of TornTail only when no record
+	// follows them.
+	StaleLines int
+	// DroppedLines counts the complete lines within TornTail that are not stale: lines after
+	// the first invalid or out-of-sequence one.
+	DroppedLines int
+	// NoTail reports a tail file that is missing or has no complete header line, so it holds
+	// no record; repair writes an empty one.
+	NoTail bool
+	// Repaired reports that Verify cut TornSealed and TornTail bytes (measured from the file
+	// sizes before and after) or wrote an empty tail.
+	Repaired bool
+	// Damaged is nil when the session is intact (apart from the torn ends above). Otherwise it
+	// wraps ErrCorrupt and says where: a damaged header, a damaged record followed by intact
+	// ones, a record whose frame does not decode although its checksum matches, a damaged tail
+	// header. Damage is never cut, not even with repair: restore the session from a copy.
+	Damaged error
+	// NewerFormat is nil unless a file of the session was written by a newer format version;
+	// then it wraps ErrNewerFormat and says which file. Such a session is not checked (this
+	// build cannot read it) and not repaired: upgrade sessionmem.
+	NewerFormat error
+}
+
+// Torn reports whether a crash left anything for repair to cut or rewrite.
+func (r VerifyReport) Torn() bool { return r.TornSealed > 0 || r.TornTail > 0 || r.NoTail }
+
+// Verify checks one session's files completely and, with repair, cuts the torn ends a crash
+// left. It returns an error only when it could not check (invalid id, ErrNotFound, ErrClosed,
+// ctx, I/O); what it found in the files is in the report.
+//
+// Without repair it holds the session's shared lock and writes nothing: it walks every record
+// header checking the xxh64, decodes every frame checking the zstd content checksum, the
+// content size and that every line is a JSON object with the next seq, and reads the tail,
+// classifying its lines as kept, stale or torn. It reads the files afresh, ignoring what this
+// Store has cached.
+//
+// With repair it holds the exclusive lock, runs the same check, and when the session is not
+// damaged but torn lets the writer's recovery (what the next Update would do anyway) cut the
+// torn ends, then checks again. TornSealed and TornTail are then the measured difference of
+// the file sizes. A damaged session is left exactly as it is.
+func (s *Store) Verify(ctx context.Context, id string, repair bool) (VerifyReport, error) {
+	rep := VerifyReport{ID: id}
+	if err := checkID(id); err != nil {
+		return rep, err
+	}
+	if err := s.enter(); err != nil {
+		return rep, err
+	}
+	defer s.leave()
+	if err := ctx.Err(); err != nil {
+		return rep, err
+	}
+	st := s.use(id)
+	if err := s.lockSession(ctx, st, repair); err != nil {
+		s.unuse(st)
+		return rep, err
+	}
+	r := &Reader{s: s, id: id, st: st, writable: repair}
+	defer r.release()
+	st.mu.Lock()
+	err := r.attach(st)
+	st.mu.Unlock()
+	if err != nil {
+		return rep, err
+	}
+	if err := r.check(ctx, &rep); err != nil {
+		return rep, err
+	}
+	if !repair || rep.Damaged != nil || rep.NewerFormat != nil {
+		return rep, nil
+	}
+	if !rep.Torn() {
+		s.clearBad(id)
+		return rep, nil
+	}
+	zstBefore, tailBefore := r.zid.size, r.tid.size
+	st.mu.Lock()
+	st.ok = false // re-read from the files, never from the cache
+	err = r.refresh(st)
+	if err == nil {
+		st.v, st.ok = r.v, true
+	}
+	st.mu.Unlock()
+	if err != nil {
+		if errors.Is(err, ErrCorrupt) {
+			rep.Damaged = err
+			return rep, nil
+		}
+		return rep, err
+	}
+	after := VerifyReport{ID: id}
+	if err := r.check(ctx, &after); err != nil {
+		return rep, err
+	}
+	if after.Damaged == nil && after.NewerFormat == nil && after.Torn() {
+		after.Damaged = fmt.Errorf("session %s: still torn after repair: %w", id, ErrCorrupt)
+	}
+	after.Repaired = true
+	after.NoTail = rep.NoTail
+	after.StaleLines, after.DroppedLines = rep.StaleLines, rep.DroppedLines
+	after.TornSealed = zstBefore - r.v.zstID.size
+	if rep.NoTail {
+		after.TornTail = tailBefore // missing (0) or replaced whole
+	} else {
+		after.TornTail = tailBefore - r.v.tailID.size
+	}
+	if after.Damaged == nil && after.NewerFormat == nil {
+		s.clearBad(id)
+	}
+	return after, nil
+}
+
+// check fills rep from the attached files, read afresh. Damage and newer formats go into rep;
+// the error is for failures to read.
+func (r *Reader) check(ctx context.Context, rep *VerifyReport) error {
+	c := *r // scratch copy: its view is built here and discarded
+	c.writable = false
+	c.v = sessView{}
+	classify := func(err error) error {
+		switch {
+		case errors.Is(err, ErrNewerFormat):
+			rep.NewerFormat = err
+			return nil
+		case errors.Is(err, ErrCorrupt):
+			rep.Damaged = err
+			return nil
+		}
+		return err
+	}
+
+	// The sealed part, walked as a writer does (every xxh64 checked).
+	fi, err := c.zst.Stat()
+	if err != nil {
+		return fmt.Errorf("stat session %s: %w", c.id, err)
+	}
+	size := fi.Size()
+	if err := c.readHeader(size); err != nil {
+		return classify(err)
+	}
+	frames, end, err := walkRecords(c.zst, c.v.hdrEnd, size, 1, true, nil)
+	if err != nil {
+		return fmt.Errorf("read session %s: %w", c.id, err)
+	}
+	c.v.frames, c.v.zstEnd = frames, end
+	rep.SealedBytes = end
+	var claimed *recHeader // the header of a torn last record, if intact
+	var claimedAt int64
+	if end < size {
+		found, err := validRecordAfter(c.zst, end, size)
+		if err != nil {
+			return fmt.Errorf("read session %s: %w", c.id, err)
+		}
+		if found {
+			rep.Damaged = fmt.Errorf("session %s: damaged record at offset %d followed by intact ones: %w", c.id, end, ErrCorrupt)
+			return nil
+		}
+		rep.TornSealed = size - end
+		// A seal is fsynced before the tail is emptied, so a seal torn by a crash has its
+		// records still in the tail (except records of the batch that was being appended,
+		// which were never acknowledged). A torn end whose record header is intact and
+		// continues the sequence while the tail does not hold that seq is therefore a
+		// durable record damaged later: cutting it would lose its records (and then every
+		// tail line after them, which no longer continues the sequence).
+		var hb [recordHeaderSize]byte
+		n := min(size-end, recordHeaderSize)
+		if err := readAt(c.zst, hb[:n], end); err != nil {
+			return fmt.Errorf("read session %s: %w", c.id, err)
+		}
+		if rh, ok := parseRecordHeader(hb[:n]); ok && rh.first == c.v.lastSealed()+1 {
+			claimed = &rh
+			claimedAt = end
+		}
+	}
+	var content, comp []byte
+	for _, fr := range frames {
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		content, comp, err = c.decodeFrame(fr, content, comp)
+		if err != nil {
+			return classify(err)
+		}
+		// decodeFrame checked the seq prefix of every line; the rest must be JSON too.
+		for off := 0; off < len(content); {
+			nl := bytes.IndexByte(content[off:], '\n')
+			if !gjson.ValidBytes(content[off : off+nl]) {
+				rep.Damaged = fmt.Errorf("session %s: record %d (frame at offset %d) is not valid JSON: %w",
+					c.id, fr.first+uint64(countLines(content[:off])), fr.off, ErrCorrupt)
+				return nil
+			}
+			off += nl + 1
+		}
+		rep.Frames++
+		rep.Records += int(fr.count)
+		rep.LastSeq = fr.last()
+	}
+
+	defer func() {
+		if claimed != nil && rep.TailRecords == 0 && rep.Damaged == nil {
+			rep.Damaged = fmt.Errorf("session %s: last record at offset %d (records %d-%d) fails its checks and the tail does not hold its records, so a crash did not leave it: %w",
+				c.id, claimedAt, claimed.first, claimed.first+uint64(claimed.count)-1, ErrCorrupt)
+		}
+	}()
+
+	// The plain tail, scanned as a reader does; what a writer would cut is measured here.
+	if c.tail == nil {
+		rep.NoTail = true
+		return nil
+	}
+	fi, err = c.tail.Stat()
+	if err != nil {
+		return fmt.Errorf("stat session %s tail: %w", c.id, err)
+	}
+	tid := statID(fi)
+	if err := c.scanTail(tid, 0); err != nil {
+		return classify(err)
+	}
+	if !c.v.hasTail {
+		rep.NoTail, rep.TornTail = true, tid.size
+		return nil
+	}
+	keep := c.v.tailEnd
+	if len(c.v.lines) == 0 {
+		keep = c.v.tailHdrLen
+	}
+	rep.TailBytes, rep.TornTail = keep, tid.size-keep
+	rep.TailRecords = len(c.v.lines)
+	rep.Records += rep.TailRecords
+	if n := len(c.v.lines); n > 0 {
+		rep.LastSeq = c.v.lines[n-1].seq
+	}
+	staleEnd := c.v.tailEnd
+	if len(c.v.lines) > 0 {
+		staleEnd = c.v.lines[0].off
+	}
+	b := make([]byte, tid.size-c.v.tailHdrLen)
+	if err := readAt(c.tail, b, c.v.tailHdrLen); err != nil {
+		return fmt.Errorf("read session %s tail: %w", c.id, err)
+	}
+	rep.StaleLines = countLines(b[:staleEnd-c.v.tailHdrLen])
+	rep.DroppedLines = countLines(b[c.v.tailEnd-c.v.tailHdrLen:])
+	return nil
+}
+
+func countLines(b []byte) int { return bytes.Count(b, []byte{'\n'}) }
+
+// IDs returns the id of every session that has a file in the store, sorted, including the
+// damaged and newer-format sessions that List skips (Verify can say what is wrong with them).
+func (s *Store) IDs() ([]string, error) {
+	if err := s.enter(); err != nil {
+		return nil, err
+	}
+	defer s.leave()
+	ents, err := os.ReadDir(s.sessDir)
+	if errors.Is(err, fs.ErrNotExist) {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, fmt.Errorf("read sessions: %w", err)
+	}
+	var ids []string
+	for _, e := range ents {
+		if id, ok := strings.CutSuffix(e.Name(), zstSuffix); ok && ValidID(id) && e.Type().IsRegular() {
+			ids = append(ids, id)
+		}
+	}
+	sort.Strings(ids)
+	return ids, nil
+}
