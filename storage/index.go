@@ -326,6 +326,9 @@ func (x *index) write(line indexLine) error {
 		return fmt.Errorf("lock index: %w", err)
 	}
 	defer unlockFD(x.lockF)
+	if err := x.refresh(); err != nil {
+		return err
+	}
 	return x.writeLocked(x.takePending(b))
 }
 
@@ -337,6 +340,13 @@ func (x *index) takePending(b []byte) []byte {
 	}
 	var out []byte
 	for id, h := range x.pending {
+		// Another process may have sealed this session since the line was held: the same
+		// last_seq with other file sizes. Its line has the sizes right and maybe older
+		// counters; ours the reverse. Write ours with its sizes, or the next Open would take
+		// the session for stale and summarise it again. (The caller refreshed the index.)
+		if e := x.ents[id]; e != nil && e.lastSeq == h.m.LastSeq && e.sizes.Zst > h.sz.Zst {
+			h.sz = e.sizes
+		}
 		if line, err := encodeIndexLine(id, h.m, h.sz); err == nil {
 			out = append(out, line...)
 		} else {
@@ -385,6 +395,9 @@ func (x *index) flushLocked() error {
 		return fmt.Errorf("lock index: %w", err)
 	}
 	defer unlockFD(x.lockF)
+	if err := x.refresh(); err != nil {
+		return err
+	}
 	return x.writeLocked(x.takePending(nil))
 }
 
@@ -427,6 +440,9 @@ func (x *index) putAppend(id string, m Meta, sz fileSizes) error {
 		return fmt.Errorf("lock index: %w", err)
 	}
 	defer unlockFD(x.lockF)
+	if err := x.refresh(); err != nil {
+		return err
+	}
 	delete(x.pending, id)
 	x.lastWrite[id] = now
 	return x.writeLocked(x.takePending(line))

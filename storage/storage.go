@@ -139,9 +139,13 @@ type Store struct {
 	dec      *zstd.Decoder
 	idx      *index
 
-	// life is held shared by every operation and exclusively by Close.
-	life   sync.RWMutex
-	closed bool
+	// life counts running operations so Close can wait for them. Not a sync.RWMutex: calls
+	// nest (a Get or View inside a View), and a nested read lock would queue behind Close's
+	// pending write lock while Close waits for the outer call.
+	life    sync.Mutex
+	running int
+	idle    chan struct{} // closed when the last running operation leaves after Close began
+	closed  bool
 
 	mu      sync.Mutex
 	states  map[string]*sessState
@@ -375,15 +379,24 @@ func (s *Store) now() time.Time {
 }
 
 func (s *Store) enter() error {
-	s.life.RLock()
+	s.life.Lock()
+	defer s.life.Unlock()
 	if s.closed {
-		s.life.RUnlock()
 		return ErrClosed
 	}
+	s.running++
 	return nil
 }
 
-func (s *Store) leave() { s.life.RUnlock() }
+func (s *Store) leave() {
+	s.life.Lock()
+	defer s.life.Unlock()
+	s.running--
+	if s.running == 0 && s.idle != nil {
+		close(s.idle)
+		s.idle = nil
+	}
+}
 
 // Dir returns the store's directory.
 func (s *Store) Dir() string { return s.dir }
@@ -396,8 +409,16 @@ func (s *Store) Close() error {
 		s.life.Unlock()
 		return nil
 	}
-	s.closed = true
+	s.closed = true // from now on enter refuses, nested calls of running operations included
+	var idle chan struct{}
+	if s.running > 0 {
+		idle = make(chan struct{})
+		s.idle = idle
+	}
 	s.life.Unlock()
+	if idle != nil {
+		<-idle
+	}
 	s.mu.Lock()
 	ids := make([]string, 0, len(s.written))
 	for id := range s.written {
