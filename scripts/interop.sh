@@ -14,7 +14,15 @@ echo "== build"
 echo "== npm install (pinned: $(grep -o '"@modelcontextprotocol/[a-z]*": "[^"]*"' "$root/mcpserver/testdata/interop/package.json" | tr '\n' ' '))"
 cp "$root/mcpserver/testdata/interop/package.json" "$root/mcpserver/testdata/interop/interop.mjs" "$work/"
 # The inspector declares node >=22 but its CLI runs on Node 20; the engine warning is expected.
-(cd "$work" && npm install --prefer-offline --no-audit --no-fund --loglevel=error >"$work/npm.log" 2>&1) || { cat "$work/npm.log"; exit 1; }
+# A registry hiccup should not fail the check: try the install three times.
+for attempt in 1 2 3; do
+  if (cd "$work" && npm install --prefer-offline --no-audit --no-fund --loglevel=error >"$work/npm.log" 2>&1); then
+    break
+  fi
+  if [ "$attempt" = 3 ]; then cat "$work/npm.log"; exit 1; fi
+  echo "npm install failed (attempt $attempt); retrying in 10 s"
+  sleep 10
+done
 
 echo "== interop"
 (cd "$work" && node interop.mjs "$work/sessionmem")
