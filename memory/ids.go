@@ -3,7 +3,6 @@ package memory
 import (
 	"crypto/rand"
 	"encoding/base64"
-	"encoding/binary"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -29,13 +28,6 @@ func newEntryID() string {
 	var b [4]byte
 	_, _ = rand.Read(b[:])
 	return hex.EncodeToString(b[:])
-}
-
-// randUint64 is used for jitter-free unique suffixes.
-func randUint64() uint64 {
-	var b [8]byte
-	_, _ = rand.Read(b[:])
-	return binary.LittleEndian.Uint64(b[:])
 }
 
 // encodeToken turns a small struct into an opaque URL-safe token (cursors, compaction ids).

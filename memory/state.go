@@ -224,18 +224,13 @@ func oneLine(s string, n int) string {
 	return s[:cut]
 }
 
-// summarize is storage's Options.Summarize: it recomputes a session's metadata from its log when
-// the index is rebuilt or found stale.
-func summarize(h storage.Header, recs iter.Seq2[storage.Record, error]) (storage.Meta, error) {
+// Summarize recomputes a session's listing metadata from its log: pass it as
+// storage.Options.Summarize so an index rebuilt or reconciled at Open carries the same counts
+// a Service maintains.
+func Summarize(h storage.Header, recs iter.Seq2[storage.Record, error]) (storage.Meta, error) {
 	st := newState(h)
 	if err := st.applyAll(recs); err != nil {
 		return storage.Meta{}, err
 	}
 	return st.meta(st.updated), nil
-}
-
-// Summarize is the function to pass as storage.Options.Summarize so a rebuilt index carries the
-// same counts as one maintained by a Service.
-func Summarize(h storage.Header, recs iter.Seq2[storage.Record, error]) (storage.Meta, error) {
-	return summarize(h, recs)
 }

@@ -4,7 +4,6 @@ import (
 	"bufio"
 	"bytes"
 	"context"
-	"errors"
 	"fmt"
 	"log/slog"
 	"os"
@@ -158,8 +157,6 @@ func equalLines(t testing.TB, got, want []string) {
 		}
 	}
 }
-
-func isErr(err, target error) bool { return errors.Is(err, target) }
 
 // memTempDir returns a temp dir on tmpfs when there is one. The byte-by-byte recovery loops
 // run thousands of repairs, each with fsyncs that cost milliseconds on a real disk but test

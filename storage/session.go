@@ -31,7 +31,6 @@ type frameInfo struct {
 }
 
 func (f frameInfo) last() uint64 { return f.first + uint64(f.count) - 1 }
-func (f frameInfo) end() int64   { return f.off + recordHeaderSize + int64(f.frameLen) }
 
 // tailLine locates one kept line of the plain tail (n excludes the newline).
 type tailLine struct {
@@ -916,7 +915,7 @@ func appendLine(buf []byte, rec Record, seq uint64) ([]byte, string, error) {
 	case typ.Exists() && typ.Type != gjson.String:
 		return buf, "", errors.New(`"type" must be a string`)
 	case typ.Exists() && kind != "" && typ.Str != kind:
-		return buf, "", fmt.Errorf("Kind %q differs from data's \"type\" %q", kind, typ.Str)
+		return buf, "", fmt.Errorf("record kind %q differs from data's \"type\" %q", kind, typ.Str)
 	case typ.Exists():
 		kind = typ.Str
 	case kind != "":
