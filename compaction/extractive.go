@@ -581,12 +581,33 @@ func buildOrTest(cmd string) bool { return buildTestRe.MatchString(cmd) }
 func unresolvedFailures(w window) []*xcall {
 	var out []*xcall
 	for i, c := range w.calls {
-		if c.result != nil && c.result.isError && !resolvedLater(w.calls[i+1:], c) {
+		if c.result != nil && c.result.isError && !searchFoundNothing(c) && !resolvedLater(w.calls[i+1:], c) {
 			out = append(out, c)
 		}
 	}
 	return out
 }
+
+// searchFoundNothing reports a search command (grep, rg, ag, ack) that exited with status 1
+// and printed nothing else: that status means "no match", not a failure, so it blocks nothing.
+func searchFoundNothing(c *xcall) bool {
+	if !c.shell {
+		return false
+	}
+	cmd := c.key
+	if i := strings.LastIndex(cmd, "&& "); i >= 0 {
+		cmd = cmd[i+3:]
+	}
+	switch strings.SplitN(strings.TrimSpace(cmd), " ", 2)[0] {
+	case "grep", "egrep", "fgrep", "rg", "ag", "ack":
+	default:
+		return false
+	}
+	out := strings.TrimSpace(c.result.text)
+	return out == "" || noMatchExitRe.MatchString(out)
+}
+
+var noMatchExitRe = regexp.MustCompile(`^(\(no output\)\s*)?(Command exited with code 1|exit (code|status):? 1)$`)
 
 func resolvedLater(later []*xcall, failed *xcall) bool {
 	for _, c := range later {

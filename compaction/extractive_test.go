@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"regexp"
 	"slices"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -314,5 +315,29 @@ func TestExtractiveEmpty(t *testing.T) {
 	}
 	if got := strings.Count(out, "(none)"); got != len(mainSections) {
 		t.Fatalf("empty request: %d sections say (none), want %d:\n%s", got, len(mainSections), out)
+	}
+}
+
+func TestSearchWithNoMatchIsNotBlocked(t *testing.T) {
+	grep := func(id, cmd, out string) []Entry {
+		return []Entry{
+			{ID: id + "a", Kind: KindMessage, Message: []byte(`{"role":"assistant","content":[{"type":"tool_call","id":"` + id + `","name":"bash","arguments":{"command":` + strconv.Quote(cmd) + `}}]}`)},
+			{ID: id + "r", Kind: KindMessage, Message: []byte(`{"role":"tool_result","content":[{"type":"tool_result","tool_call_id":"` + id + `","content":[{"type":"text","text":` + strconv.Quote(out) + `}],"is_error":true}]}`)},
+		}
+	}
+	history := []Entry{{ID: "u", Kind: KindMessage, Message: []byte(`{"role":"user","content":[{"type":"text","text":"find the console calls"}]}`)}}
+	history = append(history, grep("c1", `grep -n "console" src/theme.ts`, "Command exited with code 1")...)
+	history = append(history, grep("c2", `cd pkg && rg TODO`, "")...)
+	history = append(history, grep("c3", `go build ./...`, "main.go:3: undefined: x\nCommand exited with code 1")...)
+	sum, err := Extractive{}.Summarize(t.Context(), Request{History: history})
+	if err != nil {
+		t.Fatal(err)
+	}
+	blocked := sum[strings.Index(sum, "### Blocked"):strings.Index(sum, "## Key Decisions")]
+	if strings.Contains(blocked, "console") || strings.Contains(blocked, "TODO") {
+		t.Errorf("a search with no match is listed as blocked:\n%s", blocked)
+	}
+	if !strings.Contains(blocked, "go build") {
+		t.Errorf("a real failure is missing from Blocked:\n%s", blocked)
 	}
 }
