@@ -50,7 +50,7 @@ func (s *Service) Fork(ctx context.Context, req ForkRequest) (ForkResult, error)
 		return ForkResult{}, fmt.Errorf("create fork: %w", err)
 	}
 	var res ForkResult
-	err = s.update(ctx, id, func(w *storage.Writer) error {
+	err = s.store.Update(ctx, id, func(w *storage.Writer) error {
 		st, err := s.current(id, &w.Reader)
 		if err != nil {
 			return err

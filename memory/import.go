@@ -60,7 +60,7 @@ func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 		}
 		res.Created = err == nil
 	}
-	err := s.update(ctx, req.SessionID, func(w *storage.Writer) error {
+	err := s.store.Update(ctx, req.SessionID, func(w *storage.Writer) error {
 		st, err := s.current(req.SessionID, &w.Reader)
 		if err != nil {
 			return err

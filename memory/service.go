@@ -31,43 +31,12 @@ type Service struct {
 	mu    sync.Mutex
 	cache map[string]*state
 	lru   []string
-	locks map[string]*sessionLock
-}
-
-// sessionLock serializes this process's writers of one session. The store's file lock already
-// excludes them, but the race detector cannot see file locks, and waiting on a mutex is cheaper
-// than on flock.
-type sessionLock struct {
-	mu   sync.Mutex
-	refs int
-}
-
-// update runs fn under the session's in-process lock and the store's exclusive lock.
-func (s *Service) update(ctx context.Context, id string, fn func(w *storage.Writer) error) error {
-	s.mu.Lock()
-	l := s.locks[id]
-	if l == nil {
-		l = &sessionLock{}
-		s.locks[id] = l
-	}
-	l.refs++
-	s.mu.Unlock()
-	l.mu.Lock()
-	defer func() {
-		l.mu.Unlock()
-		s.mu.Lock()
-		if l.refs--; l.refs == 0 {
-			delete(s.locks, id)
-		}
-		s.mu.Unlock()
-	}()
-	return s.store.Update(ctx, id, fn)
 }
 
 // New returns a Service over store.
 func New(store *storage.Store, opts Options) *Service {
 	s := &Service{store: store, opts: opts, log: opts.Logger, now: opts.Now,
-		files: fileops.Extractor{Mapping: opts.FileMapping}, cache: map[string]*state{}, locks: map[string]*sessionLock{}}
+		files: fileops.Extractor{Mapping: opts.FileMapping}, cache: map[string]*state{}}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -200,7 +169,7 @@ func (s *Service) Save(ctx context.Context, req SaveRequest) (SaveResult, error)
 		}
 	}
 	var res SaveResult
-	err := s.update(ctx, id, func(w *storage.Writer) error {
+	err := s.store.Update(ctx, id, func(w *storage.Writer) error {
 		st, err := s.current(id, &w.Reader)
 		if err != nil {
 			return err
