@@ -100,6 +100,26 @@ func BenchmarkAppendFsync(b *testing.B) {
 			}
 		}
 	})
+	// The same appends inside one Update: what an append costs without the per-call lock.
+	b.Run("storage-one-update", func(b *testing.B) {
+		s := mustOpen(b, benchDir(b), Options{})
+		fillSession(b, s, "a", lines[:2000], -1)
+		i := 2000
+		b.ResetTimer()
+		err := s.Update(context.Background(), "a", func(w *Writer) error {
+			for b.Loop() {
+				rec := []Record{{Data: lines[i%len(lines)]}}
+				i++
+				if _, err := w.Append(rec, Meta{Name: "bench"}); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if err != nil {
+			b.Fatal(err)
+		}
+	})
 	b.Run("plain-jsonl", func(b *testing.B) {
 		f, err := os.OpenFile(filepath.Join(benchDir(b), "a.jsonl"), os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
 		if err != nil {
