@@ -7,11 +7,12 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessionmem/sessionmem/storage/local"
+
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/sessionmem/sessionmem/memory"
-	"github.com/sessionmem/sessionmem/storage"
 )
 
 // fixture is a real store in a temp dir, the service over it, and an in-process client.
@@ -29,7 +30,7 @@ type fixtureOpts struct {
 
 func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 	t.Helper()
-	store, err := storage.Open(t.TempDir(), storage.Options{Summarize: memory.Summarize})
+	store, err := local.Open(t.TempDir(), local.Options{Summarize: memory.Summarize})
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

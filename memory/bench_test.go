@@ -4,7 +4,7 @@ import (
 	"fmt"
 	"testing"
 
-	"github.com/sessionmem/sessionmem/storage"
+	"github.com/sessionmem/sessionmem/storage/local"
 )
 
 // Workloads for the figures in docs/BENCHMARKS.md. Run with
@@ -12,7 +12,7 @@ import (
 
 func benchService(b *testing.B) *Service {
 	b.Helper()
-	store, err := storage.Open(b.TempDir(), storage.Options{Summarize: Summarize})
+	store, err := local.Open(b.TempDir(), local.Options{Summarize: Summarize})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -39,19 +39,19 @@ func (s *Service) Fork(ctx context.Context, req ForkRequest) (ForkResult, error)
 		}
 		entries = entries[:end+1]
 	}
-	src, err := s.store.Get(req.SessionID)
+	src, err := s.store.Get(ctx, req.SessionID)
 	if err != nil {
 		return ForkResult{}, mapStoreErr(req.SessionID, err)
 	}
 	now := s.now()
 	id := s.newSessionID()
-	h := storage.Header{Version: storage.FormatVersion, ID: id, Created: now, WorkingDir: p.header.WorkingDir, ParentSession: req.SessionID}
-	if err := s.store.Create(h, storage.Meta{ID: id, WorkingDir: h.WorkingDir, ParentSession: req.SessionID, Created: now, Updated: now}); err != nil {
+	h := storage.Header{ID: id, Created: now, WorkingDir: p.header.WorkingDir, ParentSession: req.SessionID}
+	if err := s.store.Create(ctx, h, storage.Meta{ID: id, WorkingDir: h.WorkingDir, ParentSession: req.SessionID, Created: now, Updated: now}); err != nil {
 		return ForkResult{}, fmt.Errorf("create fork: %w", err)
 	}
 	var res ForkResult
-	err = s.store.Update(ctx, id, func(w *storage.Writer) error {
-		st, err := s.current(id, &w.Reader)
+	err = s.store.Update(ctx, id, func(w storage.Writer) error {
+		st, err := s.current(id, w)
 		if err != nil {
 			return err
 		}

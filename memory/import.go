@@ -42,7 +42,7 @@ func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 		}
 	}
 	res := ImportResult{SessionID: req.SessionID}
-	if _, err := s.store.Get(req.SessionID); err != nil {
+	if _, err := s.store.Get(ctx, req.SessionID); err != nil {
 		if !isNotFound(err) {
 			return ImportResult{}, mapStoreErr(req.SessionID, err)
 		}
@@ -53,15 +53,15 @@ func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 		if created.IsZero() {
 			created = s.now()
 		}
-		h := storage.Header{Version: storage.FormatVersion, ID: req.SessionID, Created: created, WorkingDir: req.WorkingDir}
-		err := s.store.Create(h, storage.Meta{ID: req.SessionID, WorkingDir: req.WorkingDir, Created: created, Updated: created})
+		h := storage.Header{ID: req.SessionID, Created: created, WorkingDir: req.WorkingDir}
+		err := s.store.Create(ctx, h, storage.Meta{ID: req.SessionID, WorkingDir: req.WorkingDir, Created: created, Updated: created})
 		if err != nil && !isExists(err) {
 			return ImportResult{}, fmt.Errorf("create session %s: %w", req.SessionID, err)
 		}
 		res.Created = err == nil
 	}
-	err := s.store.Update(ctx, req.SessionID, func(w *storage.Writer) error {
-		st, err := s.current(req.SessionID, &w.Reader)
+	err := s.store.Update(ctx, req.SessionID, func(w storage.Writer) error {
+		st, err := s.current(req.SessionID, w)
 		if err != nil {
 			return err
 		}
@@ -77,7 +77,7 @@ func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 		if hasSummary(req.Items) {
 			// An imported summary's file lists cover the whole session before it, including
 			// what earlier imports stored.
-			if files, err = s.storedFiles(&w.Reader, st, req.WorkingDir); err != nil {
+			if files, err = s.storedFiles(w, st, req.WorkingDir); err != nil {
 				return err
 			}
 		}
@@ -168,7 +168,7 @@ func hasSummary(items []ImportItem) bool {
 // storedFiles returns the cumulative file sets of what a session already holds: the newest
 // compaction's lists plus the tool calls of every message from its checkpoint on (the kept
 // messages and everything newer, which that compaction did not count).
-func (s *Service) storedFiles(r *storage.Reader, st *state, workingDir string) (fileops.Sets, error) {
+func (s *Service) storedFiles(r storage.Reader, st *state, workingDir string) (fileops.Sets, error) {
 	var sets fileops.Sets
 	if st.lastSeq == 0 {
 		return sets, nil

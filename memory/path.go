@@ -32,10 +32,10 @@ type sessionPath struct {
 // (a branch made before that compaction), it falls back to reading everything.
 func (s *Service) readPath(ctx context.Context, id string, full bool) (*sessionPath, error) {
 	var p *sessionPath
-	err := s.store.View(ctx, id, func(r *storage.Reader) error {
+	err := s.store.View(ctx, id, func(r storage.Reader) error {
 		from := uint64(1)
 		if !full {
-			if m, err := s.store.Get(id); err == nil && m.Checkpoint > 0 && m.Checkpoint <= r.LastSeq() {
+			if m, err := s.store.Get(ctx, id); err == nil && m.Checkpoint > 0 && m.Checkpoint <= r.LastSeq() {
 				from = m.Checkpoint
 			}
 		}
@@ -54,7 +54,7 @@ func (s *Service) readPath(ctx context.Context, id string, full bool) (*sessionP
 
 var errNeedFull = fmt.Errorf("path reaches before the checkpoint")
 
-func collectPath(r *storage.Reader, from uint64, full bool) (*sessionPath, error) {
+func collectPath(r storage.Reader, from uint64, full bool) (*sessionPath, error) {
 	byID := map[string]*pathEntry{}
 	leaf := ""
 	for rec, err := range r.Records(from) {

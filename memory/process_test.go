@@ -11,7 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessionmem/sessionmem/storage"
+	"github.com/sessionmem/sessionmem/storage/local"
 )
 
 // The tests here run real OS processes: the test binary re-executes itself with
@@ -29,7 +29,7 @@ func child(role string) int {
 	dir, session, prefix := os.Getenv("SESSIONMEM_DIR"), os.Getenv("SESSIONMEM_SESSION"), os.Getenv("SESSIONMEM_PREFIX")
 	n := 0
 	fmt.Sscan(os.Getenv("SESSIONMEM_N"), &n)
-	store, err := storage.Open(dir, storage.Options{Summarize: Summarize})
+	store, err := local.Open(dir, local.Options{Summarize: Summarize})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
@@ -69,7 +69,7 @@ func startChild(t *testing.T, role, dir, session, prefix string, n int) (*exec.C
 
 func TestTwoProcessesSaveToOneSession(t *testing.T) {
 	dir := t.TempDir()
-	store, err := storage.Open(dir, storage.Options{Summarize: Summarize})
+	store, err := local.Open(dir, local.Options{Summarize: Summarize})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,7 +118,7 @@ func TestTwoProcessesCreateSessions(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	store, err := storage.Open(dir, storage.Options{Summarize: Summarize})
+	store, err := local.Open(dir, local.Options{Summarize: Summarize})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -134,7 +134,7 @@ func TestTwoProcessesCreateSessions(t *testing.T) {
 
 func TestKillNineLosesNoAcknowledgedSave(t *testing.T) {
 	dir := t.TempDir()
-	store, err := storage.Open(dir, storage.Options{Summarize: Summarize})
+	store, err := local.Open(dir, local.Options{Summarize: Summarize})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -156,7 +156,7 @@ func TestKillNineLosesNoAcknowledgedSave(t *testing.T) {
 		acked = append(acked, out.Text())
 	}
 	_ = cmd.Wait()
-	store, err = storage.Open(dir, storage.Options{Summarize: Summarize})
+	store, err = local.Open(dir, local.Options{Summarize: Summarize})
 	if err != nil {
 		t.Fatal(err)
 	}

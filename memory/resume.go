@@ -9,6 +9,7 @@ import (
 
 	"github.com/sessionmem/sessionmem/compaction"
 	"github.com/sessionmem/sessionmem/fileops"
+	"github.com/sessionmem/sessionmem/storage"
 )
 
 // Resume paging limits.
@@ -61,7 +62,7 @@ func (s *Service) Resume(ctx context.Context, req ResumeRequest) (ResumeResult, 
 		if err := checkWorkingDir(req.WorkingDir); err != nil {
 			return ResumeResult{}, err
 		}
-		metas, err := s.listMetas(req.WorkingDir, "")
+		metas, err := s.listMetas(ctx, storage.ListQuery{WorkingDir: req.WorkingDir, Limit: 1})
 		if err != nil {
 			return ResumeResult{}, err
 		}

@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"time"
+
+	"github.com/sessionmem/sessionmem/storage"
 )
 
 // DefaultRetentionProtect is how recently a session must have been updated to count as in use,
@@ -52,7 +54,7 @@ func (s *Service) ApplyRetention(ctx context.Context, p RetentionPolicy) (Retent
 	if !p.Enabled() {
 		return res, nil
 	}
-	metas, err := s.listMetas("", "")
+	metas, err := s.listMetas(ctx, storage.ListQuery{})
 	if err != nil {
 		return res, err
 	}

@@ -53,7 +53,7 @@ func TestRetentionSkipsLockedSession(t *testing.T) {
 	// Another writer holds the old session's lock while retention runs.
 	held := make(chan struct{})
 	release := make(chan struct{})
-	go s.store.Update(t.Context(), old, func(w *storage.Writer) error {
+	go s.store.Update(t.Context(), old, func(w storage.Writer) error {
 		close(held)
 		<-release
 		return nil

@@ -33,7 +33,7 @@ func (s *Service) Search(ctx context.Context, req SearchRequest) (SearchResult, 
 	if err := checkWorkingDir(req.WorkingDir); err != nil {
 		return SearchResult{}, err
 	}
-	metas, err := s.listMetas(req.WorkingDir, "")
+	metas, err := s.listMetas(ctx, storage.ListQuery{WorkingDir: req.WorkingDir})
 	if err != nil {
 		return SearchResult{}, err
 	}
@@ -43,7 +43,7 @@ func (s *Service) Search(ctx context.Context, req SearchRequest) (SearchResult, 
 		if err := ctx.Err(); err != nil {
 			return SearchResult{}, err
 		}
-		err := s.store.View(ctx, m.ID, func(r *storage.Reader) error {
+		err := s.store.View(ctx, m.ID, func(r storage.Reader) error {
 			for rec, err := range r.Records(1) {
 				if err != nil {
 					return err

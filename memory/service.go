@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
-	"sort"
 	"strings"
 	"sync"
 	"time"
@@ -22,7 +21,7 @@ const cacheSize = 64
 // Service is what the tools call. It is safe for concurrent use, and several processes may
 // share one store.
 type Service struct {
-	store *storage.Store
+	store storage.Store
 	opts  Options
 	log   *slog.Logger
 	now   func() time.Time
@@ -34,7 +33,7 @@ type Service struct {
 }
 
 // New returns a Service over store.
-func New(store *storage.Store, opts Options) *Service {
+func New(store storage.Store, opts Options) *Service {
 	s := &Service{store: store, opts: opts, log: opts.Logger, now: opts.Now,
 		files: fileops.Extractor{Mapping: opts.FileMapping}, cache: map[string]*state{}}
 	if s.log == nil {
@@ -47,7 +46,7 @@ func New(store *storage.Store, opts Options) *Service {
 }
 
 // Store returns the underlying store.
-func (s *Service) Store() *storage.Store { return s.store }
+func (s *Service) Store() storage.Store { return s.store }
 
 func (s *Service) newSessionID() string {
 	if s.opts.NewID != nil {
@@ -58,7 +57,7 @@ func (s *Service) newSessionID() string {
 
 // current returns the session's state brought up to date with the log. The caller holds the
 // session's exclusive lock, so nobody else mutates the returned state meanwhile.
-func (s *Service) current(id string, r *storage.Reader) (*state, error) {
+func (s *Service) current(id string, r storage.Reader) (*state, error) {
 	s.mu.Lock()
 	st := s.cache[id]
 	s.mu.Unlock()
@@ -162,15 +161,15 @@ func (s *Service) Save(ctx context.Context, req SaveRequest) (SaveResult, error)
 	now := s.now()
 	if creating {
 		id = s.newSessionID()
-		h := storage.Header{Version: storage.FormatVersion, ID: id, Created: now, WorkingDir: req.WorkingDir}
+		h := storage.Header{ID: id, Created: now, WorkingDir: req.WorkingDir}
 		m := storage.Meta{ID: id, WorkingDir: req.WorkingDir, Created: now, Updated: now}
-		if err := s.store.Create(h, m); err != nil {
+		if err := s.store.Create(ctx, h, m); err != nil {
 			return SaveResult{}, fmt.Errorf("create session: %w", err)
 		}
 	}
 	var res SaveResult
-	err := s.store.Update(ctx, id, func(w *storage.Writer) error {
-		st, err := s.current(id, &w.Reader)
+	err := s.store.Update(ctx, id, func(w storage.Writer) error {
+		st, err := s.current(id, w)
 		if err != nil {
 			return err
 		}
@@ -261,7 +260,7 @@ func (b *batch) add(e Entry) {
 // or one per compaction in the batch, since each compaction must start a new frame. With
 // nothing to write it touches nothing. On failure the cached state is dropped, since it may be
 // half-applied.
-func (s *Service) commit(w *storage.Writer, st *state, b *batch, updated time.Time) error {
+func (s *Service) commit(w storage.Writer, st *state, b *batch, updated time.Time) error {
 	id := st.header.ID
 	var seg []storage.Record
 	flush := func() error {
@@ -323,22 +322,16 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResult, error)
 		}
 		after = &c
 	}
-	metas, err := s.listMetas(req.WorkingDir, req.Query)
+	q := storage.ListQuery{WorkingDir: req.WorkingDir, Text: req.Query, Limit: limit + 1}
+	if after != nil {
+		q.After = &storage.ListPosition{Updated: after.Updated, ID: after.ID}
+	}
+	metas, err := s.listMetas(ctx, q)
 	if err != nil {
 		return ListResult{}, err
 	}
-	start := 0
-	if after != nil {
-		start = len(metas)
-		for i, m := range metas {
-			if newerFirst(after.Updated, after.ID, m.Updated, m.ID) {
-				start = i
-				break
-			}
-		}
-	}
 	res := ListResult{Sessions: []Session{}}
-	for _, m := range metas[start:] {
+	for _, m := range metas {
 		if len(res.Sessions) == limit {
 			last := res.Sessions[len(res.Sessions)-1]
 			res.NextCursor = encodeToken("l1.", listCursor{Updated: last.UpdatedAt, ID: last.ID, Query: req.Query, WorkingDir: req.WorkingDir})
@@ -356,38 +349,13 @@ type listCursor struct {
 	WorkingDir string    `json:"w,omitempty"`
 }
 
-// newerFirst reports whether (u2, id2) comes after (u1, id1) in newest-first order.
-func newerFirst(u1 time.Time, id1 string, u2 time.Time, id2 string) bool {
-	if !u1.Equal(u2) {
-		return u2.Before(u1)
-	}
-	return id2 > id1
-}
-
-// listMetas returns the matching sessions in newest-first order.
-func (s *Service) listMetas(workingDir, query string) ([]storage.Meta, error) {
-	q := strings.ToLower(query)
-	metas, err := s.store.List(func(m *storage.Meta) bool {
-		if workingDir != "" && !sameDir(m.WorkingDir, workingDir) {
-			return false
-		}
-		if q != "" && !strings.Contains(strings.ToLower(m.Name), q) && !strings.Contains(strings.ToLower(m.Preview), q) {
-			return false
-		}
-		return true
-	})
+// listMetas returns the sessions q selects in newest-first order.
+func (s *Service) listMetas(ctx context.Context, q storage.ListQuery) ([]storage.Meta, error) {
+	metas, err := s.store.List(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)
 	}
-	sort.SliceStable(metas, func(i, j int) bool {
-		return newerFirst(metas[i].Updated, metas[i].ID, metas[j].Updated, metas[j].ID)
-	})
 	return metas, nil
-}
-
-// sameDir compares working directories, ignoring a trailing separator.
-func sameDir(a, b string) bool {
-	return strings.TrimRight(a, "/\\") == strings.TrimRight(b, "/\\")
 }
 
 func checkLimit(limit, def, max int) (int, error) {
@@ -422,7 +390,7 @@ func (s *Service) Get(ctx context.Context, sessionID string) (Session, error) {
 	if err := checkSessionID("session_id", sessionID); err != nil {
 		return Session{}, err
 	}
-	m, err := s.store.Get(sessionID)
+	m, err := s.store.Get(ctx, sessionID)
 	if err != nil {
 		return Session{}, mapStoreErr(sessionID, err)
 	}

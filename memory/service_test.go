@@ -9,7 +9,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessionmem/sessionmem/storage"
+	"github.com/sessionmem/sessionmem/storage/local"
 )
 
 const wd = "/home/dev/project"
@@ -18,7 +18,7 @@ const wd = "/home/dev/project"
 // call, so ordering by updated_at is deterministic.
 func newTestService(t *testing.T, opts Options) *Service {
 	t.Helper()
-	store, err := storage.Open(t.TempDir(), storage.Options{Summarize: Summarize})
+	store, err := local.Open(t.TempDir(), local.Options{Summarize: Summarize})
 	if err != nil {
 		t.Fatal(err)
 	}

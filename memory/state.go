@@ -225,7 +225,7 @@ func oneLine(s string, n int) string {
 }
 
 // Summarize recomputes a session's listing metadata from its log: pass it as
-// storage.Options.Summarize so an index rebuilt or reconciled at Open carries the same counts
+// local.Options.Summarize so an index rebuilt or reconciled at Open carries the same counts
 // a Service maintains.
 func Summarize(h storage.Header, recs iter.Seq2[storage.Record, error]) (storage.Meta, error) {
 	st := newState(h)

@@ -5,8 +5,9 @@ import (
 	"path/filepath"
 	"testing"
 
+	"github.com/sessionmem/sessionmem/storage/local"
+
 	"github.com/sessionmem/sessionmem/memory"
-	"github.com/sessionmem/sessionmem/storage"
 )
 
 // corpusDir holds the shared real transcripts; tests using it skip when it is absent.
@@ -51,7 +52,7 @@ func BenchmarkImportFile(b *testing.B) {
 			b.SetBytes(fi.Size())
 			for b.Loop() {
 				b.StopTimer()
-				store, err := storage.Open(b.TempDir(), storage.Options{Summarize: memory.Summarize})
+				store, err := local.Open(b.TempDir(), local.Options{Summarize: memory.Summarize})
 				if err != nil {
 					b.Fatal(err)
 				}

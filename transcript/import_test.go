@@ -14,15 +14,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessionmem/sessionmem/storage/local"
+
 	"github.com/sessionmem/sessionmem/memory"
-	"github.com/sessionmem/sessionmem/storage"
 )
 
 var fixtures = []string{"claude-code-a.jsonl", "claude-code-b.jsonl", "pi-v1.jsonl", "pi-v2.jsonl", "pi-v3.jsonl", "codex-rollout.jsonl"}
 
 func newService(t *testing.T, dir string) *memory.Service {
 	t.Helper()
-	store, err := storage.Open(dir, storage.Options{Summarize: memory.Summarize})
+	store, err := local.Open(dir, local.Options{Summarize: memory.Summarize})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -8,11 +8,12 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessionmem/sessionmem/storage/local"
+
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/sessionmem/sessionmem/memory"
-	"github.com/sessionmem/sessionmem/storage"
 )
 
 // Benchmarks against the built binary over stdio: what a client sees end to end (JSON-RPC
@@ -41,7 +42,7 @@ func benchCall(b *testing.B, c *client.Client, name string, args func(i int) obj
 // seed fills a store in process (fast) before the server starts.
 func seed(b *testing.B, dir string, fn func(ctx context.Context, svc *memory.Service)) {
 	b.Helper()
-	store, err := storage.Open(dir, storage.Options{})
+	store, err := local.Open(dir, local.Options{})
 	if err != nil {
 		b.Fatal(err)
 	}

@@ -5,6 +5,7 @@ package main
 // serve), error wording for a terminal, and the small formatting helpers the tables use.
 
 import (
+	"context"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -12,7 +13,6 @@ import (
 	"io"
 	"log/slog"
 	"os"
-	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -111,32 +111,10 @@ func helpOrErr(err error) error {
 	return err
 }
 
-// storeDir resolves the store directory exactly as serve does: --store, $SESSIONMEM_STORE,
-// $XDG_DATA_HOME/sessionmem, ~/.local/share/sessionmem.
-func storeDir(flagVal string, getenv func(string) string) (string, error) {
-	dir := flagVal
-	switch {
-	case dir != "":
-	case getenv(envStore) != "":
-		dir = getenv(envStore)
-	case getenv("XDG_DATA_HOME") != "":
-		dir = filepath.Join(getenv("XDG_DATA_HOME"), "sessionmem")
-	case getenv("HOME") != "":
-		dir = filepath.Join(getenv("HOME"), ".local", "share", "sessionmem")
-	default:
-		return "", &configError{Field: "--store", Msg: "no store directory: pass --store DIR or set " + envStore}
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return "", &configError{Field: "--store", Value: dir, Msg: err.Error()}
-	}
-	return abs, nil
-}
-
 // cliStore is an open store and the service over it.
 type cliStore struct {
 	dir    string
-	store  *storage.Store
+	store  storage.Store
 	svc    *memory.Service
 	logger *slog.Logger
 	llm    bool // an llm summarizer is configured
@@ -157,7 +135,7 @@ type openOptions struct {
 // serve.go builds its service inline in runServe; this is the reusable equivalent for the
 // one-shot commands.
 func openCLIStore(e *env, storeFlag string, o openOptions) (*cliStore, error) {
-	dir, err := storeDir(storeFlag, e.getenv)
+	dir, err := resolveStore(storeFlag, e.getenv)
 	if err != nil {
 		return nil, err
 	}
@@ -201,12 +179,9 @@ func openCLIStore(e *env, storeFlag string, o openOptions) (*cliStore, error) {
 			cs.llm = true
 		}
 	}
-	so := storeOptions(logger)
-	// A rebuilt index must carry the same counts a Service maintains.
-	so.Summarize = memory.Summarize
-	st, err := storage.Open(dir, so)
+	st, err := openStore(context.Background(), dir, logger)
 	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", dir, err)
+		return nil, err
 	}
 	cs.store = st
 	cs.svc = memory.New(st, opts)

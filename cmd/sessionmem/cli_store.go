@@ -65,7 +65,7 @@ func runStats(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer cs.close(e)
-	metas, err := cs.store.List(nil)
+	metas, err := cs.store.List(ctx, storage.ListQuery{})
 	if err != nil {
 		return fmt.Errorf("list sessions: %w", err)
 	}
@@ -79,7 +79,7 @@ func runStats(ctx context.Context, e *env, args []string) error {
 		prog.update("reading sessions", i, len(metas))
 		st.Messages += m.Messages
 		st.Compactions += m.Compactions
-		err := cs.store.View(ctx, m.ID, func(r *storage.Reader) error {
+		err := cs.store.View(ctx, m.ID, func(r storage.Reader) error {
 			for rec, err := range r.Records(1) {
 				if err != nil {
 					return err
@@ -192,7 +192,7 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer cs.close(e)
-	ids, err := cs.store.IDs()
+	ids, err := cs.store.IDs(ctx)
 	if err != nil {
 		return fmt.Errorf("list session files: %w", err)
 	}
@@ -306,9 +306,9 @@ func describeTorn(rep storage.VerifyReport) string {
 
 // verifySession reads every record of a session under its shared lock and decodes them as
 // memory does, returning how many there are.
-func verifySession(ctx context.Context, st *storage.Store, id string) (int, error) {
+func verifySession(ctx context.Context, st storage.Store, id string) (int, error) {
 	n := 0
-	err := st.View(ctx, id, func(r *storage.Reader) error {
+	err := st.View(ctx, id, func(r storage.Reader) error {
 		var recs iter.Seq2[storage.Record, error] = func(yield func(storage.Record, error) bool) {
 			for rec, err := range r.Records(1) {
 				if err == nil {

@@ -12,8 +12,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessionmem/sessionmem/storage/local"
+
 	"github.com/sessionmem/sessionmem/memory"
-	"github.com/sessionmem/sessionmem/storage"
 )
 
 // The people-facing commands, run in process through run() against stores in t.TempDir().
@@ -75,7 +76,7 @@ const (
 func seedStore(t *testing.T) string {
 	t.Helper()
 	dir := t.TempDir()
-	st, err := storage.Open(dir, storage.Options{Summarize: memory.Summarize})
+	st, err := local.Open(dir, local.Options{Summarize: memory.Summarize})
 	if err != nil {
 		t.Fatal(err)
 	}

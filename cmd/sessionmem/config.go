@@ -10,7 +10,6 @@ import (
 	"net"
 	"net/netip"
 	"net/url"
-	"path/filepath"
 	"sort"
 	"strconv"
 	"strings"
@@ -99,26 +98,11 @@ func loadConfig(args []string, getenv func(string) string) (serveConfig, error) 
 		return getenv(env), env
 	}
 
-	// Store directory: --store, $SESSIONMEM_STORE, $XDG_DATA_HOME/sessionmem, ~/.local/share/sessionmem.
-	dir, field := pick(*store, envStore)
-	if field == envStore && dir == "" {
-		switch {
-		case getenv("XDG_DATA_HOME") != "":
-			dir, field = filepath.Join(getenv("XDG_DATA_HOME"), "sessionmem"), "XDG_DATA_HOME"
-		case getenv("HOME") != "":
-			dir, field = filepath.Join(getenv("HOME"), ".local", "share", "sessionmem"), "HOME"
-		default:
-			return cfg, &configError{Field: "--store", Msg: "no store directory: pass --store DIR or set " + envStore}
-		}
+	// Store: --store, $SESSIONMEM_STORE, $XDG_DATA_HOME/sessionmem, ~/.local/share/sessionmem.
+	var err error
+	if cfg.Store, err = resolveStore(*store, getenv); err != nil {
+		return cfg, err
 	}
-	if field == "" {
-		field = "--store"
-	}
-	abs, err := filepath.Abs(dir)
-	if err != nil {
-		return cfg, &configError{Field: field, Value: dir, Msg: err.Error()}
-	}
-	cfg.Store = abs
 
 	cfg.Token = getenv(envToken)
 	cfg.AllowRemote = *allowRemote

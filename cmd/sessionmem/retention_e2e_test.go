@@ -6,15 +6,16 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessionmem/sessionmem/storage/local"
+
 	"github.com/sessionmem/sessionmem/memory"
-	"github.com/sessionmem/sessionmem/storage"
 )
 
 // A server started with a retention limit applies it on its own, in the background, and keeps
 // what is recent.
 func TestServeAppliesRetention(t *testing.T) {
 	dir := t.TempDir()
-	store, err := storage.Open(dir, storage.Options{Summarize: memory.Summarize})
+	store, err := local.Open(dir, local.Options{Summarize: memory.Summarize})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -25,7 +25,6 @@ import (
 	"github.com/sessionmem/sessionmem/mcpserver"
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/redact"
-	"github.com/sessionmem/sessionmem/storage"
 )
 
 // Shutdown budget: running tool calls get drainTimeout to finish after SIGINT/SIGTERM.
@@ -76,9 +75,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}
 	opts.Redact = red.String
 
-	store, err := storage.Open(cfg.Store, storeOptions(logger))
+	store, err := openStore(ctx, cfg.Store, logger)
 	if err != nil {
-		return fmt.Errorf("open store %s: %w", cfg.Store, err)
+		return err
 	}
 	defer func() {
 		// Close seals the tails this process wrote; errors here must still reach the user.
@@ -99,7 +98,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		SamplingTimeout: cfg.SamplingTimeout,
 		Middleware:      []server.ToolHandlerMiddleware{d.middleware},
 	})
-	logger.Info("sessionmem serving", "store", cfg.Store, "transport", transportName(cfg), "version", buildVersion())
+	logger.Info("sessionmem serving", "store", storeLabel(cfg.Store), "transport", transportName(cfg), "version", buildVersion())
 	if cfg.HTTPAddr == "" {
 		return serveStdio(ctx, mcpSrv, d, e, logger)
 	}
@@ -136,12 +135,6 @@ func transportName(cfg serveConfig) string {
 		return "stdio"
 	}
 	return "http"
-}
-
-// storeOptions are the storage options serve uses. Summarize lets a rebuilt index carry the
-// same counts a Service maintains.
-func storeOptions(logger *slog.Logger) storage.Options {
-	return storage.Options{Logger: logger, Summarize: memory.Summarize}
 }
 
 func buildVersion() string {

@@ -1,4 +1,4 @@
-package storage
+package local
 
 import (
 	"bytes"
@@ -9,6 +9,8 @@ import (
 	"path/filepath"
 	"sync"
 	"testing"
+
+	"github.com/sessionmem/sessionmem/storage"
 )
 
 // verifyWant is what a Verify report must say; damaged and newer only say which sentinel.
@@ -19,12 +21,12 @@ type verifyWant struct {
 	noTail, damaged, newer bool
 }
 
-func checkReport(t *testing.T, who string, got VerifyReport, w verifyWant) {
+func checkReport(t *testing.T, who string, got storage.VerifyReport, w verifyWant) {
 	t.Helper()
-	if (got.Damaged != nil) != w.damaged || w.damaged && !errors.Is(got.Damaged, ErrCorrupt) {
+	if (got.Damaged != nil) != w.damaged || w.damaged && !errors.Is(got.Damaged, storage.ErrCorrupt) {
 		t.Fatalf("%s: Damaged = %v, want damaged %v", who, got.Damaged, w.damaged)
 	}
-	if (got.NewerFormat != nil) != w.newer || w.newer && !errors.Is(got.NewerFormat, ErrNewerFormat) {
+	if (got.NewerFormat != nil) != w.newer || w.newer && !errors.Is(got.NewerFormat, storage.ErrNewerFormat) {
 		t.Fatalf("%s: NewerFormat = %v, want newer %v", who, got.NewerFormat, w.newer)
 	}
 	if w.damaged || w.newer {
@@ -116,7 +118,7 @@ func TestVerify(t *testing.T) {
 	s := mustOpen(t, dir, Options{})
 	mustCreate(t, s, "c")
 	mustCreate(t, s, "good")
-	goodLines := appendBatches(t, s, "good", [][]Record{recordsOf(testLines(t)[:5])})
+	goodLines := appendBatches(t, s, "good", [][]storage.Record{recordsOf(testLines(t)[:5])})
 	zp, tp := filepath.Join(dir, "sessions", "c.zst"), filepath.Join(dir, "sessions", "c.tail.jsonl")
 	install := func(t *testing.T, zst, tail []byte) {
 		t.Helper()
@@ -236,8 +238,8 @@ func TestVerifyErrors(t *testing.T) {
 		ctx  func() context.Context
 		want error
 	}{
-		{"invalid id", "../x", t.Context, ErrInvalidID},
-		{"unknown id", "nope", t.Context, ErrNotFound},
+		{"invalid id", "../x", t.Context, storage.ErrInvalidID},
+		{"unknown id", "nope", t.Context, storage.ErrNotFound},
 		{"cancelled", "a", func() context.Context {
 			ctx, cancel := context.WithCancel(t.Context())
 			cancel()
@@ -257,11 +259,11 @@ func TestVerifyErrors(t *testing.T) {
 		t.Fatalf("Verify of an unknown id left a lock file (%v)", err)
 	}
 	s.Close()
-	if _, err := s.Verify(t.Context(), "a", false); !errors.Is(err, ErrClosed) {
-		t.Fatalf("Verify after Close = %v, want ErrClosed", err)
+	if _, err := s.Verify(t.Context(), "a", false); !errors.Is(err, storage.ErrClosed) {
+		t.Fatalf("Verify after Close = %v, want storage.ErrClosed", err)
 	}
-	if _, err := s.IDs(); !errors.Is(err, ErrClosed) {
-		t.Fatalf("IDs after Close = %v, want ErrClosed", err)
+	if _, err := s.IDs(context.Background()); !errors.Is(err, storage.ErrClosed) {
+		t.Fatalf("IDs after Close = %v, want storage.ErrClosed", err)
 	}
 }
 
@@ -281,11 +283,11 @@ func TestIDs(t *testing.T) {
 	}
 	os.Remove(filepath.Join(dir, "index.jsonl"))
 	s = mustOpen(t, dir, Options{})
-	l, err := s.List(nil)
+	l, err := s.List(context.Background(), storage.ListQuery{})
 	if err != nil || len(l) != 2 {
 		t.Fatalf("List = %+v, %v (want the newer session skipped)", l, err)
 	}
-	ids, err := s.IDs()
+	ids, err := s.IDs(context.Background())
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -318,8 +320,8 @@ func TestVerifyConcurrent(t *testing.T) {
 	wg.Go(func() {
 		defer close(done)
 		for i := range 30 {
-			err := s.Update(context.Background(), "c", func(w *Writer) error {
-				out, err := w.Append(recordsOf(payloads[i%20:i%20+1]), Meta{})
+			err := s.updateW(context.Background(), "c", func(w *Writer) error {
+				out, err := w.Append(recordsOf(payloads[i%20:i%20+1]), storage.Meta{})
 				for _, r := range out {
 					want = append(want, string(r.Data))
 				}

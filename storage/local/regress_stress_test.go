@@ -1,4 +1,4 @@
-package storage
+package local
 
 import (
 	"context"
@@ -6,6 +6,8 @@ import (
 	"iter"
 	"testing"
 	"time"
+
+	"github.com/sessionmem/sessionmem/storage"
 )
 
 // Regression tests for two bugs the stress review found.
@@ -23,18 +25,18 @@ func TestCloseDuringNestedCall(t *testing.T) {
 	mustCreate(t, s, "a")
 	done := make(chan error, 1)
 	go func() {
-		done <- s.View(context.Background(), "a", func(r *Reader) error {
+		done <- s.viewR(context.Background(), "a", func(r *Reader) error {
 			go s.Close()
 			time.Sleep(50 * time.Millisecond) // let Close block in Lock
-			if _, err := s.Get("a"); err != nil && !errors.Is(err, ErrClosed) {
+			if _, err := s.Get(context.Background(), "a"); err != nil && !errors.Is(err, storage.ErrClosed) {
 				return err
 			}
-			return s.View(context.Background(), "a", func(*Reader) error { return nil })
+			return s.viewR(context.Background(), "a", func(*Reader) error { return nil })
 		})
 	}()
 	select {
 	case err := <-done:
-		if err != nil && !errors.Is(err, ErrClosed) {
+		if err != nil && !errors.Is(err, storage.ErrClosed) {
 			t.Fatal(err)
 		}
 	case <-time.After(5 * time.Second):
@@ -55,8 +57,8 @@ func TestHeldLineAfterOtherSeal(t *testing.T) {
 	mustCreate(t, a, "s")
 	add := func() {
 		t.Helper()
-		err := a.Update(t.Context(), "s", func(w *Writer) error {
-			_, err := w.Append([]Record{{Kind: "message", Data: []byte(`{"x":1}`)}}, Meta{Name: "n-s"})
+		err := a.updateW(t.Context(), "s", func(w *Writer) error {
+			_, err := w.Append([]storage.Record{{Kind: "message", Data: []byte(`{"x":1}`)}}, storage.Meta{Name: "n-s"})
 			return err
 		})
 		if err != nil {
@@ -65,14 +67,14 @@ func TestHeldLineAfterOtherSeal(t *testing.T) {
 	}
 	add()
 	add() // within indexDelay of the first: its line is held back
-	if err := b.Update(t.Context(), "s", func(w *Writer) error { return w.Seal() }); err != nil {
+	if err := b.updateW(t.Context(), "s", func(w *Writer) error { return w.Seal() }); err != nil {
 		t.Fatal(err)
 	}
 	mustCreate(t, a, "t") // any index write of a's carries the held line along
 	calls := 0
-	mustOpen(t, dir, Options{Summarize: func(Header, iter.Seq2[Record, error]) (Meta, error) {
+	mustOpen(t, dir, Options{Summarize: func(storage.Header, iter.Seq2[storage.Record, error]) (storage.Meta, error) {
 		calls++
-		return Meta{}, nil
+		return storage.Meta{}, nil
 	}})
 	if calls != 0 {
 		t.Fatalf("%d sessions summarised again after clean use, want 0", calls)

@@ -1,4 +1,4 @@
-package storage
+package local
 
 import (
 	"bytes"
@@ -6,7 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
-	"regexp"
+
+	"github.com/sessionmem/sessionmem/storage"
 
 	"github.com/cespare/xxhash/v2"
 	"github.com/klauspost/compress/zstd"
@@ -31,23 +32,15 @@ const (
 	lockSuffix = ".lock"
 )
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
-
-// ValidID reports whether id can name a session: 1 to 128 characters from [A-Za-z0-9_.-],
-// and not "." or "..". Every id-taking method returns ErrInvalidID for other ids.
-func ValidID(id string) bool {
-	return id != "." && id != ".." && idPattern.MatchString(id)
-}
-
 func checkID(id string) error {
-	if !ValidID(id) {
-		return fmt.Errorf("%w %q: use 1-128 characters from A-Z a-z 0-9 _ . - (not \".\" or \"..\")", ErrInvalidID, id)
+	if !storage.ValidID(id) {
+		return fmt.Errorf("%w %q: use 1-128 characters from A-Z a-z 0-9 _ . - (not \".\" or \"..\")", storage.ErrInvalidID, id)
 	}
 	return nil
 }
 
 // encodeHeaderFrame returns the skippable frame holding h as JSON.
-func encodeHeaderFrame(h Header) ([]byte, error) {
+func encodeHeaderFrame(h storage.Header) ([]byte, error) {
 	js, err := json.Marshal(h)
 	if err != nil {
 		return nil, fmt.Errorf("encode header: %w", err)
@@ -61,20 +54,20 @@ func encodeHeaderFrame(h Header) ([]byte, error) {
 // versionError says which file is too new, so the user knows to upgrade rather than repair.
 func versionError(what string, v int) error {
 	return fmt.Errorf("%s has format version %d, this build reads up to %d; upgrade sessionmem: %w",
-		what, v, FormatVersion, ErrNewerFormat)
+		what, v, FormatVersion, storage.ErrNewerFormat)
 }
 
 // parseHeaderPayload decodes the header JSON and checks its version.
-func parseHeaderPayload(js []byte, path string) (Header, error) {
-	var h Header
+func parseHeaderPayload(js []byte, path string) (storage.Header, error) {
+	var h storage.Header
 	if err := json.Unmarshal(js, &h); err != nil {
-		return Header{}, fmt.Errorf("%s: header frame is not valid JSON (%v): %w", path, err, ErrCorrupt)
+		return storage.Header{}, fmt.Errorf("%s: header frame is not valid JSON (%v): %w", path, err, storage.ErrCorrupt)
 	}
 	if h.Version > FormatVersion {
-		return Header{}, versionError(path, h.Version)
+		return storage.Header{}, versionError(path, h.Version)
 	}
 	if h.Version < 1 {
-		return Header{}, fmt.Errorf("%s: header frame has no format version: %w", path, ErrCorrupt)
+		return storage.Header{}, fmt.Errorf("%s: header frame has no format version: %w", path, storage.ErrCorrupt)
 	}
 	return h, nil
 }

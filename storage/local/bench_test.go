@@ -1,4 +1,4 @@
-package storage
+package local
 
 import (
 	"bufio"
@@ -8,6 +8,8 @@ import (
 	"os"
 	"path/filepath"
 	"testing"
+
+	"github.com/sessionmem/sessionmem/storage"
 
 	"github.com/tidwall/gjson"
 )
@@ -60,7 +62,7 @@ const benchCorpus = "cc-ae4a77f8-aedd-4bc1-888f-c94edc91af04.jsonl"
 
 func fillSession(b *testing.B, s *Store, id string, lines [][]byte, barrierAt int) {
 	b.Helper()
-	if err := s.Create(Header{ID: id, WorkingDir: "/w"}, Meta{}); err != nil {
+	if err := s.Create(context.Background(), storage.Header{ID: id, WorkingDir: "/w"}, storage.Meta{}); err != nil {
 		b.Fatal(err)
 	}
 	const batch = 64
@@ -69,8 +71,8 @@ func fillSession(b *testing.B, s *Store, id string, lines [][]byte, barrierAt in
 		if barrierAt >= i && barrierAt < i+batch {
 			recs[barrierAt-i].Barrier = true
 		}
-		err := s.Update(context.Background(), id, func(w *Writer) error {
-			_, err := w.Append(recs, Meta{})
+		err := s.updateW(context.Background(), id, func(w *Writer) error {
+			_, err := w.Append(recs, storage.Meta{})
 			return err
 		})
 		if err != nil {
@@ -89,10 +91,10 @@ func BenchmarkAppendFsync(b *testing.B) {
 		i := 2000
 		b.ResetTimer()
 		for b.Loop() {
-			rec := []Record{{Data: lines[i%len(lines)]}}
+			rec := []storage.Record{{Data: lines[i%len(lines)]}}
 			i++
-			err := s.Update(context.Background(), "a", func(w *Writer) error {
-				_, err := w.Append(rec, Meta{Name: "bench"})
+			err := s.updateW(context.Background(), "a", func(w *Writer) error {
+				_, err := w.Append(rec, storage.Meta{Name: "bench"})
 				return err
 			})
 			if err != nil {
@@ -106,11 +108,11 @@ func BenchmarkAppendFsync(b *testing.B) {
 		fillSession(b, s, "a", lines[:2000], -1)
 		i := 2000
 		b.ResetTimer()
-		err := s.Update(context.Background(), "a", func(w *Writer) error {
+		err := s.updateW(context.Background(), "a", func(w *Writer) error {
 			for b.Loop() {
-				rec := []Record{{Data: lines[i%len(lines)]}}
+				rec := []storage.Record{{Data: lines[i%len(lines)]}}
 				i++
-				if _, err := w.Append(rec, Meta{Name: "bench"}); err != nil {
+				if _, err := w.Append(rec, storage.Meta{Name: "bench"}); err != nil {
 					return err
 				}
 			}
@@ -164,7 +166,7 @@ func BenchmarkReopenRead(b *testing.B) {
 			b.Fatal(err)
 		}
 		n := 0
-		err = s.View(context.Background(), "r", func(r *Reader) error {
+		err = s.viewR(context.Background(), "r", func(r *Reader) error {
 			for _, err := range r.Records(1) {
 				if err != nil {
 					return err
@@ -193,7 +195,7 @@ func BenchmarkReadFromBarrier(b *testing.B) {
 			for b.Loop() {
 				s.dropState("h")
 				got := 0
-				err := s.View(context.Background(), "h", func(r *Reader) error {
+				err := s.viewR(context.Background(), "h", func(r *Reader) error {
 					for _, err := range r.Records(uint64(barrier + 1)) {
 						if err != nil {
 							return err
@@ -217,12 +219,12 @@ func BenchmarkList1000(b *testing.B) {
 	s := mustOpen(b, dir, Options{})
 	for i := range 1000 {
 		id := fmt.Sprintf("s%04d", i)
-		if err := s.Create(Header{ID: id, WorkingDir: "/w"}, Meta{Name: id, Preview: "fix the failing test in storage"}); err != nil {
+		if err := s.Create(context.Background(), storage.Header{ID: id, WorkingDir: "/w"}, storage.Meta{Name: id, Preview: "fix the failing test in storage"}); err != nil {
 			b.Fatal(err)
 		}
 		for k := range 3 {
-			err := s.Update(context.Background(), id, func(w *Writer) error {
-				_, err := w.Append([]Record{{Data: fmt.Appendf(nil, `{"k":%d}`, k)}}, Meta{Name: id, Messages: k + 1})
+			err := s.updateW(context.Background(), id, func(w *Writer) error {
+				_, err := w.Append([]storage.Record{{Data: fmt.Appendf(nil, `{"k":%d}`, k)}}, storage.Meta{Name: id, Messages: k + 1})
 				return err
 			})
 			if err != nil {
@@ -232,7 +234,7 @@ func BenchmarkList1000(b *testing.B) {
 	}
 	b.Run("list", func(b *testing.B) {
 		for b.Loop() {
-			l, err := s.List(nil)
+			l, err := s.List(context.Background(), storage.ListQuery{})
 			if err != nil || len(l) != 1000 {
 				b.Fatalf("%d, %v", len(l), err)
 			}
@@ -262,7 +264,7 @@ func BenchmarkBytesOnDisk(b *testing.B) {
 				if err != nil {
 					b.Fatal(err)
 				}
-				if err := s.Create(Header{ID: "d", WorkingDir: "/w"}, Meta{}); err != nil {
+				if err := s.Create(context.Background(), storage.Header{ID: "d", WorkingDir: "/w"}, storage.Meta{}); err != nil {
 					b.Fatal(err)
 				}
 				raw = 0
@@ -271,8 +273,8 @@ func BenchmarkBytesOnDisk(b *testing.B) {
 					for _, l := range chunk {
 						raw += int64(len(l) + 1)
 					}
-					err := s.Update(context.Background(), "d", func(w *Writer) error {
-						_, err := w.Append(recordsOf(chunk), Meta{})
+					err := s.updateW(context.Background(), "d", func(w *Writer) error {
+						_, err := w.Append(recordsOf(chunk), storage.Meta{})
 						return err
 					})
 					if err != nil {
@@ -304,14 +306,14 @@ func BenchmarkCallOverhead(b *testing.B) {
 	fillSession(b, s, "a", lines, -1)
 	b.Run("update", func(b *testing.B) {
 		for b.Loop() {
-			if err := s.Update(b.Context(), "a", func(w *Writer) error { return nil }); err != nil {
+			if err := s.updateW(b.Context(), "a", func(w *Writer) error { return nil }); err != nil {
 				b.Fatal(err)
 			}
 		}
 	})
 	b.Run("view", func(b *testing.B) {
 		for b.Loop() {
-			if err := s.View(b.Context(), "a", func(r *Reader) error { return nil }); err != nil {
+			if err := s.viewR(b.Context(), "a", func(r *Reader) error { return nil }); err != nil {
 				b.Fatal(err)
 			}
 		}

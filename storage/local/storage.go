@@ -1,8 +1,4 @@
-package storage
-
-// API CONTRACT (written by the lead before implementation; the storage owner implements it and
-// may add to it, but must not change these exported names or their meaning without telling the
-// lead, because memory/ is being written against it at the same time).
+package local
 
 import (
 	"container/list"
@@ -12,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"iter"
 	"log/slog"
 	"os"
 	"path/filepath"
@@ -21,28 +16,13 @@ import (
 	"sync"
 	"time"
 
+	"github.com/sessionmem/sessionmem/storage"
+
 	"github.com/klauspost/compress/zstd"
 )
 
 // FormatVersion is the on-disk format version written into every file this package creates.
 const FormatVersion = 1
-
-// Sentinel errors. Callers compare with errors.Is.
-var (
-	// ErrNotFound is returned when a session does not exist (or was deleted).
-	ErrNotFound = errors.New("session not found")
-	// ErrExists is returned by Create when a session with that id already exists.
-	ErrExists = errors.New("session already exists")
-	// ErrNewerFormat is returned when a file was written by a newer format version.
-	ErrNewerFormat = errors.New("written by a newer sessionmem format")
-	// ErrCorrupt is returned when a session file is damaged beyond what recovery repairs
-	// (for example a damaged header frame).
-	ErrCorrupt = errors.New("session file is damaged")
-	// ErrInvalidID is returned for ids that do not match [A-Za-z0-9_.-]{1,128} or are "." / "..".
-	ErrInvalidID = errors.New("invalid session id")
-	// ErrClosed is returned after Close.
-	ErrClosed = errors.New("store is closed")
-)
 
 // Options tune a Store. The zero value is usable.
 type Options struct {
@@ -55,7 +35,7 @@ type Options struct {
 	// Summarize recomputes a session's listing metadata from its header and records. The store
 	// calls it when the index is missing, damaged, or stale for a session (for example after a
 	// crash between a tail fsync and the index write). nil: only header fields are filled.
-	Summarize func(h Header, records iter.Seq2[Record, error]) (Meta, error)
+	Summarize storage.SummarizeFunc
 	// Now returns the current time; nil means time.Now. Tests inject a clock.
 	Now func() time.Time
 	// MaxOpenSessions caps how many idle sessions keep their descriptors (lock, .zst, tail:
@@ -63,63 +43,6 @@ type Options struct {
 	// DefaultMaxOpenSessions). Sessions in use keep theirs regardless.
 	MaxOpenSessions int
 }
-
-// Header is the immutable session header stored in the skippable frame at offset 0 of
-// <id>.zst. Listing never needs it (the index has everything), an index rebuild reads it.
-type Header struct {
-	Version       int       `json:"v"`
-	ID            string    `json:"id"`
-	Created       time.Time `json:"created"`
-	WorkingDir    string    `json:"working_dir"`
-	ParentSession string    `json:"parent_session,omitempty"`
-	// Nonce is random per Create (set by Create when empty), so a session deleted and
-	// created again under the same id, even with the same times, is told apart from the old
-	// one by anything that cached it.
-	Nonce string `json:"nonce,omitempty"`
-}
-
-// Meta is one session's listing metadata, kept in the index. memory fills the fields it owns
-// (Name, Model, Provider, counts, Preview, Leaf, Checkpoint); storage fills ID, Created,
-// WorkingDir, ParentSession from the header and LastSeq on every append.
-type Meta struct {
-	ID            string    `json:"id"`
-	Name          string    `json:"name,omitempty"`
-	WorkingDir    string    `json:"working_dir"`
-	Model         string    `json:"model,omitempty"`
-	Provider      string    `json:"provider,omitempty"`
-	ParentSession string    `json:"parent_session,omitempty"`
-	Created       time.Time `json:"created"`
-	Updated       time.Time `json:"updated"`
-	Messages      int       `json:"messages"`
-	Compactions   int       `json:"compactions"`
-	ContextTokens int       `json:"context_tokens"`
-	Preview       string    `json:"preview,omitempty"`
-	Leaf          string    `json:"leaf,omitempty"`
-	// Checkpoint is the seq of the first record a resume needs (the first kept entry of the
-	// latest compaction); 0 means from the start.
-	Checkpoint uint64 `json:"checkpoint,omitempty"`
-	// LastSeq is the seq of the newest record (set by storage).
-	LastSeq uint64 `json:"last_seq"`
-}
-
-// Record is one JSON line of a session log.
-type Record struct {
-	// Seq grows by one per record within a session, starting at 1. Assigned by Append.
-	Seq uint64
-	// Kind is the record's "type" field (memory's entry kind, e.g. "message", "compaction").
-	Kind string
-	// Data is the JSON object. On Append it is the caller's object without "seq" (storage
-	// splices `"seq":N,` in front as the first key); on read it is the whole stored line
-	// including "seq", without the trailing newline. Read-side Data must not be retained past
-	// the callback unless copied.
-	Data []byte
-	// Barrier asks Append to seal the tail before this record, so the record starts a new
-	// frame (used for compactions: a resume can start decoding at that frame).
-	Barrier bool
-}
-
-// ListFilter selects sessions in List. nil selects all.
-type ListFilter func(m *Meta) bool
 
 // Default seal thresholds (see Options).
 const (
@@ -225,7 +148,7 @@ func (s *Store) reconcile() error {
 	onDisk := map[string]bool{}
 	for _, e := range ents {
 		name := e.Name()
-		if id, ok := strings.CutSuffix(name, zstSuffix); ok && ValidID(id) && e.Type().IsRegular() {
+		if id, ok := strings.CutSuffix(name, zstSuffix); ok && storage.ValidID(id) && e.Type().IsRegular() {
 			onDisk[id] = true
 		}
 	}
@@ -255,7 +178,7 @@ func (s *Store) reconcile() error {
 	}
 	sort.Strings(stale)
 	type fresh struct {
-		meta  Meta
+		meta  storage.Meta
 		sizes fileSizes
 	}
 	fixed := map[string]fresh{}
@@ -313,8 +236,8 @@ func (s *Store) statSizes(id string) fileSizes {
 }
 
 // summarize recomputes a session's Meta from its files.
-func (s *Store) summarize(id string) (Meta, fileSizes, error) {
-	var m Meta
+func (s *Store) summarize(id string) (storage.Meta, fileSizes, error) {
+	var m storage.Meta
 	var sz fileSizes
 	err := s.view(context.Background(), id, func(r *Reader) error {
 		if s.opts.Summarize != nil {
@@ -382,7 +305,7 @@ func (s *Store) enter() error {
 	s.life.Lock()
 	defer s.life.Unlock()
 	if s.closed {
-		return ErrClosed
+		return storage.ErrClosed
 	}
 	s.running++
 	return nil
@@ -429,7 +352,7 @@ func (s *Store) Close() error {
 	var errs []error
 	for _, id := range ids {
 		err := s.update(context.Background(), id, func(w *Writer) error { return w.Seal() })
-		if err != nil && !errors.Is(err, ErrNotFound) {
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
 			errs = append(errs, err)
 		}
 	}
@@ -447,7 +370,7 @@ func (s *Store) Close() error {
 // Create writes a new session (header frame, empty tail, index entry) durably. It returns
 // ErrExists if the id is taken and ErrInvalidID for a bad id. Storage sets h.Version, and
 // h.Created if zero; m gets the header fields, and Updated = Created if zero.
-func (s *Store) Create(h Header, m Meta) error {
+func (s *Store) Create(ctx context.Context, h storage.Header, m storage.Meta) error {
 	if err := checkID(h.ID); err != nil {
 		return err
 	}
@@ -469,13 +392,13 @@ func (s *Store) Create(h Header, m Meta) error {
 	if err != nil {
 		return fmt.Errorf("create session %s: %w", id, err)
 	}
-	lf, _, err := lockPath(context.Background(), s.lockPath(id), true)
+	lf, _, err := lockPath(ctx, s.lockPath(id), true)
 	if err != nil {
 		return fmt.Errorf("create session %s: %w", id, err)
 	}
 	defer lf.Close()
 	if _, err := os.Stat(s.zstPath(id)); err == nil {
-		return fmt.Errorf("create session %s: %w", id, ErrExists)
+		return fmt.Errorf("create session %s: %w", id, storage.ErrExists)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("create session %s: %w", id, err)
 	}
@@ -514,42 +437,45 @@ func (s *Store) Create(h Header, m Meta) error {
 }
 
 // Get returns one session's metadata from the index (no session file is opened).
-func (s *Store) Get(id string) (Meta, error) {
+func (s *Store) Get(ctx context.Context, id string) (storage.Meta, error) {
 	if err := checkID(id); err != nil {
-		return Meta{}, err
+		return storage.Meta{}, err
 	}
 	if err := s.enter(); err != nil {
-		return Meta{}, err
+		return storage.Meta{}, err
 	}
 	defer s.leave()
 	if err := s.isBad(id); err != nil {
-		return Meta{}, err
+		return storage.Meta{}, err
 	}
 	x := s.idx
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if err := x.refresh(); err != nil {
-		return Meta{}, fmt.Errorf("read index: %w", err)
+		return storage.Meta{}, fmt.Errorf("read index: %w", err)
 	}
 	e := x.ents[id]
 	if e == nil {
-		return Meta{}, notFound(id)
+		return storage.Meta{}, notFound(id)
 	}
 	m, ok := e.decode()
 	if !ok {
-		return Meta{}, fmt.Errorf("session %s: index entry does not decode: %w", id, ErrCorrupt)
+		return storage.Meta{}, fmt.Errorf("session %s: index entry does not decode: %w", id, storage.ErrCorrupt)
 	}
 	return *m, nil
 }
 
-// List returns the metadata of every session accepted by filter, newest Updated first (ties by
-// id), re-reading only what other processes appended to the index since the last call.
-// Damaged sessions are skipped (and logged once).
-func (s *Store) List(filter ListFilter) ([]Meta, error) {
+// List returns the metadata of the sessions q selects, newest Updated first (ties by id),
+// re-reading only what other processes appended to the index since the last call. Damaged
+// sessions are skipped (and logged once).
+func (s *Store) List(ctx context.Context, q storage.ListQuery) ([]storage.Meta, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
 	defer s.leave()
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
 	s.mu.Lock()
 	nbad := len(s.bad)
 	s.mu.Unlock()
@@ -571,28 +497,28 @@ func (s *Store) List(filter ListFilter) ([]Meta, error) {
 			}
 			x.sorted = append(x.sorted, m)
 		}
-		sort.Slice(x.sorted, func(i, j int) bool {
-			a, b := x.sorted[i], x.sorted[j]
-			if !a.Updated.Equal(b.Updated) {
-				return a.Updated.After(b.Updated)
-			}
-			return a.ID < b.ID
-		})
+		sort.Slice(x.sorted, func(i, j int) bool { return storage.NewerFirst(x.sorted[i], x.sorted[j]) })
 		x.sortedGen = x.gen
 	}
-	out := make([]Meta, 0, len(x.sorted))
-	for _, m := range x.sorted {
+	start := 0
+	if q.After != nil {
+		start = sort.Search(len(x.sorted), func(i int) bool { return !q.After.Before(x.sorted[i]) })
+	}
+	var out []storage.Meta
+	for _, m := range x.sorted[start:] {
+		if q.Limit > 0 && len(out) == q.Limit {
+			break
+		}
 		if nbad > 0 && s.isBad(m.ID) != nil {
 			continue
 		}
-		c := *m // the filter gets a copy: the cache must not be changed through it
-		if filter == nil || filter(&c) {
-			out = append(out, c)
+		if q.Selects(m) {
+			out = append(out, *m) // a copy: the cache must not be changed through it
 		}
 	}
 	x.mu.Unlock()
 	for _, id := range undecodable {
-		s.markBad(id, fmt.Errorf("index entry does not decode: %w", ErrCorrupt))
+		s.markBad(id, fmt.Errorf("index entry does not decode: %w", storage.ErrCorrupt))
 	}
 	return out, nil
 }
@@ -600,12 +526,12 @@ func (s *Store) List(filter ListFilter) ([]Meta, error) {
 // Update runs fn while holding the session's exclusive cross-process lock. Writes happen through
 // the Writer. It returns ErrNotFound if the session does not exist (checked after locking).
 // Opening for update repairs a torn end left by a crash. The Writer is valid only inside fn.
-func (s *Store) Update(ctx context.Context, id string, fn func(w *Writer) error) error {
+func (s *Store) Update(ctx context.Context, id string, fn func(w storage.Writer) error) error {
 	if err := s.enter(); err != nil {
 		return err
 	}
 	defer s.leave()
-	return s.update(ctx, id, fn)
+	return s.update(ctx, id, func(w *Writer) error { return fn(w) })
 }
 
 func (s *Store) update(ctx context.Context, id string, fn func(w *Writer) error) error {
@@ -621,12 +547,12 @@ func (s *Store) update(ctx context.Context, id string, fn func(w *Writer) error)
 
 // View runs fn while holding the session's shared cross-process lock (no writer can seal or
 // append meanwhile). The Reader is valid only inside fn.
-func (s *Store) View(ctx context.Context, id string, fn func(r *Reader) error) error {
+func (s *Store) View(ctx context.Context, id string, fn func(r storage.Reader) error) error {
 	if err := s.enter(); err != nil {
 		return err
 	}
 	defer s.leave()
-	return s.view(ctx, id, fn)
+	return s.view(ctx, id, func(r *Reader) error { return fn(r) })
 }
 
 func (s *Store) view(ctx context.Context, id string, fn func(r *Reader) error) error {
@@ -654,7 +580,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	st := s.use(id)
 	defer s.unuse(st)
 	if err := s.lockSession(ctx, st, true); err != nil {
-		if errors.Is(err, ErrNotFound) {
+		if errors.Is(err, storage.ErrNotFound) {
 			return err
 		}
 		return fmt.Errorf("delete session %s: %w", id, err)
@@ -693,3 +619,6 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	}
 	return nil
 }
+
+var _ storage.Store = (*Store)(nil)
+var _ storage.Writer = (*Writer)(nil)

@@ -1,4 +1,4 @@
-package storage
+package local
 
 import (
 	"bytes"
@@ -10,62 +10,10 @@ import (
 	"sort"
 	"strings"
 
+	"github.com/sessionmem/sessionmem/storage"
+
 	"github.com/tidwall/gjson"
 )
-
-// VerifyReport is what Verify found in one session's files.
-type VerifyReport struct {
-	// ID is the session verified.
-	ID string
-	// Frames is the number of sealed records (zstd frames) that decoded intact.
-	Frames int
-	// Records is the number of records that read back intact, sealed and in the tail.
-	Records int
-	// TailRecords is how many of Records are in the plain tail.
-	TailRecords int
-	// LastSeq is the seq of the last intact record (0 if none).
-	LastSeq uint64
-	// SealedBytes is the size of <id>.zst up to the end of its last intact record, header
-	// frame included: the whole file unless TornSealed is set.
-	SealedBytes int64
-	// TailBytes is the size of <id>.tail.jsonl up to the end of its last kept line, header
-	// line included: the whole file unless TornTail is set.
-	TailBytes int64
-	// TornSealed is the number of bytes after the last intact record of <id>.zst that a
-	// crash during a seal left (a partial or unchecked record, garbage). Repair cuts them.
-	TornSealed int64
-	// TornTail is the number of bytes at the end of <id>.tail.jsonl that are not kept records:
-	// a torn last line, a line that is invalid or does not continue the sequence and all that
-	// follows it (a batch is one write, so none of it was acknowledged), or, when nothing else
-	// is left, lines already sealed. With NoTail, the size of the tail file that is replaced.
-	// Repair cuts them.
-	TornTail int64
-	// StaleLines counts tail lines at or below the last sealed seq (a crash between a seal and
-	// emptying the tail). Reads skip them; they are part of TornTail only when no record
-	// follows them.
-	StaleLines int
-	// DroppedLines counts the complete lines within TornTail that are not stale: lines after
-	// the first invalid or out-of-sequence one.
-	DroppedLines int
-	// NoTail reports a tail file that is missing or has no complete header line, so it holds
-	// no record; repair writes an empty one.
-	NoTail bool
-	// Repaired reports that Verify cut TornSealed and TornTail bytes (measured from the file
-	// sizes before and after) or wrote an empty tail.
-	Repaired bool
-	// Damaged is nil when the session is intact (apart from the torn ends above). Otherwise it
-	// wraps ErrCorrupt and says where: a damaged header, a damaged record followed by intact
-	// ones, a record whose frame does not decode although its checksum matches, a damaged tail
-	// header. Damage is never cut, not even with repair: restore the session from a copy.
-	Damaged error
-	// NewerFormat is nil unless a file of the session was written by a newer format version;
-	// then it wraps ErrNewerFormat and says which file. Such a session is not checked (this
-	// build cannot read it) and not repaired: upgrade sessionmem.
-	NewerFormat error
-}
-
-// Torn reports whether a crash left anything for repair to cut or rewrite.
-func (r VerifyReport) Torn() bool { return r.TornSealed > 0 || r.TornTail > 0 || r.NoTail }
 
 // Verify checks one session's files completely and, with repair, cuts the torn ends a crash
 // left. It returns an error only when it could not check (invalid id, ErrNotFound, ErrClosed,
@@ -81,8 +29,8 @@ func (r VerifyReport) Torn() bool { return r.TornSealed > 0 || r.TornTail > 0 ||
 // damaged but torn lets the writer's recovery (what the next Update would do anyway) cut the
 // torn ends, then checks again. TornSealed and TornTail are then the measured difference of
 // the file sizes. A damaged session is left exactly as it is.
-func (s *Store) Verify(ctx context.Context, id string, repair bool) (VerifyReport, error) {
-	rep := VerifyReport{ID: id}
+func (s *Store) Verify(ctx context.Context, id string, repair bool) (storage.VerifyReport, error) {
+	rep := storage.VerifyReport{ID: id}
 	if err := checkID(id); err != nil {
 		return rep, err
 	}
@@ -125,18 +73,18 @@ func (s *Store) Verify(ctx context.Context, id string, repair bool) (VerifyRepor
 	}
 	st.mu.Unlock()
 	if err != nil {
-		if errors.Is(err, ErrCorrupt) {
+		if errors.Is(err, storage.ErrCorrupt) {
 			rep.Damaged = err
 			return rep, nil
 		}
 		return rep, err
 	}
-	after := VerifyReport{ID: id}
+	after := storage.VerifyReport{ID: id}
 	if err := r.check(ctx, &after); err != nil {
 		return rep, err
 	}
 	if after.Damaged == nil && after.NewerFormat == nil && after.Torn() {
-		after.Damaged = fmt.Errorf("session %s: still torn after repair: %w", id, ErrCorrupt)
+		after.Damaged = fmt.Errorf("session %s: still torn after repair: %w", id, storage.ErrCorrupt)
 	}
 	after.Repaired = true
 	after.NoTail = rep.NoTail
@@ -155,16 +103,16 @@ func (s *Store) Verify(ctx context.Context, id string, repair bool) (VerifyRepor
 
 // check fills rep from the attached files, read afresh. Damage and newer formats go into rep;
 // the error is for failures to read.
-func (r *Reader) check(ctx context.Context, rep *VerifyReport) error {
+func (r *Reader) check(ctx context.Context, rep *storage.VerifyReport) error {
 	c := *r // scratch copy: its view is built here and discarded
 	c.writable = false
 	c.v = sessView{}
 	classify := func(err error) error {
 		switch {
-		case errors.Is(err, ErrNewerFormat):
+		case errors.Is(err, storage.ErrNewerFormat):
 			rep.NewerFormat = err
 			return nil
-		case errors.Is(err, ErrCorrupt):
+		case errors.Is(err, storage.ErrCorrupt):
 			rep.Damaged = err
 			return nil
 		}
@@ -194,7 +142,7 @@ func (r *Reader) check(ctx context.Context, rep *VerifyReport) error {
 			return fmt.Errorf("read session %s: %w", c.id, err)
 		}
 		if found {
-			rep.Damaged = fmt.Errorf("session %s: damaged record at offset %d followed by intact ones: %w", c.id, end, ErrCorrupt)
+			rep.Damaged = fmt.Errorf("session %s: damaged record at offset %d followed by intact ones: %w", c.id, end, storage.ErrCorrupt)
 			return nil
 		}
 		rep.TornSealed = size - end
@@ -228,7 +176,7 @@ func (r *Reader) check(ctx context.Context, rep *VerifyReport) error {
 			nl := bytes.IndexByte(content[off:], '\n')
 			if !gjson.ValidBytes(content[off : off+nl]) {
 				rep.Damaged = fmt.Errorf("session %s: record %d (frame at offset %d) is not valid JSON: %w",
-					c.id, fr.first+uint64(countLines(content[:off])), fr.off, ErrCorrupt)
+					c.id, fr.first+uint64(countLines(content[:off])), fr.off, storage.ErrCorrupt)
 				return nil
 			}
 			off += nl + 1
@@ -241,7 +189,7 @@ func (r *Reader) check(ctx context.Context, rep *VerifyReport) error {
 	defer func() {
 		if claimed != nil && rep.TailRecords == 0 && rep.Damaged == nil {
 			rep.Damaged = fmt.Errorf("session %s: last record at offset %d (records %d-%d) fails its checks and the tail does not hold its records, so a crash did not leave it: %w",
-				c.id, claimedAt, claimed.first, claimed.first+uint64(claimed.count)-1, ErrCorrupt)
+				c.id, claimedAt, claimed.first, claimed.first+uint64(claimed.count)-1, storage.ErrCorrupt)
 		}
 	}()
 
@@ -289,7 +237,7 @@ func countLines(b []byte) int { return bytes.Count(b, []byte{'\n'}) }
 
 // IDs returns the id of every session that has a file in the store, sorted, including the
 // damaged and newer-format sessions that List skips (Verify can say what is wrong with them).
-func (s *Store) IDs() ([]string, error) {
+func (s *Store) IDs(ctx context.Context) ([]string, error) {
 	if err := s.enter(); err != nil {
 		return nil, err
 	}
@@ -303,7 +251,7 @@ func (s *Store) IDs() ([]string, error) {
 	}
 	var ids []string
 	for _, e := range ents {
-		if id, ok := strings.CutSuffix(e.Name(), zstSuffix); ok && ValidID(id) && e.Type().IsRegular() {
+		if id, ok := strings.CutSuffix(e.Name(), zstSuffix); ok && storage.ValidID(id) && e.Type().IsRegular() {
 			ids = append(ids, id)
 		}
 	}

@@ -1,15 +1,17 @@
-package storage
+package local
 
 import (
 	"context"
 	"testing"
 	"time"
+
+	"github.com/sessionmem/sessionmem/storage"
 )
 
-func appendOne(t *testing.T, s *Store, id string, m Meta) {
+func appendOne(t *testing.T, s *Store, id string, m storage.Meta) {
 	t.Helper()
-	err := s.Update(context.Background(), id, func(w *Writer) error {
-		_, err := w.Append([]Record{{Kind: "message", Data: []byte(`{"x":1}`)}}, m)
+	err := s.updateW(context.Background(), id, func(w *Writer) error {
+		_, err := w.Append([]storage.Record{{Kind: "message", Data: []byte(`{"x":1}`)}}, m)
 		return err
 	})
 	if err != nil {
@@ -19,7 +21,7 @@ func appendOne(t *testing.T, s *Store, id string, m Meta) {
 
 func lastSeq(t *testing.T, s *Store, id string) uint64 {
 	t.Helper()
-	m, err := s.Get(id)
+	m, err := s.Get(context.Background(), id)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -34,24 +36,24 @@ func TestIndexLinesHeldBack(t *testing.T) {
 	a := mustOpen(t, dir, Options{})
 	b := mustOpen(t, dir, Options{})
 	mustCreate(t, a, "s")
-	appendOne(t, a, "s", Meta{Name: "n-s", Messages: 1}) // first append after create: written at once? held: same listing
-	appendOne(t, a, "s", Meta{Name: "n-s", Messages: 2})
+	appendOne(t, a, "s", storage.Meta{Name: "n-s", Messages: 1}) // first append after create: written at once? held: same listing
+	appendOne(t, a, "s", storage.Meta{Name: "n-s", Messages: 2})
 	if got := lastSeq(t, a, "s"); got != 2 {
 		t.Fatalf("writer sees last_seq %d, want 2", got)
 	}
 	// A change of what listings show is written at once.
-	appendOne(t, a, "s", Meta{Name: "renamed", Messages: 3})
-	if m, _ := b.Get("s"); m.Name != "renamed" || m.LastSeq != 3 {
+	appendOne(t, a, "s", storage.Meta{Name: "renamed", Messages: 3})
+	if m, _ := b.Get(context.Background(), "s"); m.Name != "renamed" || m.LastSeq != 3 {
 		t.Fatalf("other store sees %q/%d right after a rename", m.Name, m.LastSeq)
 	}
-	appendOne(t, a, "s", Meta{Name: "renamed", Messages: 4}) // held back
+	appendOne(t, a, "s", storage.Meta{Name: "renamed", Messages: 4}) // held back
 	// b appends too, writing its line at once (it wrote none for this session recently).
-	appendOne(t, b, "s", Meta{Name: "renamed", Messages: 5})
+	appendOne(t, b, "s", storage.Meta{Name: "renamed", Messages: 5})
 	// a's held-back line (last_seq 4) lands after b's (5): it must not win.
 	deadline := time.Now().Add(3 * indexDelay)
 	for {
 		c := mustOpen(t, dir, Options{})
-		m, err := c.Get("s")
+		m, err := c.Get(context.Background(), "s")
 		c.Close()
 		if err != nil {
 			t.Fatal(err)
@@ -74,7 +76,7 @@ func TestIndexLinesHeldBack(t *testing.T) {
 		t.Fatalf("after the late line, last_seq %d, want 5", got)
 	}
 	// Close writes what is still held back.
-	appendOne(t, b, "s", Meta{Name: "renamed", Messages: 6})
+	appendOne(t, b, "s", storage.Meta{Name: "renamed", Messages: 6})
 	if err := b.Close(); err != nil {
 		t.Fatal(err)
 	}

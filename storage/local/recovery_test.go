@@ -1,4 +1,4 @@
-package storage
+package local
 
 import (
 	"context"
@@ -10,6 +10,8 @@ import (
 	"path/filepath"
 	"sort"
 	"testing"
+
+	"github.com/sessionmem/sessionmem/storage"
 )
 
 // crashFixture holds the bytes of one session at interesting moments:
@@ -42,20 +44,20 @@ func buildCrashFixture(t testing.TB) crashFixture {
 	hdr := read(zp)
 	fx.hdrEnd = len(hdr)
 	fx.tailHdr = len(read(tp))
-	fx.want = append(fx.want, appendBatches(t, s, "c", [][]Record{recordsOf(payloads[0:5]), recordsOf(payloads[5:12])})...)
+	fx.want = append(fx.want, appendBatches(t, s, "c", [][]storage.Record{recordsOf(payloads[0:5]), recordsOf(payloads[5:12])})...)
 	seal := func() {
-		if err := s.Update(context.Background(), "c", func(w *Writer) error { return w.Seal() }); err != nil {
+		if err := s.updateW(context.Background(), "c", func(w *Writer) error { return w.Seal() }); err != nil {
 			t.Fatal(err)
 		}
 	}
 	seal()
-	fx.want = append(fx.want, appendBatches(t, s, "c", [][]Record{recordsOf(payloads[12:14]), recordsOf(payloads[14:22])})...)
+	fx.want = append(fx.want, appendBatches(t, s, "c", [][]storage.Record{recordsOf(payloads[12:14]), recordsOf(payloads[14:22])})...)
 	fx.nSealed0 = 12
 	fx.z0, fx.t0 = read(zp), read(tp)
 	seal()
 	fx.z1 = read(zp)
 	fx.nSealed1 = 22
-	fx.want = append(fx.want, appendBatches(t, s, "c", [][]Record{recordsOf(payloads[22:23]), recordsOf(payloads[23:29])})...)
+	fx.want = append(fx.want, appendBatches(t, s, "c", [][]storage.Record{recordsOf(payloads[22:23]), recordsOf(payloads[23:29])})...)
 	fx.t1 = read(tp)
 	return fx
 }
@@ -156,7 +158,7 @@ func TestRecoveryTruncateEveryOffset(t *testing.T) {
 			want := 0
 			switch {
 			case k < fx.hdrEnd:
-				wantErr = ErrCorrupt
+				wantErr = storage.ErrCorrupt
 			case k >= len(fx.z0):
 				want = fx.nSealed1 // the sealed lines are still in the tail
 			}
@@ -181,9 +183,9 @@ func TestRecoveryTruncateEveryOffset(t *testing.T) {
 	t.Run("append after repair continues the sequence", func(t *testing.T) {
 		checkSession(t, s, fx, fx.z1[:len(fx.z1)-3], fx.t0[:len(fx.t0)-5], 0, nil)
 		var last uint64
-		err := s.Update(t.Context(), "c", func(w *Writer) error {
+		err := s.updateW(t.Context(), "c", func(w *Writer) error {
 			last = w.LastSeq()
-			out, err := w.Append([]Record{{Data: []byte(`{"n":1}`)}}, Meta{})
+			out, err := w.Append([]storage.Record{{Data: []byte(`{"n":1}`)}}, storage.Meta{})
 			if err == nil && out[0].Seq != last+1 {
 				t.Errorf("seq %d after %d", out[0].Seq, last)
 			}
@@ -239,7 +241,7 @@ func checkSessionLenient(t *testing.T, s *Store, fx crashFixture, zst, tail []by
 	os.WriteFile(filepath.Join(s.Dir(), "sessions", "c.zst"), zst, 0o600)
 	os.WriteFile(filepath.Join(s.Dir(), "sessions", "c.tail.jsonl"), tail, 0o600)
 	check := func(who string, got []string, err error) {
-		if err != nil && !errors.Is(err, ErrCorrupt) {
+		if err != nil && !errors.Is(err, storage.ErrCorrupt) {
 			t.Fatalf("%s: unexpected error %v", who, err)
 		}
 		for i := range got {
@@ -307,11 +309,11 @@ func TestRecoveryTrailingGarbage(t *testing.T) {
 		s.dropState("c")
 		os.WriteFile(filepath.Join(s.Dir(), "sessions", "c.zst"), z, 0o600)
 		os.WriteFile(filepath.Join(s.Dir(), "sessions", "c.tail.jsonl"), fx.t1, 0o600)
-		if _, err := readAll(t, s, "c", 1); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("reader = %v, want ErrCorrupt", err)
+		if _, err := readAll(t, s, "c", 1); !errors.Is(err, storage.ErrCorrupt) {
+			t.Fatalf("reader = %v, want storage.ErrCorrupt", err)
 		}
-		if _, err := readAllWriter(s, "c"); !errors.Is(err, ErrCorrupt) {
-			t.Fatalf("writer open = %v, want ErrCorrupt", err)
+		if _, err := readAllWriter(s, "c"); !errors.Is(err, storage.ErrCorrupt) {
+			t.Fatalf("writer open = %v, want storage.ErrCorrupt", err)
 		}
 		if fi, _ := os.Stat(filepath.Join(s.Dir(), "sessions", "c.zst")); fi.Size() != int64(len(z)) {
 			t.Fatal("damaged file was cut")
@@ -333,7 +335,7 @@ func FuzzRecordReader(f *testing.F) {
 		f.Fatal(err)
 	}
 	defer s.Close()
-	if err := s.Create(Header{ID: "c", WorkingDir: "/w"}, Meta{}); err != nil {
+	if err := s.Create(context.Background(), storage.Header{ID: "c", WorkingDir: "/w"}, storage.Meta{}); err != nil {
 		f.Fatal(err)
 	}
 	f.Fuzz(func(t *testing.T, recs, tail []byte) {
@@ -347,7 +349,7 @@ func FuzzRecordReader(f *testing.F) {
 			err := open(context.Background(), "c", func(r *Reader) error {
 				for rec, err := range r.Records(1) {
 					if err != nil {
-						if !errors.Is(err, ErrCorrupt) {
+						if !errors.Is(err, storage.ErrCorrupt) {
 							t.Fatalf("unexpected error %v", err)
 						}
 						return nil
@@ -365,14 +367,14 @@ func FuzzRecordReader(f *testing.F) {
 				}
 				return nil
 			})
-			if err != nil && !errors.Is(err, ErrCorrupt) {
+			if err != nil && !errors.Is(err, storage.ErrCorrupt) {
 				t.Fatalf("open: %v", err)
 			}
 			return n
 		}
-		check(s.View)
+		check(s.viewR)
 		check(func(ctx context.Context, id string, fn func(*Reader) error) error {
-			return s.Update(ctx, id, func(w *Writer) error { return fn(&w.Reader) })
+			return s.updateW(ctx, id, func(w *Writer) error { return fn(&w.Reader) })
 		})
 	})
 }
@@ -384,15 +386,15 @@ func TestWriterKeepsDamagedLastRecord(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, dir, Options{})
 	mustCreate(t, s, "d")
-	var recs []Record
+	var recs []storage.Record
 	for i := range 20 {
-		recs = append(recs, Record{Kind: "message", Data: []byte(fmt.Sprintf(`{"n":%d,"text":"some words here"}`, i))})
+		recs = append(recs, storage.Record{Kind: "message", Data: []byte(fmt.Sprintf(`{"n":%d,"text":"some words here"}`, i))})
 	}
-	appendBatches(t, s, "d", [][]Record{recs[:10]})
-	if err := s.Update(t.Context(), "d", func(w *Writer) error { return w.Seal() }); err != nil {
+	appendBatches(t, s, "d", [][]storage.Record{recs[:10]})
+	if err := s.updateW(t.Context(), "d", func(w *Writer) error { return w.Seal() }); err != nil {
 		t.Fatal(err)
 	}
-	appendBatches(t, s, "d", [][]Record{recs[10:]}) // stays in the tail
+	appendBatches(t, s, "d", [][]storage.Record{recs[10:]}) // stays in the tail
 	s.Close()
 	zp := filepath.Join(dir, "sessions", "d.zst")
 	z, _ := os.ReadFile(zp)
@@ -400,9 +402,9 @@ func TestWriterKeepsDamagedLastRecord(t *testing.T) {
 	damaged[len(damaged)-5] ^= 0x10 // inside the last (only) frame's body
 	os.WriteFile(zp, damaged, 0o600)
 	s2 := mustOpen(t, dir, Options{})
-	err := s2.Update(t.Context(), "d", func(w *Writer) error { return nil })
-	if !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("Update on a damaged last record: %v, want ErrCorrupt", err)
+	err := s2.updateW(t.Context(), "d", func(w *Writer) error { return nil })
+	if !errors.Is(err, storage.ErrCorrupt) {
+		t.Fatalf("Update on a damaged last record: %v, want storage.ErrCorrupt", err)
 	}
 	if got, _ := os.ReadFile(zp); len(got) != len(damaged) {
 		t.Fatalf("damaged record was cut: %d -> %d bytes", len(damaged), len(got))
@@ -411,7 +413,7 @@ func TestWriterKeepsDamagedLastRecord(t *testing.T) {
 	// Cut short instead (a crash mid-seal): the writer cuts it and the session works.
 	os.WriteFile(zp, z[:len(z)-7], 0o600)
 	s3 := mustOpen(t, dir, Options{})
-	if err := s3.Update(t.Context(), "d", func(w *Writer) error { return nil }); err != nil {
+	if err := s3.updateW(t.Context(), "d", func(w *Writer) error { return nil }); err != nil {
 		t.Fatalf("Update after a torn seal: %v", err)
 	}
 }

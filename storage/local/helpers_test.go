@@ -1,4 +1,4 @@
-package storage
+package local
 
 import (
 	"bufio"
@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"sync"
 	"testing"
+
+	"github.com/sessionmem/sessionmem/storage"
 )
 
 // testLines returns the fixture record payloads (JSON objects without "seq").
@@ -46,18 +48,18 @@ func mustOpen(t testing.TB, dir string, opts Options) *Store {
 
 func mustCreate(t testing.TB, s *Store, id string) {
 	t.Helper()
-	if err := s.Create(Header{ID: id, WorkingDir: "/work/" + id}, Meta{Name: "n-" + id}); err != nil {
+	if err := s.Create(context.Background(), storage.Header{ID: id, WorkingDir: "/work/" + id}, storage.Meta{Name: "n-" + id}); err != nil {
 		t.Fatalf("Create(%s): %v", id, err)
 	}
 }
 
 // appendBatches appends each batch with its own Update and returns every acknowledged line.
-func appendBatches(t testing.TB, s *Store, id string, batches [][]Record) []string {
+func appendBatches(t testing.TB, s *Store, id string, batches [][]storage.Record) []string {
 	t.Helper()
 	var got []string
 	for _, b := range batches {
-		err := s.Update(context.Background(), id, func(w *Writer) error {
-			out, err := w.Append(b, Meta{Name: "n-" + id})
+		err := s.updateW(context.Background(), id, func(w *Writer) error {
+			out, err := w.Append(b, storage.Meta{Name: "n-" + id})
 			for _, r := range out {
 				got = append(got, string(r.Data))
 			}
@@ -75,7 +77,7 @@ func readAll(t testing.TB, s *Store, id string, from uint64) ([]string, error) {
 	t.Helper()
 	var got []string
 	var iterErr error
-	err := s.View(context.Background(), id, func(r *Reader) error {
+	err := s.viewR(context.Background(), id, func(r *Reader) error {
 		for rec, err := range r.Records(from) {
 			if err != nil {
 				iterErr = err
@@ -94,7 +96,7 @@ func readAll(t testing.TB, s *Store, id string, from uint64) ([]string, error) {
 // readAllWriter is readAll through Update (which repairs first).
 func readAllWriter(s *Store, id string) ([]string, error) {
 	var got []string
-	err := s.Update(context.Background(), id, func(w *Writer) error {
+	err := s.updateW(context.Background(), id, func(w *Writer) error {
 		for rec, err := range w.Records(1) {
 			if err != nil {
 				return err
@@ -109,10 +111,10 @@ func readAllWriter(s *Store, id string) ([]string, error) {
 	return got, err
 }
 
-func recordsOf(payloads [][]byte) []Record {
-	out := make([]Record, len(payloads))
+func recordsOf(payloads [][]byte) []storage.Record {
+	out := make([]storage.Record, len(payloads))
 	for i, p := range payloads {
-		out[i] = Record{Data: p}
+		out[i] = storage.Record{Data: p}
 	}
 	return out
 }
@@ -170,4 +172,14 @@ func memTempDir(t testing.TB) string {
 		}
 	}
 	return t.TempDir()
+}
+
+// viewR and updateW run View and Update with the concrete Reader and Writer, so tests can
+// reach the local store's internals.
+func (s *Store) viewR(ctx context.Context, id string, fn func(r *Reader) error) error {
+	return s.View(ctx, id, func(r storage.Reader) error { return fn(r.(*Reader)) })
+}
+
+func (s *Store) updateW(ctx context.Context, id string, fn func(w *Writer) error) error {
+	return s.Update(ctx, id, func(w storage.Writer) error { return fn(w.(*Writer)) })
 }

@@ -1,4 +1,4 @@
-package storage
+package local
 
 import (
 	"bufio"
@@ -14,6 +14,8 @@ import (
 	"syscall"
 	"testing"
 	"time"
+
+	"github.com/sessionmem/sessionmem/storage"
 )
 
 const (
@@ -40,12 +42,12 @@ func TestHelperProcess(t *testing.T) {
 	}
 	appendOne := func(id string, i int) {
 		size := 1 + i%3
-		recs := make([]Record, size)
+		recs := make([]storage.Record, size)
 		for k := range recs {
-			recs[k] = Record{Kind: "message", Data: fmt.Appendf(nil, `{"tag":"%s-%d-%d","pad":"%s"}`, name, i, k, strings.Repeat("x", i%50))}
+			recs[k] = storage.Record{Kind: "message", Data: fmt.Appendf(nil, `{"tag":"%s-%d-%d","pad":"%s"}`, name, i, k, strings.Repeat("x", i%50))}
 		}
-		err := s.Update(context.Background(), id, func(w *Writer) error {
-			out, err := w.Append(recs, Meta{Name: id, Messages: int(w.LastSeq()) + size})
+		err := s.updateW(context.Background(), id, func(w *Writer) error {
+			out, err := w.Append(recs, storage.Meta{Name: id, Messages: int(w.LastSeq()) + size})
 			if err != nil {
 				return err
 			}
@@ -107,7 +109,7 @@ func checkAcked(t *testing.T, s *Store, id string, acks []ack) uint64 {
 	tags := map[uint64]string{}
 	seen := map[string]bool{}
 	var n uint64
-	err := s.View(t.Context(), id, func(r *Reader) error {
+	err := s.viewR(t.Context(), id, func(r *Reader) error {
 		for rec, err := range r.Records(1) {
 			if err != nil {
 				return err
@@ -176,9 +178,9 @@ func TestMultiProcessAppend(t *testing.T) {
 		return
 	}
 	calls := 0
-	s2 := mustOpen(t, dir, Options{Summarize: func(Header, iter.Seq2[Record, error]) (Meta, error) {
+	s2 := mustOpen(t, dir, Options{Summarize: func(storage.Header, iter.Seq2[storage.Record, error]) (storage.Meta, error) {
 		calls++
-		return Meta{}, nil
+		return storage.Meta{}, nil
 	}})
 	if calls != 0 {
 		t.Fatalf("index incomplete after clean exits: %d sessions re-summarized", calls)
@@ -194,7 +196,7 @@ func TestMultiProcessAppend(t *testing.T) {
 	if count["shared"] != 3*per {
 		t.Fatalf("shared: %d acks, want %d", count["shared"], 3*per)
 	}
-	list, err := s2.List(nil)
+	list, err := s2.List(context.Background(), storage.ListQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -255,7 +257,7 @@ func TestKill9(t *testing.T) {
 		if n < uint64(len(acks)) {
 			t.Fatalf("round %d: %d records, %d acknowledged", round, n, len(acks))
 		}
-		m, err := s.Get("k")
+		m, err := s.Get(context.Background(), "k")
 		if err != nil || m.LastSeq != n {
 			t.Fatalf("round %d: index LastSeq %d, %d records (%v)", round, m.LastSeq, n, err)
 		}

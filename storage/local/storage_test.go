@@ -1,7 +1,8 @@
-package storage
+package local
 
 import (
 	"bytes"
+	"context"
 	"errors"
 	"fmt"
 	"io"
@@ -13,6 +14,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sessionmem/sessionmem/storage"
 
 	"github.com/klauspost/compress/zstd"
 )
@@ -37,20 +40,20 @@ func TestValidID(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(fmt.Sprintf("%q", tt.id), func(t *testing.T) {
-			if got := ValidID(tt.id); got != tt.want {
+			if got := storage.ValidID(tt.id); got != tt.want {
 				t.Fatalf("ValidID(%q) = %v, want %v", tt.id, got, tt.want)
 			}
 		})
 	}
 	s := mustOpen(t, t.TempDir(), Options{})
-	if err := s.Create(Header{ID: "../x"}, Meta{}); !errors.Is(err, ErrInvalidID) {
-		t.Fatalf("Create(../x) = %v, want ErrInvalidID", err)
+	if err := s.Create(context.Background(), storage.Header{ID: "../x"}, storage.Meta{}); !errors.Is(err, storage.ErrInvalidID) {
+		t.Fatalf("Create(../x) = %v, want storage.ErrInvalidID", err)
 	}
-	if _, err := s.Get(".."); !errors.Is(err, ErrInvalidID) {
-		t.Fatalf("Get(..) = %v, want ErrInvalidID", err)
+	if _, err := s.Get(context.Background(), ".."); !errors.Is(err, storage.ErrInvalidID) {
+		t.Fatalf("Get(..) = %v, want storage.ErrInvalidID", err)
 	}
-	if err := s.View(t.Context(), "a/b", func(*Reader) error { return nil }); !errors.Is(err, ErrInvalidID) {
-		t.Fatalf("View(a/b) = %v, want ErrInvalidID", err)
+	if err := s.viewR(t.Context(), "a/b", func(*Reader) error { return nil }); !errors.Is(err, storage.ErrInvalidID) {
+		t.Fatalf("View(a/b) = %v, want storage.ErrInvalidID", err)
 	}
 }
 
@@ -78,7 +81,7 @@ func TestRoundTrip(t *testing.T) {
 			for _, b := range tt.barriers {
 				recs[b].Barrier = true
 			}
-			var batches [][]Record
+			var batches [][]storage.Record
 			for i := 0; i < len(recs); i += tt.batch {
 				batches = append(batches, recs[i:min(i+tt.batch, len(recs))])
 			}
@@ -94,7 +97,7 @@ func TestRoundTrip(t *testing.T) {
 			}
 			equalLines(t, got, want)
 			// Every barrier record starts a frame.
-			s.View(t.Context(), "s1", func(r *Reader) error {
+			s.viewR(t.Context(), "s1", func(r *Reader) error {
 				starts := map[uint64]bool{}
 				for _, f := range r.v.frames {
 					starts[f.first] = true
@@ -119,7 +122,7 @@ func TestRoundTrip(t *testing.T) {
 				start := min(int(max(from, 1))-1, len(want))
 				equalLines(t, got, want[start:])
 			}
-			m, err := s2.Get("s1")
+			m, err := s2.Get(context.Background(), "s1")
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -137,24 +140,24 @@ func TestRoundTrip(t *testing.T) {
 func TestAppendRejectsBadInput(t *testing.T) {
 	tests := []struct {
 		name string
-		rec  Record
+		rec  storage.Record
 	}{
-		{"not json", Record{Data: []byte(`{"a":`)}},
-		{"array", Record{Data: []byte(`[1,2]`)}},
-		{"string", Record{Data: []byte(`"x"`)}},
-		{"empty", Record{}},
-		{"has seq", Record{Data: []byte(`{"a":1,"seq":3}`)}},
-		{"type not string", Record{Data: []byte(`{"type":3}`)}},
-		{"kind mismatch", Record{Kind: "message", Data: []byte(`{"type":"compaction"}`)}},
-		{"two objects", Record{Data: []byte(`{"a":1}{"b":2}`)}},
+		{"not json", storage.Record{Data: []byte(`{"a":`)}},
+		{"array", storage.Record{Data: []byte(`[1,2]`)}},
+		{"string", storage.Record{Data: []byte(`"x"`)}},
+		{"empty", storage.Record{}},
+		{"has seq", storage.Record{Data: []byte(`{"a":1,"seq":3}`)}},
+		{"type not string", storage.Record{Data: []byte(`{"type":3}`)}},
+		{"kind mismatch", storage.Record{Kind: "message", Data: []byte(`{"type":"compaction"}`)}},
+		{"two objects", storage.Record{Data: []byte(`{"a":1}{"b":2}`)}},
 	}
 	s := mustOpen(t, t.TempDir(), Options{})
 	mustCreate(t, s, "s")
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
-			err := s.Update(t.Context(), "s", func(w *Writer) error {
+			err := s.updateW(t.Context(), "s", func(w *Writer) error {
 				before := w.v.tailID.size
-				_, err := w.Append([]Record{{Data: []byte(`{"ok":1}`)}, tt.rec}, Meta{})
+				_, err := w.Append([]storage.Record{{Data: []byte(`{"ok":1}`)}, tt.rec}, storage.Meta{})
 				if got := w.v.tailID.size; got != before {
 					t.Errorf("tail grew from %d to %d on rejected batch", before, got)
 				}
@@ -173,24 +176,24 @@ func TestAppendRejectsBadInput(t *testing.T) {
 func TestAppendShapes(t *testing.T) {
 	tests := []struct {
 		name string
-		rec  Record
+		rec  storage.Record
 		want string
 		kind string
 	}{
-		{"empty object", Record{Data: []byte(`{}`)}, `{"seq":1}`, ""},
-		{"kind added", Record{Kind: "message", Data: []byte(`{"a":1}`)}, `{"seq":1,"type":"message","a":1}`, "message"},
-		{"kind on empty", Record{Kind: "x", Data: []byte(` { } `)}, `{"seq":1,"type":"x"}`, "x"},
-		{"kind from data", Record{Data: []byte(`{"type":"compaction","b":2}`)}, `{"seq":1,"type":"compaction","b":2}`, "compaction"},
-		{"newlines compacted", Record{Data: []byte("{\n \"a\": \"x\\ny\"\n}")}, `{"seq":1,"a":"x\ny"}`, ""},
+		{"empty object", storage.Record{Data: []byte(`{}`)}, `{"seq":1}`, ""},
+		{"kind added", storage.Record{Kind: "message", Data: []byte(`{"a":1}`)}, `{"seq":1,"type":"message","a":1}`, "message"},
+		{"kind on empty", storage.Record{Kind: "x", Data: []byte(` { } `)}, `{"seq":1,"type":"x"}`, "x"},
+		{"kind from data", storage.Record{Data: []byte(`{"type":"compaction","b":2}`)}, `{"seq":1,"type":"compaction","b":2}`, "compaction"},
+		{"newlines compacted", storage.Record{Data: []byte("{\n \"a\": \"x\\ny\"\n}")}, `{"seq":1,"a":"x\ny"}`, ""},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			s := mustOpen(t, t.TempDir(), Options{})
 			mustCreate(t, s, "s")
-			var out []Record
-			err := s.Update(t.Context(), "s", func(w *Writer) error {
+			var out []storage.Record
+			err := s.updateW(t.Context(), "s", func(w *Writer) error {
 				var err error
-				out, err = w.Append([]Record{tt.rec}, Meta{})
+				out, err = w.Append([]storage.Record{tt.rec}, storage.Meta{})
 				return err
 			})
 			if err != nil {
@@ -214,21 +217,21 @@ func TestCreateGetDelete(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
 	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
 	s := mustOpen(t, dir, Options{Now: func() time.Time { return clock }})
-	if err := s.Create(Header{ID: "a", WorkingDir: "/w", ParentSession: "p"}, Meta{Name: "first", Model: "m"}); err != nil {
+	if err := s.Create(context.Background(), storage.Header{ID: "a", WorkingDir: "/w", ParentSession: "p"}, storage.Meta{Name: "first", Model: "m"}); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Create(Header{ID: "a"}, Meta{}); !errors.Is(err, ErrExists) {
-		t.Fatalf("second Create = %v, want ErrExists", err)
+	if err := s.Create(context.Background(), storage.Header{ID: "a"}, storage.Meta{}); !errors.Is(err, storage.ErrExists) {
+		t.Fatalf("second Create = %v, want storage.ErrExists", err)
 	}
-	m, err := s.Get("a")
+	m, err := s.Get(context.Background(), "a")
 	if err != nil {
 		t.Fatal(err)
 	}
-	want := Meta{ID: "a", Name: "first", Model: "m", WorkingDir: "/w", ParentSession: "p", Created: clock, Updated: clock}
+	want := storage.Meta{ID: "a", Name: "first", Model: "m", WorkingDir: "/w", ParentSession: "p", Created: clock, Updated: clock}
 	if m != want {
 		t.Fatalf("Get = %+v\nwant %+v", m, want)
 	}
-	s.View(t.Context(), "a", func(r *Reader) error {
+	s.viewR(t.Context(), "a", func(r *Reader) error {
 		if h := r.Header(); h.Version != FormatVersion || !h.Created.Equal(clock) || h.WorkingDir != "/w" {
 			t.Errorf("header = %+v", h)
 		}
@@ -250,16 +253,16 @@ func TestCreateGetDelete(t *testing.T) {
 	if err := s.Delete(t.Context(), "a"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s.Delete(t.Context(), "a"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("second Delete = %v, want ErrNotFound", err)
+	if err := s.Delete(t.Context(), "a"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("second Delete = %v, want storage.ErrNotFound", err)
 	}
-	if _, err := s.Get("a"); !errors.Is(err, ErrNotFound) {
+	if _, err := s.Get(context.Background(), "a"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("Get after Delete = %v", err)
 	}
-	if err := s.Update(t.Context(), "a", func(*Writer) error { return nil }); !errors.Is(err, ErrNotFound) {
+	if err := s.updateW(t.Context(), "a", func(*Writer) error { return nil }); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("Update after Delete = %v", err)
 	}
-	if err := s.View(t.Context(), "a", func(*Reader) error { return nil }); !errors.Is(err, ErrNotFound) {
+	if err := s.viewR(t.Context(), "a", func(*Reader) error { return nil }); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("View after Delete = %v", err)
 	}
 	left, _ := filepath.Glob(filepath.Join(dir, "sessions", "*"))
@@ -268,11 +271,11 @@ func TestCreateGetDelete(t *testing.T) {
 	}
 	// The id can be reused.
 	mustCreate(t, s, "a")
-	if l, _ := s.List(nil); len(l) != 1 || l[0].Name != "n-a" {
+	if l, _ := s.List(context.Background(), storage.ListQuery{}); len(l) != 1 || l[0].Name != "n-a" {
 		t.Fatalf("List after re-create = %+v", l)
 	}
 	s.Close()
-	if _, err := s.Get("a"); !errors.Is(err, ErrClosed) {
+	if _, err := s.Get(context.Background(), "a"); !errors.Is(err, storage.ErrClosed) {
 		t.Fatalf("Get after Close = %v", err)
 	}
 }
@@ -283,11 +286,11 @@ func TestListOrderAndFilter(t *testing.T) {
 	base := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	for i, id := range []string{"c", "a", "b", "d"} {
 		upd := base.Add(time.Duration(i%3) * time.Hour)
-		if err := s.Create(Header{ID: id, WorkingDir: "/w" + fmt.Sprint(i%2)}, Meta{Updated: upd}); err != nil {
+		if err := s.Create(context.Background(), storage.Header{ID: id, WorkingDir: "/w" + fmt.Sprint(i%2)}, storage.Meta{Updated: upd}); err != nil {
 			t.Fatal(err)
 		}
 	}
-	l, err := s.List(nil)
+	l, err := s.List(context.Background(), storage.ListQuery{})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -298,14 +301,14 @@ func TestListOrderAndFilter(t *testing.T) {
 	if got, want := strings.Join(ids, ","), "b,a,c,d"; got != want {
 		t.Fatalf("order %s, want %s", got, want)
 	}
-	l, _ = s.List(func(m *Meta) bool { return m.WorkingDir == "/w1" })
+	l, _ = s.List(context.Background(), storage.ListQuery{WorkingDir: "/w1"})
 	if len(l) != 2 || l[0].ID != "a" || l[1].ID != "d" {
 		t.Fatalf("filtered = %+v", l)
 	}
 	// A second Store (another process) sees appends incrementally.
 	s2 := mustOpen(t, dir, Options{})
-	appendBatches(t, s, "d", [][]Record{{{Data: []byte(`{"x":1}`)}}})
-	m, err := s2.Get("d")
+	appendBatches(t, s, "d", [][]storage.Record{{{Data: []byte(`{"x":1}`)}}})
+	m, err := s2.Get(context.Background(), "d")
 	if err != nil || m.LastSeq != 1 {
 		t.Fatalf("other store Get = %+v, %v", m, err)
 	}
@@ -313,17 +316,17 @@ func TestListOrderAndFilter(t *testing.T) {
 
 func TestIndexRebuild(t *testing.T) {
 	payloads := testLines(t)
-	summarize := func(calls *int) func(h Header, recs iter.Seq2[Record, error]) (Meta, error) {
-		return func(h Header, recs iter.Seq2[Record, error]) (Meta, error) {
+	summarize := func(calls *int) func(h storage.Header, recs iter.Seq2[storage.Record, error]) (storage.Meta, error) {
+		return func(h storage.Header, recs iter.Seq2[storage.Record, error]) (storage.Meta, error) {
 			*calls++
 			n := 0
 			for _, err := range recs {
 				if err != nil {
-					return Meta{}, err
+					return storage.Meta{}, err
 				}
 				n++
 			}
-			return Meta{Name: "summarized", Messages: n}, nil
+			return storage.Meta{Name: "summarized", Messages: n}, nil
 		}
 	}
 	build := func(t *testing.T) string {
@@ -332,7 +335,7 @@ func TestIndexRebuild(t *testing.T) {
 		for i := range 5 {
 			id := fmt.Sprintf("s%d", i)
 			mustCreate(t, s, id)
-			appendBatches(t, s, id, [][]Record{recordsOf(payloads[:i*5+1])})
+			appendBatches(t, s, id, [][]storage.Record{recordsOf(payloads[:i*5+1])})
 		}
 		if err := s.Close(); err != nil {
 			t.Fatal(err)
@@ -340,7 +343,7 @@ func TestIndexRebuild(t *testing.T) {
 		return dir
 	}
 	check := func(t *testing.T, s *Store, wantSummarized int) {
-		l, err := s.List(nil)
+		l, err := s.List(context.Background(), storage.ListQuery{})
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -422,12 +425,12 @@ func TestIndexRebuild(t *testing.T) {
 		p := filepath.Join(dir, "index.jsonl")
 		old, _ := os.ReadFile(p)
 		s := mustOpen(t, dir, Options{})
-		appendBatches(t, s, "s2", [][]Record{recordsOf(payloads[:2])})
+		appendBatches(t, s, "s2", [][]storage.Record{recordsOf(payloads[:2])})
 		s.Close()
 		os.WriteFile(p, old, 0o600) // the index line of that append never made it
 		calls := 0
 		s = mustOpen(t, dir, Options{Summarize: summarize(&calls)})
-		m, err := s.Get("s2")
+		m, err := s.Get(context.Background(), "s2")
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -439,7 +442,7 @@ func TestIndexRebuild(t *testing.T) {
 		dir := build(t)
 		os.Remove(filepath.Join(dir, "sessions", "s3.zst"))
 		s := mustOpen(t, dir, Options{})
-		if _, err := s.Get("s3"); !errors.Is(err, ErrNotFound) {
+		if _, err := s.Get(context.Background(), "s3"); !errors.Is(err, storage.ErrNotFound) {
 			t.Fatalf("Get of removed session = %v", err)
 		}
 	})
@@ -448,13 +451,13 @@ func TestIndexRebuild(t *testing.T) {
 		s := mustOpen(t, dir, Options{})
 		mustCreate(t, s, "x")
 		for range minRewriteLines + 10 {
-			appendBatches(t, s, "x", [][]Record{{{Data: []byte(`{"a":1}`)}}})
+			appendBatches(t, s, "x", [][]storage.Record{{{Data: []byte(`{"a":1}`)}}})
 		}
 		b, _ := os.ReadFile(filepath.Join(dir, "index.jsonl"))
 		if n := bytes.Count(b, []byte("\n")); n > minRewriteLines+1 {
 			t.Fatalf("index has %d lines, want a rewrite at %d", n, minRewriteLines)
 		}
-		m, _ := s.Get("x")
+		m, _ := s.Get(context.Background(), "x")
 		if m.LastSeq != minRewriteLines+10 {
 			t.Fatalf("LastSeq %d", m.LastSeq)
 		}
@@ -471,22 +474,22 @@ func TestNewerFormatAndDamage(t *testing.T) {
 	}{
 		{"newer session header", func(t *testing.T, dir string) {
 			writeHeader(t, dir, "bad", `{"v":2,"id":"bad"}`)
-		}, ErrNewerFormat, false},
+		}, storage.ErrNewerFormat, false},
 		{"newer tail", func(t *testing.T, dir string) {
 			os.WriteFile(filepath.Join(dir, "sessions", "bad.tail.jsonl"), []byte("{\"v\":9}\n"), 0o600)
-		}, ErrNewerFormat, false},
+		}, storage.ErrNewerFormat, false},
 		{"damaged header frame", func(t *testing.T, dir string) {
 			p := filepath.Join(dir, "sessions", "bad.zst")
 			b, _ := os.ReadFile(p)
 			b[10] ^= 0xff
 			os.WriteFile(p, b, 0o600)
-		}, ErrCorrupt, false},
+		}, storage.ErrCorrupt, false},
 		{"header of another id", func(t *testing.T, dir string) {
 			writeHeader(t, dir, "bad", `{"v":1,"id":"other"}`)
-		}, ErrCorrupt, false},
+		}, storage.ErrCorrupt, false},
 		{"newer index", func(t *testing.T, dir string) {
 			os.WriteFile(filepath.Join(dir, "index.jsonl"), []byte("{\"v\":2,\"index\":\"sessionmem\"}\n"), 0o600)
-		}, ErrNewerFormat, true},
+		}, storage.ErrNewerFormat, true},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -494,7 +497,7 @@ func TestNewerFormatAndDamage(t *testing.T) {
 			s := mustOpen(t, dir, Options{})
 			mustCreate(t, s, "good")
 			mustCreate(t, s, "bad")
-			appendBatches(t, s, "bad", [][]Record{recordsOf(payloads[:3])})
+			appendBatches(t, s, "bad", [][]storage.Record{recordsOf(payloads[:3])})
 			s.Close()
 			tt.mutate(t, dir)
 			os.Remove(filepath.Join(dir, "index.jsonl.keep"))
@@ -518,7 +521,7 @@ func TestNewerFormatAndDamage(t *testing.T) {
 			}
 			defer s2.Close()
 			for range 2 {
-				l, err := s2.List(nil)
+				l, err := s2.List(context.Background(), storage.ListQuery{})
 				if err != nil || len(l) != 1 || l[0].ID != "good" {
 					t.Fatalf("List = %+v, %v", l, err)
 				}
@@ -526,13 +529,13 @@ func TestNewerFormatAndDamage(t *testing.T) {
 			if n := logs.count("skipping damaged session"); n != 1 {
 				t.Fatalf("%d warnings, want 1: %v", n, logs.msgs)
 			}
-			if err := s2.View(t.Context(), "bad", func(*Reader) error { return nil }); !errors.Is(err, tt.wantErr) {
+			if err := s2.viewR(t.Context(), "bad", func(*Reader) error { return nil }); !errors.Is(err, tt.wantErr) {
 				t.Fatalf("View = %v, want %v", err, tt.wantErr)
 			}
-			if err := s2.Update(t.Context(), "bad", func(*Writer) error { return nil }); !errors.Is(err, tt.wantErr) {
+			if err := s2.updateW(t.Context(), "bad", func(*Writer) error { return nil }); !errors.Is(err, tt.wantErr) {
 				t.Fatalf("Update = %v, want %v", err, tt.wantErr)
 			}
-			if _, err := s2.Get("bad"); !errors.Is(err, tt.wantErr) {
+			if _, err := s2.Get(context.Background(), "bad"); !errors.Is(err, tt.wantErr) {
 				t.Fatalf("Get = %v, want %v", err, tt.wantErr)
 			}
 		})
@@ -561,7 +564,7 @@ func TestZstdCompatible(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, dir, Options{SealRecords: 6})
 	mustCreate(t, s, "z")
-	acked := appendBatches(t, s, "z", [][]Record{recordsOf(payloads[:1]), recordsOf(payloads[1:20]), recordsOf(payloads[20:])})
+	acked := appendBatches(t, s, "z", [][]storage.Record{recordsOf(payloads[:1]), recordsOf(payloads[1:20]), recordsOf(payloads[20:])})
 	s.Close()
 	want := strings.Join(acked, "\n") + "\n"
 	p := filepath.Join(dir, "sessions", "z.zst")
@@ -603,9 +606,9 @@ func TestReadFromBarrierSkipsEarlierFrames(t *testing.T) {
 	mustCreate(t, s, "b")
 	recs := recordsOf(payloads)
 	recs[30].Barrier = true
-	acked := appendBatches(t, s, "b", [][]Record{recs[:30], recs[30:]})
+	acked := appendBatches(t, s, "b", [][]storage.Record{recs[:30], recs[30:]})
 	var barrierOff int64
-	s.View(t.Context(), "b", func(r *Reader) error {
+	s.viewR(t.Context(), "b", func(r *Reader) error {
 		for _, f := range r.v.frames {
 			if f.first == 31 {
 				barrierOff = f.off
@@ -629,7 +632,7 @@ func TestReadFromBarrierSkipsEarlierFrames(t *testing.T) {
 		t.Fatal(err)
 	}
 	equalLines(t, got, acked[30:])
-	if _, err := readAll(t, s2, "b", 1); !errors.Is(err, ErrCorrupt) {
-		t.Fatalf("reading damaged frames: %v, want ErrCorrupt", err)
+	if _, err := readAll(t, s2, "b", 1); !errors.Is(err, storage.ErrCorrupt) {
+		t.Fatalf("reading damaged frames: %v, want storage.ErrCorrupt", err)
 	}
 }

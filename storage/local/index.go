@@ -1,4 +1,4 @@
-package storage
+package local
 
 import (
 	"bytes"
@@ -12,6 +12,8 @@ import (
 	"sort"
 	"sync"
 	"time"
+
+	"github.com/sessionmem/sessionmem/storage"
 
 	"github.com/tidwall/gjson"
 )
@@ -51,9 +53,9 @@ type indexHeader struct {
 }
 
 type indexEntry struct {
-	raw     []byte // the meta JSON as stored
-	meta    *Meta  // decoded on first use
-	bad     bool   // raw does not decode
+	raw     []byte        // the meta JSON as stored
+	meta    *storage.Meta // decoded on first use
+	bad     bool          // raw does not decode
 	sizes   fileSizes
 	lastSeq uint64
 }
@@ -70,9 +72,9 @@ func (e *indexEntry) rawJSON() ([]byte, error) {
 	return e.raw, nil
 }
 
-func (e *indexEntry) decode() (*Meta, bool) {
+func (e *indexEntry) decode() (*storage.Meta, bool) {
 	if e.meta == nil && !e.bad {
-		var m Meta
+		var m storage.Meta
 		if err := json.Unmarshal(e.raw, &m); err != nil {
 			e.bad = true
 		} else {
@@ -99,7 +101,7 @@ type index struct {
 	badHd bool   // the header line is missing or damaged
 	ents  map[string]*indexEntry
 
-	sorted    []*Meta // List's cache: decoded entries, newest first
+	sorted    []*storage.Meta // List's cache: decoded entries, newest first
 	sortedGen uint64
 
 	// Lines held back by putMeta, written by the next write of any line, by the timer, or at
@@ -293,7 +295,7 @@ func (x *index) apply(line []byte) lineKind {
 		}
 		return true
 	})
-	if !ValidID(id) {
+	if !storage.ValidID(id) {
 		return lineBad
 	}
 	x.gen++
@@ -359,7 +361,7 @@ func (x *index) takePending(b []byte) []byte {
 
 // heldLine is an index line held back by putAppend, kept unencoded.
 type heldLine struct {
-	m  Meta
+	m  storage.Meta
 	sz fileSizes
 }
 
@@ -374,7 +376,7 @@ func (x *index) hold(id string, h heldLine) {
 	x.gen++
 }
 
-func encodeIndexLine(id string, m Meta, sz fileSizes) ([]byte, error) {
+func encodeIndexLine(id string, m storage.Meta, sz fileSizes) ([]byte, error) {
 	raw, err := json.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("encode meta: %w", err)
@@ -419,7 +421,7 @@ func (x *index) flushSoon() {
 // leaf, times) and this process wrote the session's line less than indexDelay ago, the line
 // is held back (see indexDelay); anything a listing filters or sorts on beyond that is
 // written at once.
-func (x *index) putAppend(id string, m Meta, sz fileSizes) error {
+func (x *index) putAppend(id string, m storage.Meta, sz fileSizes) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	now := time.Now()
@@ -449,7 +451,7 @@ func (x *index) putAppend(id string, m Meta, sz fileSizes) error {
 }
 
 // sameListing reports whether two metas differ only in what changes on every append.
-func sameListing(a, b *Meta) bool {
+func sameListing(a, b *storage.Meta) bool {
 	return a.Name == b.Name && a.WorkingDir == b.WorkingDir && a.Model == b.Model && a.Provider == b.Provider &&
 		a.ParentSession == b.ParentSession && a.Compactions == b.Compactions && a.Checkpoint == b.Checkpoint &&
 		a.Preview == b.Preview
@@ -524,7 +526,7 @@ func (x *index) rewriteLocked() error {
 	return nil
 }
 
-func (x *index) put(id string, m Meta, sz fileSizes) error {
+func (x *index) put(id string, m storage.Meta, sz fileSizes) error {
 	raw, err := json.Marshal(m)
 	if err != nil {
 		return fmt.Errorf("encode meta: %w", err)
@@ -534,7 +536,7 @@ func (x *index) put(id string, m Meta, sz fileSizes) error {
 
 // update writes a line for id built from its current entry (folded under the lock, so a
 // newer line from another process is not overwritten with older fields).
-func (x *index) update(id string, fn func(old Meta, ok bool) Meta, sz fileSizes) error {
+func (x *index) update(id string, fn func(old storage.Meta, ok bool) storage.Meta, sz fileSizes) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if err := lockFD(x.lockF, true); err != nil {
@@ -544,10 +546,10 @@ func (x *index) update(id string, fn func(old Meta, ok bool) Meta, sz fileSizes)
 	if err := x.refresh(); err != nil {
 		return err
 	}
-	var old Meta
+	var old storage.Meta
 	e, ok := x.ents[id]
 	if ok {
-		var m *Meta
+		var m *storage.Meta
 		if m, ok = e.decode(); ok {
 			old = *m
 		}

@@ -1,4 +1,4 @@
-package storage
+package local
 
 import (
 	"context"
@@ -12,6 +12,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sessionmem/sessionmem/storage"
 )
 
 // openSessionFiles counts this process's descriptors open on files under dir/sessions, and how
@@ -97,12 +99,12 @@ func TestConcurrentCalls(t *testing.T) {
 					for i := range rounds {
 						id := ids[(g+i)%len(ids)]
 						tag := fmt.Sprintf("g%d-%d", g, i)
-						err := s.Update(ctx, id, func(w *Writer) error {
+						err := s.updateW(ctx, id, func(w *Writer) error {
 							if n := active[id].Add(1000); n != 1000 {
 								return fmt.Errorf("update on %s overlaps other callbacks (%d)", id, n)
 							}
 							defer active[id].Add(-1000)
-							_, err := w.Append([]Record{{Kind: "message", Data: []byte(`{"tag":"` + tag + `"}`)}}, Meta{})
+							_, err := w.Append([]storage.Record{{Kind: "message", Data: []byte(`{"tag":"` + tag + `"}`)}}, storage.Meta{})
 							return err
 						})
 						if err != nil {
@@ -112,7 +114,7 @@ func TestConcurrentCalls(t *testing.T) {
 						mu.Lock()
 						acked[id] = append(acked[id], tag)
 						mu.Unlock()
-						err = s.View(ctx, id, func(r *Reader) error {
+						err = s.viewR(ctx, id, func(r *Reader) error {
 							if n := active[id].Add(1); n >= 1000 {
 								return fmt.Errorf("view on %s overlaps an update", id)
 							}
@@ -129,7 +131,7 @@ func TestConcurrentCalls(t *testing.T) {
 								return nil
 							}
 							// A View nested in a View of the same session shares the lock.
-							return s.View(ctx, id, func(r2 *Reader) error {
+							return s.viewR(ctx, id, func(r2 *Reader) error {
 								if r2.LastSeq() != r.LastSeq() {
 									return fmt.Errorf("nested view of %s: LastSeq %d, outer %d", id, r2.LastSeq(), r.LastSeq())
 								}
@@ -150,7 +152,7 @@ func TestConcurrentCalls(t *testing.T) {
 			total := 0
 			for _, id := range ids {
 				for _, s := range stores {
-					err := s.View(t.Context(), id, func(r *Reader) error {
+					err := s.viewR(t.Context(), id, func(r *Reader) error {
 						tags, err := tagsOf(t.Context(), r)
 						if err != nil {
 							return err
@@ -209,10 +211,10 @@ func TestLockWaitHonoursContext(t *testing.T) {
 			holding, release := make(chan struct{}), make(chan struct{})
 			done := make(chan error, 1)
 			go func() {
-				done <- s1.Update(t.Context(), "a", func(w *Writer) error {
+				done <- s1.updateW(t.Context(), "a", func(w *Writer) error {
 					close(holding)
 					<-release
-					_, err := w.Append([]Record{{Data: []byte(`{"tag":"holder"}`)}}, Meta{})
+					_, err := w.Append([]storage.Record{{Data: []byte(`{"tag":"holder"}`)}}, storage.Meta{})
 					return err
 				})
 			}()
@@ -221,9 +223,9 @@ func TestLockWaitHonoursContext(t *testing.T) {
 			defer cancel()
 			var err error
 			if tc.exclusive {
-				err = tc.waiter.Update(ctx, "a", func(*Writer) error { return nil })
+				err = tc.waiter.updateW(ctx, "a", func(*Writer) error { return nil })
 			} else {
-				err = tc.waiter.View(ctx, "a", func(*Reader) error { return nil })
+				err = tc.waiter.viewR(ctx, "a", func(*Reader) error { return nil })
 			}
 			if !errors.Is(err, context.DeadlineExceeded) {
 				t.Fatalf("waiting call: err %v, want %v", err, context.DeadlineExceeded)
@@ -238,13 +240,13 @@ func TestLockWaitHonoursContext(t *testing.T) {
 			var wg sync.WaitGroup
 			for _, s := range []*Store{s1, s2, s1, s2} {
 				wg.Go(func() {
-					err := s.Update(t.Context(), "a", func(w *Writer) error {
+					err := s.updateW(t.Context(), "a", func(w *Writer) error {
 						if inside.Add(1) != 1 {
 							return errors.New("two updates at once")
 						}
 						defer inside.Add(-1)
 						time.Sleep(2 * time.Millisecond)
-						_, err := w.Append([]Record{{Data: []byte(`{"tag":"after"}`)}}, Meta{})
+						_, err := w.Append([]storage.Record{{Data: []byte(`{"tag":"after"}`)}}, storage.Meta{})
 						return err
 					})
 					if err != nil {
@@ -266,8 +268,8 @@ func TestDeleteRecreateWithCachedFiles(t *testing.T) {
 	ctx := t.Context()
 	appendTag := func(s *Store, tag string) (uint64, error) {
 		var seq uint64
-		err := s.Update(ctx, "x", func(w *Writer) error {
-			out, err := w.Append([]Record{{Data: []byte(`{"tag":"` + tag + `"}`)}}, Meta{})
+		err := s.updateW(ctx, "x", func(w *Writer) error {
+			out, err := w.Append([]storage.Record{{Data: []byte(`{"tag":"` + tag + `"}`)}}, storage.Meta{})
 			if err == nil {
 				seq = out[0].Seq
 			}
@@ -275,10 +277,10 @@ func TestDeleteRecreateWithCachedFiles(t *testing.T) {
 		})
 		return seq, err
 	}
-	view := func(s *Store) (Header, []string, error) {
-		var h Header
+	view := func(s *Store) (storage.Header, []string, error) {
+		var h storage.Header
 		var tags []string
-		err := s.View(ctx, "x", func(r *Reader) error {
+		err := s.viewR(ctx, "x", func(r *Reader) error {
 			h = r.Header()
 			var err error
 			tags, err = tagsOf(ctx, r)
@@ -297,7 +299,7 @@ func TestDeleteRecreateWithCachedFiles(t *testing.T) {
 		}
 	}
 
-	if err := s1.Create(Header{ID: "x", WorkingDir: "/one"}, Meta{}); err != nil {
+	if err := s1.Create(context.Background(), storage.Header{ID: "x", WorkingDir: "/one"}, storage.Meta{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tag := range []string{"a", "b", "c"} {
@@ -311,17 +313,17 @@ func TestDeleteRecreateWithCachedFiles(t *testing.T) {
 	if err := s2.Delete(ctx, "x"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := view(s1); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("view after delete elsewhere: %v, want ErrNotFound", err)
+	if _, _, err := view(s1); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("view after delete elsewhere: %v, want storage.ErrNotFound", err)
 	}
-	if _, err := appendTag(s1, "lost"); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("update after delete elsewhere: %v, want ErrNotFound", err)
+	if _, err := appendTag(s1, "lost"); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("update after delete elsewhere: %v, want storage.ErrNotFound", err)
 	}
 	if _, deleted, ok := openSessionFiles(t, dir); ok && deleted != 0 {
 		t.Fatalf("%d descriptors still open on deleted session files", deleted)
 	}
 
-	if err := s2.Create(Header{ID: "x", WorkingDir: "/two"}, Meta{}); err != nil {
+	if err := s2.Create(context.Background(), storage.Header{ID: "x", WorkingDir: "/two"}, storage.Meta{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := appendTag(s2, "d"); err != nil {
@@ -332,11 +334,11 @@ func TestDeleteRecreateWithCachedFiles(t *testing.T) {
 	holding, release := make(chan struct{}), make(chan struct{})
 	held := make(chan error, 1)
 	go func() {
-		held <- s2.Update(ctx, "x", func(*Writer) error { close(holding); <-release; return nil })
+		held <- s2.updateW(ctx, "x", func(*Writer) error { close(holding); <-release; return nil })
 	}()
 	<-holding
 	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	err := s1.View(short, "x", func(*Reader) error { return nil })
+	err := s1.viewR(short, "x", func(*Reader) error { return nil })
 	cancel()
 	close(release)
 	if herr := <-held; herr != nil {
@@ -355,10 +357,10 @@ func TestDeleteRecreateWithCachedFiles(t *testing.T) {
 	if err := s1.Delete(ctx, "x"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := view(s2); !errors.Is(err, ErrNotFound) {
-		t.Fatalf("view after delete: %v, want ErrNotFound", err)
+	if _, _, err := view(s2); !errors.Is(err, storage.ErrNotFound) {
+		t.Fatalf("view after delete: %v, want storage.ErrNotFound", err)
 	}
-	if err := s1.Create(Header{ID: "x", WorkingDir: "/three"}, Meta{}); err != nil {
+	if err := s1.Create(context.Background(), storage.Header{ID: "x", WorkingDir: "/three"}, storage.Meta{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tag := range []string{"f", "g", "h"} {
@@ -374,7 +376,7 @@ func TestDeleteRecreateWithCachedFiles(t *testing.T) {
 	if err := s1.Delete(ctx, "x"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s1.Create(Header{ID: "x", WorkingDir: "/four"}, Meta{}); err != nil {
+	if err := s1.Create(context.Background(), storage.Header{ID: "x", WorkingDir: "/four"}, storage.Meta{}); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := appendTag(s1, "i"); err != nil {
@@ -411,12 +413,12 @@ func TestDescriptorCap(t *testing.T) {
 	for i := range ids {
 		ids[i] = fmt.Sprintf("s%02d", i)
 		mustCreate(t, s, ids[i])
-		appendBatches(t, s, ids[i], [][]Record{{{Data: []byte(`{"tag":"` + ids[i] + `"}`)}}})
+		appendBatches(t, s, ids[i], [][]storage.Record{{{Data: []byte(`{"tag":"` + ids[i] + `"}`)}}})
 	}
 	ctx := t.Context()
 	sweep := func() error {
 		for _, id := range ids[1:] {
-			err := s.View(ctx, id, func(r *Reader) error {
+			err := s.viewR(ctx, id, func(r *Reader) error {
 				if tags, err := tagsOf(ctx, r); err != nil || len(tags) != 1 || tags[0] != id {
 					return fmt.Errorf("%s: records %v, %v", id, tags, err)
 				}
@@ -440,7 +442,7 @@ func TestDescriptorCap(t *testing.T) {
 			run := sweep
 			if tc.nested {
 				run = func() error {
-					return s.View(ctx, ids[0], func(r *Reader) error {
+					return s.viewR(ctx, ids[0], func(r *Reader) error {
 						if err := sweep(); err != nil {
 							return err
 						}
@@ -508,11 +510,11 @@ func TestMultiProcessBetweenCalls(t *testing.T) {
 		default:
 		}
 		tag := fmt.Sprintf("parent-%d", i)
-		err := s.Update(ctx, "shared", func(w *Writer) error {
+		err := s.updateW(ctx, "shared", func(w *Writer) error {
 			if w.LastSeq() < last {
 				return fmt.Errorf("LastSeq went back from %d to %d", last, w.LastSeq())
 			}
-			o, err := w.Append([]Record{{Kind: "message", Data: []byte(`{"tag":"` + tag + `"}`)}}, Meta{Name: "shared", Messages: int(w.LastSeq()) + 1})
+			o, err := w.Append([]storage.Record{{Kind: "message", Data: []byte(`{"tag":"` + tag + `"}`)}}, storage.Meta{Name: "shared", Messages: int(w.LastSeq()) + 1})
 			if err == nil {
 				acks = append(acks, ack{"shared", o[0].Seq, tag})
 				last = o[0].Seq
@@ -522,7 +524,7 @@ func TestMultiProcessBetweenCalls(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		err = s.View(ctx, "shared", func(r *Reader) error {
+		err = s.viewR(ctx, "shared", func(r *Reader) error {
 			tags, err := tagsOf(ctx, r)
 			if err != nil {
 				return err

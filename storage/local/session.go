@@ -1,4 +1,4 @@
-package storage
+package local
 
 import (
 	"bytes"
@@ -16,6 +16,8 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+
+	"github.com/sessionmem/sessionmem/storage"
 
 	"github.com/klauspost/compress/zstd"
 	"github.com/tidwall/gjson"
@@ -47,7 +49,7 @@ type sessView struct {
 	zstID      fileID
 	tailID     fileID
 	hasTail    bool
-	hdr        Header
+	hdr        storage.Header
 	hdrEnd     int64
 	frames     []frameInfo
 	zstEnd     int64 // end of the last good record
@@ -99,7 +101,7 @@ func (s *Store) tailPath(id string) string { return filepath.Join(s.sessDir, id+
 func (s *Store) lockPath(id string) string { return filepath.Join(s.sessDir, id+lockSuffix) }
 
 func notFound(id string) error {
-	return fmt.Errorf("session %s: %w", id, ErrNotFound)
+	return fmt.Errorf("session %s: %w", id, storage.ErrNotFound)
 }
 
 // openSession locks a session (shared or exclusive), attaches its files and brings the cached
@@ -215,11 +217,11 @@ func (r *Reader) refresh(st *sessState) error {
 func (r *Reader) readHeader(size int64) error {
 	var b [8]byte
 	if size < 8 || readAt(r.zst, b[:], 0) != nil || binary.LittleEndian.Uint32(b[:]) != headerMagic {
-		return fmt.Errorf("session %s: header frame missing: %w", r.id, ErrCorrupt)
+		return fmt.Errorf("session %s: header frame missing: %w", r.id, storage.ErrCorrupt)
 	}
 	n := int64(binary.LittleEndian.Uint32(b[4:]))
 	if n > maxHeaderFrame || 8+n > size {
-		return fmt.Errorf("session %s: header frame length %d out of range: %w", r.id, n, ErrCorrupt)
+		return fmt.Errorf("session %s: header frame length %d out of range: %w", r.id, n, storage.ErrCorrupt)
 	}
 	js := make([]byte, n)
 	if err := readAt(r.zst, js, 8); err != nil {
@@ -230,7 +232,7 @@ func (r *Reader) readHeader(size int64) error {
 		return err
 	}
 	if h.ID != r.id {
-		return fmt.Errorf("session %s: header names session %q: %w", r.id, h.ID, ErrCorrupt)
+		return fmt.Errorf("session %s: header names session %q: %w", r.id, h.ID, storage.ErrCorrupt)
 	}
 	r.v.hdr, r.v.hdrEnd = h, 8+n
 	return nil
@@ -262,7 +264,7 @@ func (r *Reader) walk(zid fileID) error {
 	if found {
 		// Damage followed by intact records is not a crash (a seal appends one record and
 		// fsyncs), so cutting here would destroy data: refuse instead.
-		return fmt.Errorf("session %s: damaged record at offset %d followed by intact ones: %w", r.id, end, ErrCorrupt)
+		return fmt.Errorf("session %s: damaged record at offset %d followed by intact ones: %w", r.id, end, storage.ErrCorrupt)
 	}
 	if complete, err := completeRecordAt(r.zst, end, zid.size, r.v.lastSealed()+1); err != nil {
 		return fmt.Errorf("read session %s: %w", r.id, err)
@@ -270,7 +272,7 @@ func (r *Reader) walk(zid fileID) error {
 		// A crash leaves a record cut short; one that is all there, continues the sequence
 		// and still fails its checksum was durable and damaged later. Cutting it would lose
 		// acknowledged records (and the tail lines after them), so refuse: verify reports it.
-		return fmt.Errorf("session %s: last record at offset %d is damaged: %w", r.id, end, ErrCorrupt)
+		return fmt.Errorf("session %s: last record at offset %d is damaged: %w", r.id, end, storage.ErrCorrupt)
 	}
 	if err := r.zst.Truncate(end); err != nil {
 		return fmt.Errorf("repair session %s: %w", r.id, err)
@@ -395,7 +397,7 @@ func (r *Reader) scanTail(tid fileID, off int64) error {
 		}
 		var th tailHeader
 		if err := json.Unmarshal(data[:nl], &th); err != nil || th.Version < 1 {
-			return fmt.Errorf("session %s: tail header line is damaged: %w", r.id, ErrCorrupt)
+			return fmt.Errorf("session %s: tail header line is damaged: %w", r.id, storage.ErrCorrupt)
 		}
 		if th.Version > FormatVersion {
 			return versionError("session "+r.id+" tail", th.Version)
@@ -511,7 +513,7 @@ func (r *Reader) release() {
 func (r *Reader) ID() string { return r.id }
 
 // Header returns the session header.
-func (r *Reader) Header() Header { return r.v.hdr }
+func (r *Reader) Header() storage.Header { return r.v.hdr }
 
 // LastSeq returns the seq of the newest durable record (0 for an empty session).
 func (r *Reader) LastSeq() uint64 { return r.v.lastSeq() }
@@ -521,10 +523,10 @@ var errReaderDone = errors.New("storage: Reader or Writer used after its View or
 // Records yields the records with Seq >= from, in order. It starts decoding at the frame that
 // holds from, never decoding earlier frames. A damaged frame stops iteration with an error
 // wrapping ErrCorrupt (only possible for a reader racing a damaged file; writers repair on open).
-func (r *Reader) Records(from uint64) iter.Seq2[Record, error] {
-	return func(yield func(Record, error) bool) {
+func (r *Reader) Records(from uint64) iter.Seq2[storage.Record, error] {
+	return func(yield func(storage.Record, error) bool) {
 		if r.done {
-			yield(Record{}, errReaderDone)
+			yield(storage.Record{}, errReaderDone)
 			return
 		}
 		if from == 0 {
@@ -537,7 +539,7 @@ func (r *Reader) Records(from uint64) iter.Seq2[Record, error] {
 			var err error
 			content, comp, err = r.decodeFrame(frames[i], content, comp)
 			if err != nil {
-				yield(Record{}, err)
+				yield(storage.Record{}, err)
 				return
 			}
 			seq := frames[i].first
@@ -552,7 +554,7 @@ func (r *Reader) Records(from uint64) iter.Seq2[Record, error] {
 			}
 		}
 		if r.v.brokenAt != 0 {
-			yield(Record{}, fmt.Errorf("session %s: damaged record at offset %d followed by intact ones: %w", r.id, r.v.brokenAt, ErrCorrupt))
+			yield(storage.Record{}, fmt.Errorf("session %s: damaged record at offset %d followed by intact ones: %w", r.id, r.v.brokenAt, storage.ErrCorrupt))
 			return
 		}
 		lines := r.v.lines
@@ -564,7 +566,7 @@ func (r *Reader) Records(from uint64) iter.Seq2[Record, error] {
 		end := lines[len(lines)-1].off + int64(lines[len(lines)-1].n) + 1
 		buf := make([]byte, end-start)
 		if err := readAt(r.tail, buf, start); err != nil {
-			yield(Record{}, fmt.Errorf("read session %s tail: %w", r.id, err))
+			yield(storage.Record{}, fmt.Errorf("read session %s tail: %w", r.id, err))
 			return
 		}
 		for _, l := range lines[j:] {
@@ -576,15 +578,15 @@ func (r *Reader) Records(from uint64) iter.Seq2[Record, error] {
 	}
 }
 
-func makeRecord(seq uint64, line []byte) Record {
-	return Record{Seq: seq, Kind: gjson.GetBytes(line, "type").String(), Data: line}
+func makeRecord(seq uint64, line []byte) storage.Record {
+	return storage.Record{Seq: seq, Kind: gjson.GetBytes(line, "type").String(), Data: line}
 }
 
 // decodeFrame reads, checks and decompresses one record into content (reused). It returns the
 // content only if all of it is good: checksum, size, and a `{"seq":N` line for each record.
 func (r *Reader) decodeFrame(fr frameInfo, content, comp []byte) ([]byte, []byte, error) {
 	corrupt := func(why string) error {
-		return fmt.Errorf("session %s: record at offset %d: %s: %w", r.id, fr.off, why, ErrCorrupt)
+		return fmt.Errorf("session %s: record at offset %d: %s: %w", r.id, fr.off, why, storage.ErrCorrupt)
 	}
 	comp = grow(comp, recordHeaderSize+int(fr.frameLen))
 	if err := readAt(r.zst, comp, fr.off); err != nil {
@@ -658,12 +660,12 @@ func (w *Writer) poison() {
 // Each Data must be a JSON object without a "seq" key. If Kind is set and Data has no "type",
 // storage writes `"type":Kind` after the seq; if Data has a "type" it must equal Kind. Bad input
 // is rejected before anything is written. Empty recs only writes the index line.
-func (w *Writer) Append(recs []Record, m Meta) ([]Record, error) {
+func (w *Writer) Append(recs []storage.Record, m storage.Meta) ([]storage.Record, error) {
 	if w.done {
 		return nil, errReaderDone
 	}
 	next := w.v.lastSeq() + 1
-	out := make([]Record, len(recs))
+	out := make([]storage.Record, len(recs))
 	var buf []byte
 	ends := make([]int, len(recs))
 	for i, rec := range recs {
@@ -674,7 +676,7 @@ func (w *Writer) Append(recs []Record, m Meta) ([]Record, error) {
 			return nil, fmt.Errorf("session %s: record %d: %w", w.id, i, err)
 		}
 		ends[i] = len(buf)
-		out[i] = Record{Seq: next + uint64(i), Kind: kind, Barrier: rec.Barrier}
+		out[i] = storage.Record{Seq: next + uint64(i), Kind: kind, Barrier: rec.Barrier}
 	}
 	for i := range out {
 		out[i].Data = buf[lineStart(ends, i) : ends[i]-1]
@@ -737,7 +739,7 @@ func (w *Writer) writeTail(lines []byte, first uint64, ends []int, base int) err
 	if w.v.tailID.size != off+int64(len(lines)) {
 		// Someone else wrote to the tail without the lock; do not trust offsets.
 		w.poison()
-		return fmt.Errorf("session %s: tail changed while locked: %w", w.id, ErrCorrupt)
+		return fmt.Errorf("session %s: tail changed while locked: %w", w.id, storage.ErrCorrupt)
 	}
 	w.v.lines = w.v.lines[:len(w.v.lines):len(w.v.lines)]
 	prev := base
@@ -762,7 +764,7 @@ func (w *Writer) Seal() error {
 	if err := w.sealWith(nil, 0); err != nil {
 		return err
 	}
-	w.putIndex(Meta{}, false)
+	w.putIndex(storage.Meta{}, false)
 	return nil
 }
 
@@ -850,16 +852,16 @@ func (w *Writer) sealWith(extra []byte, count int) error {
 // putIndex writes the session's index line with the current file sizes. The index is
 // rebuildable and reconciled against file sizes at Open, so a failure here is logged, not
 // returned: the records are already durable.
-func (w *Writer) putIndex(m Meta, fromCaller bool) {
+func (w *Writer) putIndex(m storage.Meta, fromCaller bool) {
 	sizes := w.sizes()
 	var err error
 	if fromCaller {
 		w.fillMeta(&m)
 		err = w.s.idx.putAppend(w.id, m, sizes)
 	} else {
-		err = w.s.idx.update(w.id, func(old Meta, ok bool) Meta {
+		err = w.s.idx.update(w.id, func(old storage.Meta, ok bool) storage.Meta {
 			if !ok {
-				old = Meta{}
+				old = storage.Meta{}
 			}
 			old.LastSeq = w.v.lastSeq()
 			w.fillHeader(&old)
@@ -879,12 +881,12 @@ func (r *Reader) sizes() fileSizes {
 	return fileSizes{Zst: r.v.zstID.size, Tail: t}
 }
 
-func (r *Reader) fillHeader(m *Meta) {
+func (r *Reader) fillHeader(m *storage.Meta) {
 	h := r.v.hdr
 	m.ID, m.WorkingDir, m.ParentSession, m.Created = r.id, h.WorkingDir, h.ParentSession, h.Created
 }
 
-func (r *Reader) fillMeta(m *Meta) {
+func (r *Reader) fillMeta(m *storage.Meta) {
 	r.fillHeader(m)
 	m.LastSeq = r.v.lastSeq()
 	if m.Updated.IsZero() {
@@ -893,7 +895,7 @@ func (r *Reader) fillMeta(m *Meta) {
 }
 
 // appendLine validates one record and appends its stored line (with newline) to buf.
-func appendLine(buf []byte, rec Record, seq uint64) ([]byte, string, error) {
+func appendLine(buf []byte, rec storage.Record, seq uint64) ([]byte, string, error) {
 	data := bytes.TrimSpace(rec.Data)
 	if len(data) == 0 || data[0] != '{' || !gjson.ValidBytes(data) {
 		return buf, "", errors.New("data must be one JSON object")

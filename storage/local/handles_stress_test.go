@@ -1,4 +1,4 @@
-package storage
+package local
 
 import (
 	"context"
@@ -13,6 +13,8 @@ import (
 	"sync/atomic"
 	"testing"
 	"time"
+
+	"github.com/sessionmem/sessionmem/storage"
 )
 
 // TestStressHandles mixes every call that touches the descriptor cache and the lock gate on a
@@ -109,26 +111,26 @@ func TestStressHandles(t *testing.T) {
 				case op < 8: // append, sometimes a barrier, sometimes two records
 					kind = 0
 					tag := fmt.Sprintf("g%d-%d", g, i)
-					err = s.Update(ctx, id, func(w *Writer) error {
+					err = s.updateW(ctx, id, func(w *Writer) error {
 						if n := active[id].Add(1000); n != 1000 {
 							active[id].Add(-1000)
 							return fmt.Errorf("update of %s overlaps other callbacks (%d)", id, n)
 						}
 						defer active[id].Add(-1000)
 						ackNonce = w.Header().Nonce
-						recs := []Record{{Kind: "message", Data: []byte(`{"tag":"` + tag + `"}`), Barrier: op == 0}}
+						recs := []storage.Record{{Kind: "message", Data: []byte(`{"tag":"` + tag + `"}`), Barrier: op == 0}}
 						mu.Lock()
 						attempted[tag] = ackNonce
 						mu.Unlock()
 						ackTags = []string{tag}
 						if op == 1 {
-							recs = append(recs, Record{Kind: "message", Data: []byte(`{"tag":"` + tag + `x"}`)})
+							recs = append(recs, storage.Record{Kind: "message", Data: []byte(`{"tag":"` + tag + `x"}`)})
 							ackTags = append(ackTags, tag+"x")
 							mu.Lock()
 							attempted[tag+"x"] = ackNonce
 							mu.Unlock()
 						}
-						if _, err := w.Append(recs, Meta{}); err != nil {
+						if _, err := w.Append(recs, storage.Meta{}); err != nil {
 							return fmt.Errorf("append: %w", err)
 						}
 						return nil
@@ -141,7 +143,7 @@ func TestStressHandles(t *testing.T) {
 						// created again) in between.
 						var nonce string
 						var tags []string
-						verr := s.View(t.Context(), id, func(r *Reader) error {
+						verr := s.viewR(t.Context(), id, func(r *Reader) error {
 							nonce = r.Header().Nonce
 							var err error
 							tags, err = tagsOf(t.Context(), r)
@@ -155,10 +157,10 @@ func TestStressHandles(t *testing.T) {
 					}
 				case op < 9:
 					kind = 1
-					err = s.Update(ctx, id, func(w *Writer) error { return w.Seal() })
+					err = s.updateW(ctx, id, func(w *Writer) error { return w.Seal() })
 				case op < 15:
 					kind = 2
-					err = s.View(ctx, id, func(r *Reader) error {
+					err = s.viewR(ctx, id, func(r *Reader) error {
 						if err := checkView(ctx, r); err != nil {
 							return err
 						}
@@ -168,7 +170,7 @@ func TestStressHandles(t *testing.T) {
 							return nil
 						}
 						// Nested in a View of the same session: shares the lock.
-						return s.View(ctx, id, func(r2 *Reader) error {
+						return s.viewR(ctx, id, func(r2 *Reader) error {
 							if r2.LastSeq() != r.LastSeq() || r2.Header().Nonce != r.Header().Nonce {
 								return fmt.Errorf("nested view of %s: LastSeq %d nonce %s, outer %d %s",
 									id, r2.LastSeq(), r2.Header().Nonce, r.LastSeq(), r.Header().Nonce)
@@ -181,8 +183,8 @@ func TestStressHandles(t *testing.T) {
 					err = s.Delete(ctx, id)
 				default:
 					kind = 4
-					err = s.Create(Header{ID: id, WorkingDir: "/w"}, Meta{})
-					if errors.Is(err, ErrExists) {
+					err = s.Create(context.Background(), storage.Header{ID: id, WorkingDir: "/w"}, storage.Meta{})
+					if errors.Is(err, storage.ErrExists) {
 						err = nil
 					}
 				}
@@ -192,7 +194,7 @@ func TestStressHandles(t *testing.T) {
 					counts[kind].Add(1)
 				case errors.Is(err, context.DeadlineExceeded):
 					expired.Add(1)
-				case errors.Is(err, ErrClosed):
+				case errors.Is(err, storage.ErrClosed):
 					closed.Add(1)
 				}
 				if err != nil && !expectedErr(err, other) {
@@ -246,7 +248,7 @@ func TestStressHandles(t *testing.T) {
 		for _, id := range ids {
 			var nonce string
 			var tags []string
-			err := s.View(t.Context(), id, func(r *Reader) error {
+			err := s.viewR(t.Context(), id, func(r *Reader) error {
 				if err := checkView(t.Context(), r); err != nil {
 					return err
 				}
@@ -255,7 +257,7 @@ func TestStressHandles(t *testing.T) {
 				tags, err = tagsOf(t.Context(), r)
 				return err
 			})
-			if errors.Is(err, ErrNotFound) {
+			if errors.Is(err, storage.ErrNotFound) {
 				continue
 			}
 			if err != nil {
@@ -301,8 +303,8 @@ func TestStressHandles(t *testing.T) {
 // expectedErr reports whether err is one the stress test allows: a missing or existing
 // session, an expired deadline, or (for the Store that gets closed) ErrClosed.
 func expectedErr(err error, closable bool) bool {
-	return errors.Is(err, ErrNotFound) || errors.Is(err, context.DeadlineExceeded) ||
-		(closable && errors.Is(err, ErrClosed))
+	return errors.Is(err, storage.ErrNotFound) || errors.Is(err, context.DeadlineExceeded) ||
+		(closable && errors.Is(err, storage.ErrClosed))
 }
 
 func mustOpenNoCleanup(t *testing.T, dir string, opts Options) *Store {

@@ -1,0 +1,51 @@
+package main
+
+import (
+	"errors"
+	"os"
+	"strings"
+	"testing"
+)
+
+// A URL is never taken for a directory, and its password never shows in the error.
+func TestResolveStoreRefusesURLs(t *testing.T) {
+	for _, tc := range []struct {
+		name, flag string
+		env        func(string) string
+		want       string
+	}{
+		{"postgres flag", "postgres://user:s3cretpw@db.example:5432/mem", envOf("HOME", "/h"), "PostgreSQL stores are not supported"},
+		{"postgresql env", "", envOf(envStore, "postgresql://u:s3cretpw@h/db?sslmode=disable", "HOME", "/h"), "PostgreSQL stores are not supported"},
+		{"other scheme", "s3://key:s3cretpw@bucket/x", envOf("HOME", "/h"), "unknown store URL scheme s3://"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			dir := t.TempDir()
+			t.Chdir(dir)
+			_, err := resolveStore(tc.flag, tc.env)
+			var ce *configError
+			if !errors.As(err, &ce) || !strings.Contains(err.Error(), tc.want) {
+				t.Fatalf("err = %v, want a config error saying %q", err, tc.want)
+			}
+			if strings.Contains(err.Error(), "s3cretpw") {
+				t.Fatalf("password in error: %v", err)
+			}
+			if ents, _ := os.ReadDir(dir); len(ents) != 0 {
+				t.Fatalf("a directory was created: %v", ents)
+			}
+		})
+	}
+}
+
+func TestStoreLabel(t *testing.T) {
+	for in, want := range map[string]string{
+		"/home/me/.local/share/sessionmem":                "/home/me/.local/share/sessionmem",
+		"postgres://user:pw@host:5432/db?sslmode=disable": "postgres://user:xxxxx@host:5432/db?sslmode=disable",
+		"postgres://host/db?user=u&password=pw":           "postgres://host/db?password=xxxxx&user=u",
+		"postgresql://user@host/db":                       "postgresql://user@host/db",
+		"postgres://us er:p%zz@host/db":                   "postgres://…",
+	} {
+		if got := storeLabel(in); got != want {
+			t.Errorf("storeLabel(%q) = %q, want %q", in, got, want)
+		}
+	}
+}

@@ -1,0 +1,280 @@
+package storage
+
+import (
+	"context"
+	"errors"
+	"iter"
+	"regexp"
+	"strings"
+	"time"
+)
+
+// Sentinel errors. Every backend returns errors that wrap these, so callers compare with
+// errors.Is whatever the backend.
+var (
+	// ErrNotFound is returned when a session does not exist (or was deleted).
+	ErrNotFound = errors.New("session not found")
+	// ErrExists is returned by Create when a session with that id already exists.
+	ErrExists = errors.New("session already exists")
+	// ErrNewerFormat is returned when data was written by a newer sessionmem format or schema.
+	ErrNewerFormat = errors.New("written by a newer sessionmem format")
+	// ErrCorrupt is returned when a session's data is damaged beyond what recovery repairs.
+	ErrCorrupt = errors.New("session data is damaged")
+	// ErrInvalidID is returned for ids that do not match [A-Za-z0-9_.-]{1,128} or are "." / "..".
+	ErrInvalidID = errors.New("invalid session id")
+	// ErrClosed is returned after Close.
+	ErrClosed = errors.New("store is closed")
+	// ErrUnavailable is returned when the store cannot be reached for now (a database that is
+	// down or restarting); the call may be retried later and wrote nothing that was not
+	// acknowledged.
+	ErrUnavailable = errors.New("store unavailable")
+)
+
+var idPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
+
+// ValidID reports whether id can name a session: 1 to 128 characters from [A-Za-z0-9_.-],
+// and not "." or "..". Every id-taking method returns ErrInvalidID for other ids.
+func ValidID(id string) bool {
+	return id != "." && id != ".." && idPattern.MatchString(id)
+}
+
+// Store is a set of session logs plus the listing metadata of each session. Every backend
+// (storage/local, storage/postgres) implements it with the same behaviour, checked by the
+// contract suite in storage/storetest; a difference between backends is a bug.
+//
+// A Store is safe for concurrent use by goroutines, and by several processes (and, for
+// networked backends, machines) sharing it: what a call wrote is visible to every other user
+// of the store as soon as the call returned.
+type Store interface {
+	// Create writes a new, empty session durably, with its header and first metadata. It
+	// returns ErrExists if the id is taken and ErrInvalidID for a bad id. The store sets
+	// h.Created if zero and h.Nonce if empty; m receives the header fields, and Updated =
+	// Created if zero.
+	Create(ctx context.Context, h Header, m Meta) error
+	// Get returns one session's metadata (ErrNotFound if it does not exist).
+	Get(ctx context.Context, id string) (Meta, error)
+	// List returns the metadata of the sessions q selects, newest Updated first (ties by id
+	// ascending). Damaged sessions are skipped.
+	List(ctx context.Context, q ListQuery) ([]Meta, error)
+	// Update runs fn with the session locked for writing against every other writer, in
+	// this process and others. Writes happen through the Writer, which is valid only inside
+	// fn. ErrNotFound if the session does not exist. If fn returns an error, what its Writer
+	// appended before the error may or may not be kept (each Append is atomic on its own).
+	Update(ctx context.Context, id string, fn func(w Writer) error) error
+	// View runs fn with a consistent view of the session: no record appended during fn is
+	// seen, and every record appended before View was called is. The Reader is valid only
+	// inside fn.
+	View(ctx context.Context, id string, fn func(r Reader) error) error
+	// Delete removes a session and everything derived from it. ErrNotFound if it does not
+	// exist.
+	Delete(ctx context.Context, id string) error
+	// IDs returns the id of every stored session, including damaged ones List skips.
+	IDs(ctx context.Context) ([]string, error)
+	// Verify checks one session completely and reports what it found; with repair it cuts
+	// what a crash left half-written (never acknowledged data).
+	Verify(ctx context.Context, id string, repair bool) (VerifyReport, error)
+	// Close releases the store's resources, waiting for running calls. Later calls return
+	// ErrClosed.
+	Close() error
+}
+
+// Reader reads one session. It is valid only inside the View or Update callback that
+// received it.
+type Reader interface {
+	// ID returns the session id.
+	ID() string
+	// Header returns the session's immutable header.
+	Header() Header
+	// LastSeq returns the seq of the newest record (0 for an empty session).
+	LastSeq() uint64
+	// Records yields the records with Seq >= from, oldest first. Its cost does not depend on
+	// how many records precede from (a backend seeks to from). A damaged record stops
+	// iteration with an error wrapping ErrCorrupt.
+	Records(from uint64) iter.Seq2[Record, error]
+}
+
+// Writer appends to one session locked for writing. It reads its own writes.
+type Writer interface {
+	Reader
+	// Append writes recs as one atomic, durable batch and then records m as the session's
+	// metadata (the store sets m.ID, the header fields and m.LastSeq). It returns the records
+	// with Seq set, numbered from LastSeq()+1. When it returns nil the records survive kill -9
+	// and power loss; when it returns an error none of them was stored.
+	//
+	// Each Data must be one JSON object without a "seq" key. If Kind is set and Data has no
+	// "type", `"type":Kind` is added; if Data has a "type" it must equal Kind. Empty recs
+	// only updates the metadata.
+	Append(recs []Record, m Meta) ([]Record, error)
+}
+
+// Header is a session's immutable header, written by Create.
+type Header struct {
+	// Version is the backend's format version of the session (set by the store).
+	Version       int       `json:"v"`
+	ID            string    `json:"id"`
+	Created       time.Time `json:"created"`
+	WorkingDir    string    `json:"working_dir"`
+	ParentSession string    `json:"parent_session,omitempty"`
+	// Nonce is random per Create (set by Create when empty), so a session deleted and
+	// created again under the same id, even with the same times, is told apart from the old
+	// one by anything that cached it.
+	Nonce string `json:"nonce,omitempty"`
+}
+
+// Meta is one session's listing metadata. memory fills the fields it owns (Name, Model,
+// Provider, counts, Preview, Leaf, Checkpoint); the store fills ID, Created, WorkingDir,
+// ParentSession from the header and LastSeq on every append.
+type Meta struct {
+	ID            string    `json:"id"`
+	Name          string    `json:"name,omitempty"`
+	WorkingDir    string    `json:"working_dir"`
+	Model         string    `json:"model,omitempty"`
+	Provider      string    `json:"provider,omitempty"`
+	ParentSession string    `json:"parent_session,omitempty"`
+	Created       time.Time `json:"created"`
+	Updated       time.Time `json:"updated"`
+	Messages      int       `json:"messages"`
+	Compactions   int       `json:"compactions"`
+	ContextTokens int       `json:"context_tokens"`
+	Preview       string    `json:"preview,omitempty"`
+	Leaf          string    `json:"leaf,omitempty"`
+	// Checkpoint is the seq of the first record a resume needs (the first kept entry of the
+	// latest compaction); 0 means from the start.
+	Checkpoint uint64 `json:"checkpoint,omitempty"`
+	// LastSeq is the seq of the newest record (set by the store).
+	LastSeq uint64 `json:"last_seq"`
+}
+
+// Record is one JSON record of a session log.
+type Record struct {
+	// Seq grows by one per record within a session, starting at 1. Assigned by Append.
+	Seq uint64
+	// Kind is the record's "type" field (memory's entry kind, e.g. "message", "compaction").
+	Kind string
+	// Data is the JSON object. On Append it is the caller's object without "seq" (the store
+	// adds `"seq":N` as the first key); on read it is the whole stored object including
+	// "seq". Read-side Data must not be retained past the iteration step unless copied.
+	Data []byte
+	// Barrier asks Append to start a new compressed chunk at this record (used for
+	// compactions, so a resume can start decoding there). Backends without chunks ignore it.
+	Barrier bool
+}
+
+// ListQuery selects sessions for List. The zero value selects every session.
+type ListQuery struct {
+	// WorkingDir keeps sessions whose working_dir equals it, ignoring trailing separators
+	// (see SameDir).
+	WorkingDir string
+	// Text keeps sessions whose name or preview contains it, ignoring case (see MatchText).
+	Text string
+	// After starts the listing after this position in newest-first order (a page cursor).
+	After *ListPosition
+	// Limit caps the number of sessions returned; 0 means no limit.
+	Limit int
+}
+
+// ListPosition is a place in List's newest-first order.
+type ListPosition struct {
+	Updated time.Time
+	ID      string
+}
+
+// Before reports whether m comes before p in newest-first order (newer, or as new with a
+// smaller id), i.e. whether a listing that starts after p excludes m.
+func (p ListPosition) Before(m *Meta) bool {
+	if !m.Updated.Equal(p.Updated) {
+		return m.Updated.After(p.Updated)
+	}
+	return m.ID <= p.ID
+}
+
+// SameDir compares working directories, ignoring trailing separators.
+func SameDir(a, b string) bool {
+	return strings.TrimRight(a, "/\\") == strings.TrimRight(b, "/\\")
+}
+
+// MatchText reports whether m's name or preview contains text, ignoring case.
+func MatchText(m *Meta, text string) bool {
+	if text == "" {
+		return true
+	}
+	q := strings.ToLower(text)
+	return strings.Contains(strings.ToLower(m.Name), q) || strings.Contains(strings.ToLower(m.Preview), q)
+}
+
+// Selects reports whether q's filters (not After or Limit) keep m.
+func (q ListQuery) Selects(m *Meta) bool {
+	if q.WorkingDir != "" && !SameDir(m.WorkingDir, q.WorkingDir) {
+		return false
+	}
+	return MatchText(m, q.Text)
+}
+
+// NewerFirst reports whether a comes before b in List's order.
+func NewerFirst(a, b *Meta) bool {
+	if !a.Updated.Equal(b.Updated) {
+		return a.Updated.After(b.Updated)
+	}
+	return a.ID < b.ID
+}
+
+// SummarizeFunc recomputes a session's listing metadata from its header and records. memory
+// provides it (memory.Summarize) so that a store rebuilding or reconciling its metadata
+// carries the same counts a memory.Service maintains.
+type SummarizeFunc func(h Header, records iter.Seq2[Record, error]) (Meta, error)
+
+// VerifyReport is what Store.Verify found in one session. The fields describe the local
+// store's layout (<id>.zst with sealed records, <id>.tail.jsonl with plain lines); other backends
+// fill what applies to them (Records, LastSeq, Damaged, NewerFormat) and leave the rest zero.
+type VerifyReport struct {
+	// ID is the session verified.
+	ID string
+	// Frames is the number of sealed records (zstd frames) that decoded intact.
+	Frames int
+	// Records is the number of records that read back intact, sealed and in the tail.
+	Records int
+	// TailRecords is how many of Records are in the plain tail.
+	TailRecords int
+	// LastSeq is the seq of the last intact record (0 if none).
+	LastSeq uint64
+	// SealedBytes is the size of <id>.zst up to the end of its last intact record, header
+	// frame included: the whole file unless TornSealed is set.
+	SealedBytes int64
+	// TailBytes is the size of <id>.tail.jsonl up to the end of its last kept line, header
+	// line included: the whole file unless TornTail is set.
+	TailBytes int64
+	// TornSealed is the number of bytes after the last intact record of <id>.zst that a
+	// crash during a seal left (a partial or unchecked record, garbage). Repair cuts them.
+	TornSealed int64
+	// TornTail is the number of bytes at the end of <id>.tail.jsonl that are not kept records:
+	// a torn last line, a line that is invalid or does not continue the sequence and all that
+	// follows it (a batch is one write, so none of it was acknowledged), or, when nothing else
+	// is left, lines already sealed. With NoTail, the size of the tail file that is replaced.
+	// Repair cuts them.
+	TornTail int64
+	// StaleLines counts tail lines at or below the last sealed seq (a crash between a seal and
+	// emptying the tail). Reads skip them; they are part of TornTail only when no record
+	// follows them.
+	StaleLines int
+	// DroppedLines counts the complete lines within TornTail that are not stale: lines after
+	// the first invalid or out-of-sequence one.
+	DroppedLines int
+	// NoTail reports a tail file that is missing or has no complete header line, so it holds
+	// no record; repair writes an empty one.
+	NoTail bool
+	// Repaired reports that Verify cut TornSealed and TornTail bytes (measured from the file
+	// sizes before and after) or wrote an empty tail.
+	Repaired bool
+	// Damaged is nil when the session is intact (apart from the torn ends above). Otherwise it
+	// wraps ErrCorrupt and says where: a damaged header, a damaged record followed by intact
+	// ones, a record whose frame does not decode although its checksum matches, a damaged tail
+	// header. Damage is never cut, not even with repair: restore the session from a copy.
+	Damaged error
+	// NewerFormat is nil unless a file of the session was written by a newer format version;
+	// then it wraps ErrNewerFormat and says which file. Such a session is not checked (this
+	// build cannot read it) and not repaired: upgrade sessionmem.
+	NewerFormat error
+}
+
+// Torn reports whether a crash left anything for repair to cut or rewrite.
+func (r VerifyReport) Torn() bool { return r.TornSealed > 0 || r.TornTail > 0 || r.NoTail }
