@@ -1,7 +1,7 @@
 package compaction
 
 // Converters from the corpus formats (pi v1, Claude Code) to contract-shape entries, used to
-// build the fixtures in testdata/ (go test -run TestFixtures -update) and by the optional tests
+// build the fixtures in ../testdata/compaction (go test -run TestFixtures -update) and by the optional tests
 // over ../shared/corpus. See /work/shared/reference/FORMATS.md for the source formats.
 
 import (
@@ -14,11 +14,14 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/sessionmem/sessionmem/internal/testpaths"
 )
 
-var update = flagBool("update", "rewrite golden files and fixtures in testdata/")
+var update = flagBool("update", "rewrite golden files in testdata/ and fixtures in ../testdata/compaction")
 
-const corpusDir = "../../shared/corpus"
+// corpusDir holds the shared corpus of full transcripts ("" when absent: tests using it skip).
+var corpusDir = testpaths.CorpusDir()
 
 type obj = map[string]any
 
@@ -289,14 +292,14 @@ func writeEntries(t *testing.T, name string, path []Entry) {
 		b.Write(mustJSON(fixtureLine{ID: e.ID, Kind: e.Kind, Message: e.Message, Summary: e.Summary}))
 		b.WriteByte('\n')
 	}
-	if err := os.WriteFile(filepath.Join("testdata", name), b.Bytes(), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join("..", "testdata", "compaction", name), b.Bytes(), 0o644); err != nil {
 		t.Fatal(err)
 	}
 }
 
 func readEntries(t testing.TB, name string) []Entry {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "compaction", name))
 	if err != nil {
 		t.Fatalf("read fixture: %v (regenerate with go test -run TestFixtures -update)", err)
 	}
@@ -334,7 +337,7 @@ var fixtures = []struct {
 
 const fixtureClip = 600
 
-// TestFixtures regenerates testdata/*.entries.jsonl from the corpus with -update, and checks
+// TestFixtures regenerates ../testdata/compaction/*.entries.jsonl from the corpus with -update, and checks
 // otherwise that they parse.
 func TestFixtures(t *testing.T) {
 	for _, f := range fixtures {

@@ -11,15 +11,18 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/sessionmem/sessionmem/internal/testpaths"
 )
 
-// The fixtures in testdata/ are excerpts of the shared corpus converted to the contract's
-// message shape (see testdata/README.md). Regenerate them with
+// The fixtures in ../testdata/fileops are excerpts of the shared corpus converted to the contract's
+// message shape (see ../testdata/README.md). Regenerate them with
 //
 //	go test -run TestRegenerateFixtures -regen-fixtures ./fileops/
-var regen = flag.Bool("regen-fixtures", false, "rewrite testdata/*.jsonl from ../shared/corpus")
+var regen = flag.Bool("regen-fixtures", false, "rewrite ../testdata/fileops/*.jsonl from ../shared/corpus")
 
-const corpusDir = "../../shared/corpus"
+// corpusDir holds the shared corpus of full transcripts ("" when absent: tests using it skip).
+var corpusDir = testpaths.CorpusDir()
 
 type fixtureSpec struct {
 	out, src string
@@ -163,7 +166,7 @@ func cutAny(v any) any {
 
 func TestRegenerateFixtures(t *testing.T) {
 	if !*regen {
-		t.Skip("run with -regen-fixtures to rewrite testdata from ../shared/corpus")
+		t.Skip("run with -regen-fixtures to rewrite ../testdata/fileops from ../shared/corpus")
 	}
 	for _, sp := range fixtureSpecs {
 		tr := convertCorpus(t, filepath.Join(corpusDir, sp.src), sp.lines, true)
@@ -175,7 +178,7 @@ func TestRegenerateFixtures(t *testing.T) {
 			b.Write(m)
 			b.WriteByte('\n')
 		}
-		if err := os.WriteFile(filepath.Join("testdata", sp.out), b.Bytes(), 0o644); err != nil {
+		if err := os.WriteFile(filepath.Join("..", "testdata", "fileops", sp.out), b.Bytes(), 0o644); err != nil {
 			t.Fatal(err)
 		}
 	}
@@ -183,7 +186,7 @@ func TestRegenerateFixtures(t *testing.T) {
 
 func loadFixture(t testing.TB, name string) transcript {
 	t.Helper()
-	data, err := os.ReadFile(filepath.Join("testdata", name))
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "fileops", name))
 	if err != nil {
 		t.Fatalf("read fixture: %v", err)
 	}

@@ -227,6 +227,7 @@ func resumeTool(svc *memory.Service) server.ServerTool {
 				MaxTokens:  a.integer("max_tokens", 1000),
 				Cursor:     a.str("cursor", false, ""),
 				Prune:      a.boolean("prune"),
+				Raw:        true,
 			}
 			if err := a.done(); err != nil {
 				return toolError(name, err), nil
@@ -272,23 +273,43 @@ func resultTextChars(res *mcp.CallToolResult) int {
 	return n
 }
 
+// resumeOut is a resume page as the tool returns it: the messages as memory read them from
+// the store (memory.ResumeRequest.Raw), the bytes a client saved plus entry_id, so they are
+// neither decoded nor encoded again on their way out.
+type resumeOut struct {
+	memory.ResumeResult
+	Messages []json.RawMessage `json:"messages"`
+}
+
 // resumeResult shapes a resume page: structured content plus a short text (which repeats the
 // cursor for clients that read only text, but not working_dir, which can be long: memory sized
 // the page with an allowance for the text's fixed part and the cursor only).
 func resumeResult(res memory.ResumeResult) *mcp.CallToolResult {
 	res.ReadFiles, res.ModifiedFiles = orEmpty(res.ReadFiles), orEmpty(res.ModifiedFiles)
-	res.Messages = normalizeMessages(res.Messages)
+	out := resumeOut{Messages: orEmpty(res.RawMessages)}
+	if res.RawMessages == nil {
+		// Decoded messages (a caller that did not ask for raw ones).
+		for _, m := range normalizeMessages(res.Messages) {
+			b, err := json.Marshal(m)
+			if err != nil {
+				continue
+			}
+			out.Messages = append(out.Messages, b)
+		}
+	}
 	summary := "no summary"
 	if res.Summary != "" {
 		summary = fmt.Sprintf("summary of %d characters", len(res.Summary))
 	}
 	text := fmt.Sprintf("Session %s: %s, %s, %d files read, %d modified, context ≈ %d tokens.",
-		res.SessionID, summary, plural(len(res.Messages), "message", "messages"),
+		res.SessionID, summary, plural(len(out.Messages), "message", "messages"),
 		len(res.ReadFiles), len(res.ModifiedFiles), res.ContextTokens)
 	if res.NextCursor != "" {
 		text += fmt.Sprintf(" More messages follow: call session_resume with session_id %q and cursor %q.", res.SessionID, res.NextCursor)
 	}
-	return result(res, text)
+	res.Messages, res.RawMessages = nil, nil
+	out.ResumeResult = res
+	return result(out, text)
 }
 
 const listDescription = `List stored sessions, newest first (by last update).

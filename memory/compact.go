@@ -262,6 +262,7 @@ func (s *Service) commitCompaction(ctx context.Context, pl *plan, text, summariz
 		if err != nil {
 			return err
 		}
+		defer st.mu.Unlock()
 		if st.lastSeq != pl.path.lastSeq {
 			// The session grew while the summary was written. The compaction still holds if the
 			// kept entry is on the new leaf's path and nobody compacted meanwhile.
@@ -295,18 +296,15 @@ func (st *state) onPath(leaf, id string) bool {
 	if id == "" {
 		return true
 	}
-	for n := st.nodes[leaf]; n != nil; n = st.nodes[n.parent] {
-		if n.id == id {
-			return true
-		}
-	}
-	return false
+	l, ok1 := st.ids[leaf]
+	k, ok2 := st.ids[id]
+	return ok1 && ok2 && st.onPathIdx(l, k)
 }
 
 // compactionsSince reports whether a compaction was stored after seq.
 func (st *state) compactionsSince(seq uint64) bool {
-	for _, n := range st.nodes {
-		if n.kind == KindCompaction && n.seq > seq {
+	for i := int(seq); i < len(st.nodes); i++ {
+		if st.nodes[i].kind == KindCompaction {
 			return true
 		}
 	}
@@ -319,7 +317,8 @@ func (st *state) keptTokens(leaf, firstKept string) int {
 		return 0
 	}
 	total := 0
-	for n := st.nodes[leaf]; n != nil; n = st.nodes[n.parent] {
+	for i, ok := st.ids[leaf]; ok && i >= 0; i = st.nodes[i].parent {
+		n := &st.nodes[i]
 		if n.kind != KindCompaction {
 			total += n.tokens
 		}

@@ -3,82 +3,168 @@ package memory
 import (
 	"encoding/json"
 	"fmt"
+	"strings"
 	"time"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 )
 
 // decodeEntry parses a stored record. Stored records were written by encodeEntry from validated
-// entries, so a single gjson pass suffices; it is several times faster than encoding/json with
-// the string-or-blocks content decoding the input side needs, and resume decodes every entry it
-// returns.
+// entries, so one gjson pass over each object suffices (each key is visited once, never looked
+// up by a scan from the start); it is several times faster than encoding/json with the
+// string-or-blocks content decoding the input side needs, and resume decodes every entry it
+// returns. The strings of the result never point into data.
 func decodeEntry(data []byte) (Entry, error) {
+	e, _, err := decodeRecord(data)
+	return e, err
+}
+
+// decodeRecord is decodeEntry that also returns, for a message, the message's JSON as stored
+// (a view into data).
+func decodeRecord(data []byte) (Entry, string, error) {
 	if !gjson.ValidBytes(data) {
-		return Entry{}, fmt.Errorf("record is not valid JSON")
+		return Entry{}, "", fmt.Errorf("record is not valid JSON")
 	}
-	r := gjson.ParseBytes(data)
-	e := Entry{Type: r.Get("type").String(), ID: r.Get("id").String(), ParentID: r.Get("parent_id").String()}
-	if ts := r.Get("ts").String(); ts != "" {
-		e.Time, _ = time.Parse(time.RFC3339Nano, ts)
-	}
+	var e Entry
+	var body gjson.Result
+	parseObject(view(data), func(k string, v gjson.Result) {
+		switch k {
+		case "type":
+			e.Type = v.String()
+		case "id":
+			e.ID = v.String()
+		case "parent_id":
+			e.ParentID = v.String()
+		case "ts":
+			e.Time, _ = time.Parse(time.RFC3339Nano, v.Str)
+		case KindMessage, KindCompaction, KindBranchSummary, KindLabel, KindSessionInfo, KindModelChange:
+			body = v
+		}
+	})
+	e.Type, e.ID, e.ParentID = kindName(e.Type), strings.Clone(e.ID), strings.Clone(e.ParentID)
 	switch e.Type {
 	case KindMessage:
-		m := decodeMessage(r.Get("message"))
+		m := decodeMessage(body)
 		e.Message = &m
 	case KindCompaction:
 		var c Compaction
-		if err := json.Unmarshal([]byte(r.Get("compaction").Raw), &c); err != nil {
-			return Entry{}, fmt.Errorf("compaction entry %s: %w", e.ID, err)
+		if err := json.Unmarshal([]byte(body.Raw), &c); err != nil {
+			return Entry{}, "", fmt.Errorf("compaction entry %s: %w", e.ID, err)
 		}
 		e.Compaction = &c
 	case KindBranchSummary:
-		e.BranchSummary = &BranchSummary{FromID: r.Get("branch_summary.from_id").String(), Summary: r.Get("branch_summary.summary").String()}
+		e.BranchSummary = &BranchSummary{FromID: str(body.Get("from_id")), Summary: str(body.Get("summary"))}
 	case KindLabel:
-		e.Label = &Label{TargetID: r.Get("label.target_id").String(), Label: r.Get("label.label").String()}
+		e.Label = &Label{TargetID: str(body.Get("target_id")), Label: str(body.Get("label"))}
 	case KindSessionInfo:
-		e.SessionInfo = &SessionInfo{Name: r.Get("session_info.name").String()}
+		e.SessionInfo = &SessionInfo{Name: str(body.Get("name"))}
 	case KindModelChange:
-		e.ModelChange = &ModelChange{Model: r.Get("model_change.model").String(), Provider: r.Get("model_change.provider").String()}
+		e.ModelChange = &ModelChange{Model: str(body.Get("model")), Provider: str(body.Get("provider"))}
 	}
-	return e, nil
+	if e.Type == KindMessage {
+		return e, body.Raw, nil
+	}
+	return e, "", nil
+}
+
+// view reads b as a string without copying; results that outlive the call go through str.
+func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+
+// str returns a gjson string result as a string of its own (gjson returns escaped strings
+// unescaped in fresh memory, and others as slices of the input).
+func str(r gjson.Result) string {
+	if r.Type != gjson.String {
+		return r.String()
+	}
+	return strings.Clone(r.Str)
+}
+
+// parseObject calls fn for each key of a JSON object, in one pass.
+func parseObject(js string, fn func(k string, v gjson.Result)) {
+	gjson.Parse(js).ForEach(func(k, v gjson.Result) bool {
+		fn(k.Str, v)
+		return true
+	})
 }
 
 func decodeMessage(r gjson.Result) Message {
-	m := Message{ID: r.Get("id").String(), Role: Role(r.Get("role").String()), Content: decodeBlocks(r.Get("content"))}
-	if u := r.Get("usage"); u.Exists() {
-		m.Usage = &Usage{InputTokens: int(u.Get("input_tokens").Int()), OutputTokens: int(u.Get("output_tokens").Int())}
-	}
+	var m Message
+	r.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "id":
+			m.ID = str(v)
+		case "role":
+			m.Role = roleName(v.Str)
+		case "content":
+			m.Content = decodeBlocks(v)
+		case "usage":
+			u := &Usage{}
+			v.ForEach(func(k, v gjson.Result) bool {
+				switch k.Str {
+				case "input_tokens":
+					u.InputTokens = int(v.Int())
+				case "output_tokens":
+					u.OutputTokens = int(v.Int())
+				}
+				return true
+			})
+			m.Usage = u
+		}
+		return true
+	})
 	return m
 }
 
 func decodeBlocks(r gjson.Result) []Block {
 	if !r.IsArray() {
 		if r.Type == gjson.String {
-			return []Block{{Type: BlockText, Text: r.String()}}
+			return []Block{{Type: BlockText, Text: str(r)}}
 		}
 		return nil
 	}
 	var out []Block
 	r.ForEach(func(_, b gjson.Result) bool {
-		blk := Block{Type: b.Get("type").String()}
-		switch blk.Type {
-		case BlockText:
-			blk.Text = b.Get("text").String()
-		case BlockThinking:
-			blk.Thinking = b.Get("thinking").String()
-		case BlockToolCall:
-			blk.ID, blk.Name = b.Get("id").String(), b.Get("name").String()
-			if a := b.Get("arguments"); a.Exists() {
-				blk.Arguments = json.RawMessage(a.Raw)
+		var blk Block
+		b.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "type":
+				blk.Type = blockName(v.Str)
+			case "text":
+				blk.Text = str(v)
+			case "thinking":
+				blk.Thinking = str(v)
+			case "id":
+				blk.ID = str(v)
+			case "name":
+				blk.Name = str(v)
+			case "arguments":
+				blk.Arguments = json.RawMessage(v.Raw)
+			case "tool_call_id":
+				blk.ToolCallID = str(v)
+			case "is_error":
+				blk.IsError = v.Bool()
+			case "content":
+				blk.Content = decodeBlocks(v)
+			case "media_type":
+				blk.MediaType = str(v)
+			case "data":
+				blk.Data = str(v)
 			}
-		case BlockToolResult:
-			blk.ToolCallID, blk.IsError = b.Get("tool_call_id").String(), b.Get("is_error").Bool()
-			blk.Content = decodeBlocks(b.Get("content"))
-		case BlockImage:
-			blk.MediaType, blk.Data = b.Get("media_type").String(), b.Get("data").String()
-		}
+			return true
+		})
 		out = append(out, blk)
 		return true
 	})
 	return out
+}
+
+// blockName returns the package's constant for a stored block type.
+func blockName(s string) string {
+	for _, t := range []string{BlockText, BlockToolCall, BlockToolResult, BlockThinking, BlockImage} {
+		if s == t {
+			return t
+		}
+	}
+	return strings.Clone(s)
 }

@@ -55,6 +55,7 @@ func (s *Service) Fork(ctx context.Context, req ForkRequest) (ForkResult, error)
 		if err != nil {
 			return err
 		}
+		defer st.mu.Unlock()
 		b := newBatch(st, "", now)
 		for _, e := range entries {
 			b.parent = e.ParentID

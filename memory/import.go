@@ -65,6 +65,7 @@ func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 		if err != nil {
 			return err
 		}
+		defer st.mu.Unlock()
 		last := st.updated
 		b := newBatch(st, st.leaf, s.now())
 		if req.Name != "" && req.Name != st.name {

@@ -3,12 +3,159 @@ package memory
 import (
 	"context"
 	"fmt"
-
-	"github.com/tidwall/gjson"
+	"sort"
 
 	"github.com/sessionmem/sessionmem/compaction"
 	"github.com/sessionmem/sessionmem/storage"
 )
+
+// pathView is a snapshot of part of the leaf's path: the entries from a start entry to the
+// leaf, oldest first, taken from the state under its lock. Nodes never change once applied,
+// so the view may be read after the lock is released.
+type pathView struct {
+	nodes  []node
+	leaf   int32
+	ctx    int   // the session's context tokens
+	comp   int32 // the newest compaction on the path, -1 if none
+	linear bool
+	lo     int32   // linear: the entries are nodes[lo..leaf]
+	idx    []int32 // branched: the entries' indexes, ascending
+}
+
+func (v *pathView) len() int {
+	if v.linear {
+		return int(v.leaf - v.lo + 1)
+	}
+	return len(v.idx)
+}
+
+// at returns the index (in nodes) of the p-th entry.
+func (v *pathView) at(p int) int32 {
+	if v.linear {
+		return v.lo + int32(p)
+	}
+	return v.idx[p]
+}
+
+// find returns the position of entry i in the view.
+func (v *pathView) find(i int32) (int, bool) {
+	if v.linear {
+		if i < v.lo || i > v.leaf {
+			return 0, false
+		}
+		return int(i - v.lo), true
+	}
+	p := sort.Search(len(v.idx), func(p int) bool { return v.idx[p] >= i })
+	return p, p < len(v.idx) && v.idx[p] == i
+}
+
+// view returns the path from entry `from` (the leaf's ancestor or the leaf itself; -1 for
+// the root) to the leaf. The caller holds st.mu.
+func (st *state) view(from int32) *pathView {
+	v := &pathView{nodes: st.nodes[:len(st.nodes):len(st.nodes)], leaf: st.leafIdx, comp: -1, linear: st.linear}
+	if st.leafIdx < 0 {
+		v.linear, v.lo = true, 0
+		return v
+	}
+	v.ctx = st.nodes[st.leafIdx].ctx
+	v.comp = st.nodes[st.leafIdx].comp
+	if from < 0 {
+		from = 0
+		if !st.linear {
+			from = -1
+		}
+	}
+	if st.linear {
+		v.lo = from
+		return v
+	}
+	path := st.pathOf()
+	if from >= 0 {
+		path = path[sort.Search(len(path), func(p int) bool { return path[p] >= from }):]
+	}
+	v.idx = path
+	return v
+}
+
+// pathOf returns the current path of a branched session, root first, caching it: a save that
+// continues from the cached leaf extends it instead of walking again. The caller holds st.mu.
+func (st *state) pathOf() []int32 {
+	leaf := st.leafIdx
+	if n := len(st.path); n > 0 && st.path[n-1] == leaf {
+		return st.path
+	}
+	if n := len(st.path); n > 0 && st.nodes[leaf].parent == st.path[n-1] {
+		st.path = append(st.path, leaf)
+		return st.path
+	}
+	var rev []int32
+	for i := leaf; i >= 0; i = st.nodes[i].parent {
+		rev = append(rev, i)
+	}
+	path := make([]int32, len(rev))
+	for k, i := range rev {
+		path[len(rev)-1-k] = i
+	}
+	st.path = path
+	return path
+}
+
+// contextView returns the entries a client continues from: those the newest compaction kept
+// and everything after it (the compactions among them return no message), or the whole path.
+func (st *state) contextView() *pathView {
+	from := int32(-1)
+	if st.leafIdx >= 0 {
+		if c := st.nodes[st.leafIdx].comp; c >= 0 {
+			from = st.nodes[c].firstKept
+			if from < 0 {
+				from = c
+			}
+		}
+	}
+	return st.view(from)
+}
+
+// reseekGap is how many records off the path a reader skips before it seeks instead.
+const reseekGap = 64
+
+// each calls fn with the records of the view's entries from position from on, in order, until
+// fn returns false or an error. It seeks to the first and, on a branched path, again past long
+// runs of records that are not on it, so it decodes what it passes plus about a frame per seek.
+func (v *pathView) each(r storage.Reader, from int, fn func(p int, rec storage.Record) (bool, error)) error {
+	missing := func(p int) error {
+		return fmt.Errorf("record %d missing from the log: %w", v.at(p)+1, storage.ErrCorrupt)
+	}
+	for p := from; p < v.len(); {
+		reseek := false
+		for rec, err := range r.Records(uint64(v.at(p)) + 1) {
+			if err != nil {
+				return err
+			}
+			want := uint64(v.at(p)) + 1
+			if rec.Seq < want {
+				if want-rec.Seq > reseekGap {
+					reseek = true
+					break
+				}
+				continue
+			}
+			if rec.Seq > want {
+				return missing(p)
+			}
+			more, err := fn(p, rec)
+			if err != nil || !more {
+				return err
+			}
+			if p++; p == v.len() {
+				return nil
+			}
+		}
+		if !reseek {
+			return missing(p)
+		}
+	}
+	return nil
+}
 
 // pathEntry is an entry read back from the log, with its seq and its message JSON as stored.
 type pathEntry struct {
@@ -17,34 +164,46 @@ type pathEntry struct {
 	raw []byte // the message JSON (block form) for message entries
 }
 
-// sessionPath is the part of a session a resume or compaction needs: the leaf's path from the
-// first entry kept by its latest compaction (or from the root) to the leaf.
+// sessionPath is the part of a session a compaction, a fork or an export needs: the leaf's
+// path from the first entry kept by its latest compaction (or from the root) to the leaf.
 type sessionPath struct {
 	header  storage.Header
 	lastSeq uint64
 	entries []*pathEntry // root-to-leaf order
 	comp    int          // index of the latest compaction on the path, -1 if none
+	ctx     int          // the session's context tokens
 }
 
-// readPath reads the leaf's path. Unless full is set it decodes only from the checkpoint the
-// index records (the first entry kept by the newest compaction), so its cost does not grow
-// with the history before that compaction; if the leaf's path turns out to reach further back
-// (a branch made before that compaction), it falls back to reading everything.
+// readPath reads the leaf's path: from the root if full is set, else from the first entry the
+// newest compaction kept (or that compaction, if it kept nothing). Only the path's records are
+// decoded.
 func (s *Service) readPath(ctx context.Context, id string, full bool) (*sessionPath, error) {
 	var p *sessionPath
 	err := s.store.View(ctx, id, func(r storage.Reader) error {
-		from := uint64(1)
-		if !full {
-			if m, err := s.store.Get(ctx, id); err == nil && m.Checkpoint > 0 && m.Checkpoint <= r.LastSeq() {
-				from = m.Checkpoint
+		st, err := s.current(id, r)
+		if err != nil {
+			return err
+		}
+		var v *pathView
+		if full {
+			v = st.view(-1)
+		} else {
+			v = st.contextView()
+		}
+		st.mu.Unlock()
+		p = &sessionPath{header: r.Header(), lastSeq: r.LastSeq(), comp: -1, ctx: v.ctx}
+		p.entries = make([]*pathEntry, 0, v.len())
+		return v.each(r, 0, func(_ int, rec storage.Record) (bool, error) {
+			e, err := readEntry(rec)
+			if err != nil {
+				return false, err
 			}
-		}
-		var err error
-		p, err = collectPath(r, from, full)
-		if err == errNeedFull && from > 1 {
-			p, err = collectPath(r, 1, full)
-		}
-		return err
+			if e.Type == KindCompaction {
+				p.comp = len(p.entries)
+			}
+			p.entries = append(p.entries, e)
+			return true, nil
+		})
 	})
 	if err != nil {
 		return nil, mapStoreErr(id, err)
@@ -52,57 +211,18 @@ func (s *Service) readPath(ctx context.Context, id string, full bool) (*sessionP
 	return p, nil
 }
 
-var errNeedFull = fmt.Errorf("path reaches before the checkpoint")
-
-func collectPath(r storage.Reader, from uint64, full bool) (*sessionPath, error) {
-	byID := map[string]*pathEntry{}
-	leaf := ""
-	for rec, err := range r.Records(from) {
-		if err != nil {
-			return nil, err
-		}
-		var e pathEntry
-		var err error
-		if e.Entry, err = decodeEntry(rec.Data); err != nil {
-			return nil, fmt.Errorf("decode record %d: %w", rec.Seq, err)
-		}
-		e.seq = rec.Seq
-		if e.Type == KindMessage {
-			e.raw = []byte(gjson.GetBytes(rec.Data, "message").Raw)
-		}
-		byID[e.ID] = &e
-		leaf = e.ID
+// readEntry decodes one record.
+func readEntry(rec storage.Record) (*pathEntry, error) {
+	e := &pathEntry{seq: rec.Seq}
+	var raw string
+	var err error
+	if e.Entry, raw, err = decodeRecord(rec.Data); err != nil {
+		return nil, fmt.Errorf("decode record %d: %w", rec.Seq, err)
 	}
-	p := &sessionPath{header: r.Header(), lastSeq: r.LastSeq(), comp: -1}
-	var rev []*pathEntry
-	stopAt := ""  // first kept id of the newest compaction: the walk ends there
-	stop := false // the newest compaction kept nothing: the walk ends at it
-	for cur := leaf; cur != "" && !stop; {
-		e := byID[cur]
-		if e == nil {
-			return nil, errNeedFull
-		}
-		rev = append(rev, e)
-		if e.Type == KindCompaction && p.comp < 0 {
-			p.comp = len(rev) - 1 // index from the leaf; fixed after reversing
-			if !full {
-				stopAt = e.Compaction.FirstKeptID
-				stop = stopAt == ""
-			}
-		}
-		if stopAt != "" && cur == stopAt {
-			break
-		}
-		cur = e.ParentID
+	if e.Type == KindMessage {
+		e.raw = []byte(raw)
 	}
-	p.entries = make([]*pathEntry, len(rev))
-	for i, e := range rev {
-		p.entries[len(rev)-1-i] = e
-	}
-	if p.comp >= 0 {
-		p.comp = len(rev) - 1 - p.comp
-	}
-	return p, nil
+	return e, nil
 }
 
 // compaction returns the newest compaction on the path, nil if none.
@@ -158,25 +278,11 @@ func compactionEntry(e *pathEntry) compaction.Entry {
 	return compaction.Entry{ID: e.ID, Kind: compaction.KindOther}
 }
 
-// contextTokens estimates the context of a path: summary, kept and newer entries, calibrated by
-// reported usage.
-func (p *sessionPath) contextTokens() int {
-	if p.comp < 0 {
-		return compaction.ContextTokens(compactionEntries(p.entries))
-	}
-	es := []compaction.Entry{compactionEntry(p.entries[p.comp])}
-	trustFrom := 1 // usage reported before the compaction counted the history it replaced
-	for _, e := range p.context() {
-		es = append(es, compactionEntry(e))
-		if e.seq < p.entries[p.comp].seq {
-			trustFrom = len(es)
-		}
-	}
-	return compaction.ContextTokensFrom(es, trustFrom)
-}
+// contextTokens is the session's context estimate (state.contextTokens) when the path was read.
+func (p *sessionPath) contextTokens() int { return p.ctx }
 
 // outputMessage renders a context entry as a contract message, or false for entries that are
-// not conversation (labels, renames, model changes).
+// not conversation (compactions, labels, renames, model changes).
 func outputMessage(e *pathEntry) (Message, bool) {
 	switch e.Type {
 	case KindMessage:
@@ -185,7 +291,7 @@ func outputMessage(e *pathEntry) (Message, bool) {
 		return m, true
 	case KindBranchSummary:
 		return Message{EntryID: e.ID, Role: RoleUser, Content: []Block{{Type: BlockText,
-			Text: "The conversation went back to an earlier point; summary of the branch that was left:\n\n" + e.BranchSummary.Summary}}}, true
+			Text: branchSummaryIntro + e.BranchSummary.Summary}}}, true
 	}
 	return Message{}, false
 }

@@ -1,11 +1,14 @@
 package memory
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/sessionmem/sessionmem/compaction"
 	"github.com/sessionmem/sessionmem/fileops"
@@ -25,11 +28,16 @@ const (
 
 type resumeCursor struct {
 	Session string `json:"s"`
-	Next    string `json:"n"` // entry id of the next message to return
+	Next    string `json:"n"`           // entry id of the next message to return
+	Seq     uint64 `json:"q,omitempty"` // its seq, so the page starts reading there
 }
 
 // Resume returns the context to continue a session: the latest summary with its file lists,
 // then the kept and newer messages, oldest first, paged so that no response exceeds max_tokens.
+//
+// A page reads only what it returns: the cached state says which entries form the context and
+// how large the newest part is (for prune), and the cursor carries the next entry's seq, so the
+// store seeks to it and decodes from there (at most one frame more than the page returns).
 func (s *Service) Resume(ctx context.Context, req ResumeRequest) (ResumeResult, error) {
 	maxTokens := req.MaxTokens
 	switch {
@@ -74,69 +82,205 @@ func (s *Service) Resume(ctx context.Context, req ResumeRequest) (ResumeResult, 
 	} else if err := checkSessionID("session_id", id); err != nil {
 		return ResumeResult{}, err
 	}
-	p, err := s.readPath(ctx, id, false)
+	var res ResumeResult
+	err := s.store.View(ctx, id, func(r storage.Reader) error {
+		var err error
+		res, err = s.resumePage(r, id, cur, maxTokens, req.Prune, req.Raw)
+		return err
+	})
+	if err != nil {
+		return ResumeResult{}, mapStoreErr(id, err)
+	}
+	return res, nil
+}
+
+// resumePage builds one page of a resume; the caller holds the session (View).
+func (s *Service) resumePage(r storage.Reader, id string, cur *resumeCursor, maxTokens int, prune, raw bool) (ResumeResult, error) {
+	st, err := s.current(id, r)
 	if err != nil {
 		return ResumeResult{}, err
 	}
-	res := ResumeResult{SessionID: id, WorkingDir: p.header.WorkingDir, ReadFiles: []string{}, ModifiedFiles: []string{},
-		Messages: []Message{}, ContextTokens: p.contextTokens()}
-	var msgs []Message
-	var sizes []int // output characters of each message, -1 when it must be measured
-	var raws [][]byte
-	for _, e := range p.context() {
-		if m, ok := outputMessage(e); ok {
-			msgs = append(msgs, m)
-			sizes = append(sizes, rawOutputChars(e))
-			raws = append(raws, e.raw)
-		}
-	}
-	if req.Prune {
-		pruneToolOutputs(msgs, sizes, raws, PruneProtectTokens)
-	}
+	v := st.contextView()
 	start := 0
 	if cur != nil {
-		start = -1
-		for i, m := range msgs {
-			if m.EntryID == cur.Next {
-				start = i
-				break
-			}
-		}
-		if start < 0 {
+		var ok bool
+		if start, ok = st.cursorPosition(v, cur); !ok {
+			st.mu.Unlock()
 			return ResumeResult{}, stalef("start again without cursor", "cursor is stale: the session changed since that page (it was compacted or moved to another branch)")
 		}
-	} else if c := p.compaction(); c != nil {
-		res.Summary = c.Summary
-		res.ReadFiles = nonNil(c.ReadFiles)
-		res.ModifiedFiles = nonNil(c.ModifiedFiles)
+	}
+	var comp *Compaction
+	if cur == nil && v.comp >= 0 {
+		comp = st.comps[v.comp]
+	}
+	st.mu.Unlock()
+
+	res := ResumeResult{SessionID: id, WorkingDir: r.Header().WorkingDir, ReadFiles: []string{}, ModifiedFiles: []string{},
+		Messages: []Message{}, ContextTokens: v.ctx}
+	if cur == nil && v.comp >= 0 {
+		if comp == nil {
+			if comp, err = s.readCompaction(r, st, v.comp); err != nil {
+				return ResumeResult{}, err
+			}
+		}
+		res.Summary = comp.Summary
+		res.ReadFiles = nonNil(comp.ReadFiles)
+		res.ModifiedFiles = nonNil(comp.ModifiedFiles)
 	}
 	// The budget covers this result's JSON; the slack covers what a transport adds around it
 	// (a short text and the envelope), and the cursor reserve a next_cursor not yet set, which
 	// the text repeats.
-	cursorReserve := len(encodeToken("r1.", resumeCursor{Session: id, Next: strings.Repeat("x", MaxIDBytes)}))
+	cursorReserve := len(encodeToken("r1.", resumeCursor{Session: id, Next: strings.Repeat("x", MaxIDBytes), Seq: 1 << 62}))
 	budget := maxTokens*4 - responseSlack - 2*cursorReserve
 	fitHeader(&res, budget/2)
 	used := jsonChars(res)
-	for i := start; i < len(msgs); i++ {
-		size := sizes[i]
+	protectFrom := v.nodes[v.leaf].out - PruneProtectTokens // entries whose out total is above it are recent
+	if raw {
+		res.RawMessages = []json.RawMessage{}
+	}
+	count := 0 // messages in this page
+	err = v.each(r, start, func(p int, rec storage.Record) (bool, error) {
+		n := &v.nodes[v.at(p)]
+		if n.kind != KindMessage && n.kind != KindBranchSummary {
+			return true, nil
+		}
+		if raw && n.kind == KindMessage {
+			// The common case needs no decoding: the stored bytes are the output, unless prune
+			// may change them or the message alone is larger than the page.
+			js := []byte(gjson.GetBytes(rec.Data, KindMessage).Raw)
+			mayPrune := prune && n.out <= protectFrom && bytes.Contains(js, []byte(`"type":"tool_result"`))
+			if size := outputChars(js, n.id) + 1; !mayPrune && (used+size <= budget || count > 0) {
+				if used+size > budget {
+					res.NextCursor = encodeToken("r1.", resumeCursor{Session: id, Next: n.id, Seq: rec.Seq})
+					return false, nil
+				}
+				count++
+				used += size
+				res.RawMessages = append(res.RawMessages, withEntryID(js, n.id))
+				return true, nil
+			}
+		}
+		e, err := readEntry(rec)
+		if err != nil {
+			return false, err
+		}
+		m, _ := outputMessage(e)
+		size := rawOutputChars(e)
+		changed := false
+		// Prune keeps the tool outputs of the newest PruneProtectTokens of the context: an entry
+		// is in that window when the conversation after it weighs less.
+		if prune && n.out <= protectFrom && pruneToolOutputs(&m) {
+			size, changed = -1, true
+		}
 		if size < 0 {
-			size = jsonChars(msgs[i])
+			size = jsonChars(m)
 		}
 		size++ // the comma between array elements
 		if used+size > budget {
-			if len(res.Messages) > 0 {
-				res.NextCursor = encodeToken("r1.", resumeCursor{Session: id, Next: msgs[i].EntryID})
-				break
+			if count > 0 {
+				res.NextCursor = encodeToken("r1.", resumeCursor{Session: id, Next: n.id, Seq: rec.Seq})
+				return false, nil
 			}
 			// A single message larger than the whole budget: send it cut, and move on.
-			msgs[i] = fitMessage(msgs[i], budget-used-1)
-			size = jsonChars(msgs[i]) + 1
+			m = fitMessage(m, budget-used-1)
+			size, changed = jsonChars(m)+1, true
 		}
-		res.Messages = append(res.Messages, msgs[i])
+		count++
 		used += size
+		if !raw {
+			res.Messages = append(res.Messages, m)
+			return true, nil
+		}
+		js, err := rawMessageJSON(e, m, changed)
+		if err != nil {
+			return false, err
+		}
+		res.RawMessages = append(res.RawMessages, js)
+		return true, nil
+	})
+	if err != nil {
+		return ResumeResult{}, err
+	}
+	if raw {
+		res.Messages = nil
 	}
 	res.Chars = used + len(res.NextCursor)
 	return res, nil
+}
+
+// rawMessageJSON returns m's JSON as the result will encode it: e's stored bytes with entry_id
+// added when m is the stored message unchanged, else m encoded.
+func rawMessageJSON(e *pathEntry, m Message, changed bool) (json.RawMessage, error) {
+	if e.raw != nil && !changed {
+		return withEntryID(e.raw, e.ID), nil
+	}
+	b, err := marshalNoEscape(m)
+	if err != nil {
+		return nil, fmt.Errorf("encode message %s: %w", e.ID, err)
+	}
+	return b, nil
+}
+
+// withEntryID inserts "entry_id" into a stored message's JSON where encoding a Message puts it:
+// after "id" when the client gave one, else first.
+func withEntryID(raw []byte, entryID string) json.RawMessage {
+	at := 1
+	if bytes.HasPrefix(raw, []byte(`{"id":`)) {
+		r := gjson.Get(view(raw), "id")
+		at = r.Index + len(r.Raw)
+	}
+	out := make([]byte, 0, len(raw)+len(`,"entry_id":""`)+len(entryID))
+	out = append(out, raw[:at]...)
+	if at > 1 {
+		out = append(out, ',')
+	}
+	out = append(out, `"entry_id":"`...)
+	out = append(out, entryID...)
+	out = append(out, '"')
+	if at == 1 {
+		out = append(out, ',')
+	}
+	return append(out, raw[at:]...)
+}
+
+// cursorPosition finds where a cursor continues in v: the entry it names must still be a
+// message of the context. The caller holds st.mu.
+func (st *state) cursorPosition(v *pathView, cur *resumeCursor) (int, bool) {
+	i, ok := int32(-1), false
+	if cur.Seq > 0 {
+		ok = cur.Seq <= uint64(len(st.nodes)) && st.nodes[cur.Seq-1].id == cur.Next
+		i = int32(cur.Seq) - 1
+	} else {
+		i, ok = st.ids[cur.Next] // a cursor from before cursors carried the seq
+	}
+	if !ok {
+		return 0, false
+	}
+	if k := st.nodes[i].kind; k != KindMessage && k != KindBranchSummary {
+		return 0, false
+	}
+	return v.find(i)
+}
+
+// readCompaction decodes compaction entry c and caches it in st.
+func (s *Service) readCompaction(r storage.Reader, st *state, c int32) (*Compaction, error) {
+	for rec, err := range r.Records(uint64(c) + 1) {
+		if err != nil {
+			return nil, err
+		}
+		e, err := decodeEntry(rec.Data)
+		if err != nil || e.Compaction == nil {
+			return nil, fmt.Errorf("record %d is not the compaction the session's state names: %w", rec.Seq, storage.ErrCorrupt)
+		}
+		st.mu.Lock()
+		if st.comps == nil {
+			st.comps = map[int32]*Compaction{}
+		}
+		st.comps[c] = e.Compaction
+		st.mu.Unlock()
+		return e.Compaction, nil
+	}
+	return nil, fmt.Errorf("compaction record %d missing: %w", c+1, storage.ErrCorrupt)
 }
 
 // fitHeader cuts the summary, then the file lists, until the result without messages takes at
@@ -179,13 +323,18 @@ func rawOutputChars(e *pathEntry) int {
 	if e.raw == nil {
 		return -1
 	}
-	n := utf8.RuneCount(e.raw)
-	for _, c := range e.raw {
+	return outputChars(e.raw, e.ID)
+}
+
+// outputChars is rawOutputChars of a stored message's JSON and its entry id.
+func outputChars(raw []byte, entryID string) int {
+	n := utf8.RuneCount(raw)
+	for _, c := range raw {
 		if c == '<' || c == '>' || c == '&' {
 			n += 5
 		}
 	}
-	return n + len(`"entry_id":"",`) + len(e.ID)
+	return n + len(`"entry_id":"",`) + len(entryID)
 }
 
 // jsonChars is the length in characters of v's JSON encoding, the contract's token measure ×4.
@@ -343,34 +492,27 @@ func largestField(m *Message) *field {
 	return best
 }
 
-// pruneToolOutputs replaces the content of tool results older than the newest protect tokens
-// with a one-line placeholder. Only the response changes; the store keeps everything.
-func pruneToolOutputs(msgs []Message, sizes []int, raws [][]byte, protect int) {
-	seen := 0
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if seen < protect {
-			if raws[i] != nil {
-				seen += compaction.EstimateMessage(raws[i])
-			} else if b, err := json.Marshal(msgs[i]); err == nil {
-				seen += compaction.EstimateMessage(b)
-			}
+// pruneToolOutputs replaces the content of m's tool results with a one-line placeholder
+// saying how many characters were dropped, and reports whether it changed anything. Only the
+// response changes; the store keeps everything.
+func pruneToolOutputs(m *Message) bool {
+	changed := false
+	for j := range m.Content {
+		if m.Content[j].Type != BlockToolResult {
 			continue
 		}
-		m := &msgs[i]
-		sizes[i] = -1
-		m.Content = append([]Block(nil), m.Content...)
-		for j := range m.Content {
-			b := &m.Content[j]
-			if b.Type != BlockToolResult {
-				continue
-			}
-			n := 0
-			for _, c := range b.Content {
-				n += utf8.RuneCountInString(c.Text) + len(c.Data)
-			}
-			b.Content = []Block{{Type: BlockText, Text: fmt.Sprintf("[tool output pruned from this view: %d characters; resume without prune to see it]", n)}}
+		if !changed {
+			m.Content = append([]Block(nil), m.Content...)
+			changed = true
 		}
+		b := &m.Content[j]
+		n := 0
+		for _, c := range b.Content {
+			n += utf8.RuneCountInString(c.Text) + len(c.Data)
+		}
+		b.Content = []Block{{Type: BlockText, Text: fmt.Sprintf("[tool output pruned from this view: %d characters; resume without prune to see it]", n)}}
 	}
+	return changed
 }
 
 // Transcript reads a session's whole current path.

@@ -15,7 +15,7 @@ import (
 	"github.com/sessionmem/sessionmem/storage"
 )
 
-// cacheSize bounds how many sessions' states a process keeps (about 100 bytes per entry each).
+// cacheSize bounds how many sessions' states a process keeps (about 150 bytes per entry each).
 const cacheSize = 64
 
 // Service is what the tools call. It is safe for concurrent use, and several processes may
@@ -55,22 +55,35 @@ func (s *Service) newSessionID() string {
 	return newSessionID(s.now())
 }
 
-// current returns the session's state brought up to date with the log. The caller holds the
-// session's exclusive lock, so nobody else mutates the returned state meanwhile.
+// current returns the session's state brought up to date with the log, with st.mu held: the
+// caller unlocks it when done. The caller holds the session in the store (View or Update), so
+// the log does not change meanwhile; st.mu keeps this process's other callers of the same
+// session (concurrent Views) from applying records at the same time. Only what was appended
+// since the cached state's last record is read; a session deleted and created again (another
+// header nonce) is read from the start.
 func (s *Service) current(id string, r storage.Reader) (*state, error) {
+	last := r.LastSeq()
+	h := r.Header()
 	s.mu.Lock()
 	st := s.cache[id]
 	s.mu.Unlock()
-	last := r.LastSeq()
-	h := r.Header()
-	switch {
-	case st == nil || st.lastSeq > last || st.header.Nonce != h.Nonce || !st.header.Created.Equal(h.Created):
-		st = newState(h)
-		if err := st.applyAll(r.Records(1)); err != nil {
-			return nil, fmt.Errorf("read session %s: %w", id, err)
+	if st != nil {
+		st.mu.Lock()
+		if st.lastSeq > last || st.header.Nonce != h.Nonce || !st.header.Created.Equal(h.Created) {
+			st.mu.Unlock()
+			st = nil
 		}
-	case st.lastSeq < last:
-		if err := st.applyAll(r.Records(st.lastSeq + 1)); err != nil {
+	}
+	from := uint64(1)
+	if st == nil {
+		st = newState(h)
+		st.mu.Lock()
+	} else {
+		from = st.lastSeq + 1
+	}
+	if from <= last {
+		if err := st.applyAll(r.Records(from)); err != nil {
+			st.mu.Unlock()
 			s.forget(id)
 			return nil, fmt.Errorf("read session %s: %w", id, err)
 		}
@@ -79,15 +92,21 @@ func (s *Service) current(id string, r storage.Reader) (*state, error) {
 	return st, nil
 }
 
+// remember caches st as the most recently used state, evicting the least recently used
+// beyond cacheSize.
 func (s *Service) remember(id string, st *state) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	if _, ok := s.cache[id]; !ok {
-		s.lru = append(s.lru, id)
-		if len(s.lru) > cacheSize {
-			delete(s.cache, s.lru[0])
-			s.lru = s.lru[1:]
+	for i, x := range s.lru {
+		if x == id {
+			s.lru = append(s.lru[:i], s.lru[i+1:]...)
+			break
 		}
+	}
+	s.lru = append(s.lru, id)
+	if len(s.lru) > cacheSize {
+		delete(s.cache, s.lru[0])
+		s.lru = s.lru[1:]
 	}
 	s.cache[id] = st
 }
@@ -173,6 +192,7 @@ func (s *Service) Save(ctx context.Context, req SaveRequest) (SaveResult, error)
 		if err != nil {
 			return err
 		}
+		defer st.mu.Unlock()
 		parent := st.leaf
 		if req.ParentID != "" {
 			if !st.has(req.ParentID) {
@@ -206,7 +226,7 @@ func (s *Service) Save(ctx context.Context, req SaveRequest) (SaveResult, error)
 		res.SessionID = id
 		res.MessageCount = st.messages
 		res.LeafID = st.leaf
-		res.ContextTokens = st.contextTokens(st.leaf)
+		res.ContextTokens = st.contextTokens()
 		res.ShouldCompact = compaction.ShouldCompact(res.ContextTokens, req.ContextWindow)
 		return nil
 	})

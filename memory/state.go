@@ -4,8 +4,10 @@ import (
 	"fmt"
 	"iter"
 	"strings"
+	"sync"
 	"time"
 	"unicode/utf8"
+	"unsafe"
 
 	"github.com/tidwall/gjson"
 
@@ -13,28 +15,51 @@ import (
 	"github.com/sessionmem/sessionmem/storage"
 )
 
-// node is what a session's state keeps of one entry: its place in the tree and its token
-// weight, never its content, so a cached session costs about a hundred bytes per entry.
+// node is what a session's state keeps of one entry: its place in the tree, its token weight
+// and running totals along its path, never its content, so a cached session costs about a
+// hundred bytes per entry.
+//
+// The totals make every figure a save or a resume page needs a look-up instead of a walk:
+// each node holds what the session would report if that entry were its leaf. A new entry's
+// totals follow from its parent's, so applying a record costs O(1) whatever the session's
+// length (a compaction also walks the entries it keeps, once).
 type node struct {
-	id, parent string
-	seq        uint64
-	kind       string
-	role       Role
-	tokens     int    // estimated tokens of the entry as context
-	usage      int    // input+output tokens an assistant message reported, 0 if none
-	clientID   string // message id given by the client
-	firstKept  string // compactions: first kept entry id ("" = nothing kept)
+	id       string
+	clientID string // message id given by the client, or an imported compaction's key
+	kind     string
+	role     Role
+	parent   int32 // index of the parent entry in state.nodes, -1 for a root
+	// firstKept is, for a compaction, the index of the first entry it keeps when that entry
+	// is on the compaction's path; -1 when it keeps nothing.
+	firstKept int32
+	tokens    int // estimated tokens of the entry as context
+	usage     int // input+output tokens an assistant message reported, 0 if none
+
+	// Totals along the path from the root to this entry.
+	ctx  int   // context tokens with this entry as the leaf (see contextTokens)
+	msgs int   // message entries on the path
+	out  int   // tokens of the conversation resume returns: messages and branch summaries
+	comp int32 // the newest compaction on the path (this entry included), -1 if none
 }
 
-// state is a process's view of one session, rebuilt from the log and kept current by reading
-// only what was appended since.
+// state is a process's view of one session, built from the log once and kept current by
+// applying only what was appended since. Entries are kept in log order: a session's records
+// are numbered 1, 2, 3... without gaps, so the entry with seq q is nodes[q-1].
+//
+// mu guards everything; a caller holds it while it reads or applies. Applied nodes are
+// never changed again and nodes only grows, so a slice taken under mu may be read after
+// mu is released (see contextView).
 type state struct {
+	mu          sync.Mutex
 	header      storage.Header
 	lastSeq     uint64
-	nodes       map[string]*node
-	client      map[string]string // client message id → entry id
+	nodes       []node
+	ids         map[string]int32  // entry id → index
+	client      map[string]string // client message id (or compaction key) → entry id
 	leaf        string
-	messages    int
+	leafIdx     int32
+	linear      bool // every entry's parent is the entry before it: the path is the whole log
+	messages    int  // messages on the current path
 	compactions int
 	preview     string
 	name        string
@@ -42,68 +67,169 @@ type state struct {
 	provider    string
 	checkpoint  uint64 // seq of the first entry a resume needs
 	updated     time.Time
+
+	// path caches the current path of a branched session (see pathOf); comps caches decoded
+	// compactions by index, for resume's first page.
+	path  []int32
+	comps map[int32]*Compaction
 }
 
 func newState(h storage.Header) *state {
-	return &state{header: h, nodes: map[string]*node{}, client: map[string]string{}, updated: h.Created}
+	return &state{header: h, ids: map[string]int32{}, client: map[string]string{}, leafIdx: -1, linear: true,
+		updated: h.Created}
 }
+
+// branchSummaryIntro starts the text a branch summary is returned as (see outputMessage).
+const branchSummaryIntro = "The conversation went back to an earlier point; summary of the branch that was left:\n\n"
 
 // apply adds one stored record to the state.
 func (st *state) apply(rec storage.Record) error {
-	data := rec.Data
-	typ := gjson.GetBytes(data, "type").String()
-	id := gjson.GetBytes(data, "id").String()
+	i := int32(len(st.nodes))
+	if rec.Seq != uint64(i)+1 {
+		return fmt.Errorf("record %d follows record %d", rec.Seq, i)
+	}
+	// A view, not a copy: the strings kept below are cloned.
+	data := unsafe.String(unsafe.SliceData(rec.Data), len(rec.Data))
+	var typ, id, parent, ts string
+	var body gjson.Result
+	gjson.Parse(data).ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "type":
+			typ = v.Str
+		case "id":
+			id = v.Str
+		case "parent_id":
+			parent = v.Str
+		case "ts":
+			ts = v.Str
+		case KindMessage, KindCompaction, KindBranchSummary, KindSessionInfo, KindModelChange:
+			body = v
+		}
+		return true
+	})
 	if id == "" {
 		return fmt.Errorf("record %d has no entry id", rec.Seq)
 	}
-	n := &node{id: id, parent: gjson.GetBytes(data, "parent_id").String(), seq: rec.Seq, kind: typ}
-	if ts := gjson.GetBytes(data, "ts"); ts.Exists() {
-		if t, err := time.Parse(time.RFC3339Nano, ts.String()); err == nil && t.After(st.updated) {
+	n := node{id: strings.Clone(id), kind: kindName(typ), parent: -1, firstKept: -1, comp: -1}
+	if p, ok := st.ids[parent]; ok && parent != "" {
+		n.parent = p
+	}
+	if ts != "" {
+		if t, err := time.Parse(time.RFC3339Nano, ts); err == nil && t.After(st.updated) {
 			st.updated = t
 		}
 	}
-	switch typ {
+	outTokens := 0
+	switch n.kind {
 	case KindMessage:
-		msg := gjson.GetBytes(data, "message")
-		n.role = Role(msg.Get("role").String())
-		n.clientID = msg.Get("id").String()
-		n.tokens = compaction.EstimateMessage([]byte(msg.Raw))
-		if u := msg.Get("usage"); u.Exists() {
+		n.role = roleName(body.Get("role").Str)
+		n.clientID = strings.Clone(body.Get("id").Str)
+		n.tokens = compaction.EstimateMessage(unsafe.Slice(unsafe.StringData(body.Raw), len(body.Raw)))
+		if u := body.Get("usage"); u.Exists() {
 			n.usage = int(u.Get("input_tokens").Int() + u.Get("output_tokens").Int())
 		}
-		st.messages++
+		outTokens = n.tokens
 		if st.preview == "" && n.role == RoleUser {
-			st.preview = previewOf(msg)
+			st.preview = previewOf(body)
 		}
 	case KindCompaction:
-		c := gjson.GetBytes(data, "compaction")
-		n.firstKept = c.Get("first_kept_id").String()
-		n.tokens = estimateText(c.Get("summary").String())
-		n.clientID = c.Get("key").String()
+		n.tokens = estimateText(body.Get("summary").Str)
+		n.clientID = strings.Clone(body.Get("key").Str)
+		if k, ok := st.ids[body.Get("first_kept_id").Str]; ok && st.onPathIdx(n.parent, k) {
+			n.firstKept = k
+		}
 		st.compactions++
 		st.checkpoint = rec.Seq
-		if k, ok := st.nodes[n.firstKept]; ok {
-			st.checkpoint = k.seq
+		if n.firstKept >= 0 {
+			st.checkpoint = uint64(n.firstKept) + 1
 		}
 	case KindBranchSummary:
-		n.tokens = estimateText(gjson.GetBytes(data, "branch_summary.summary").String())
+		summary := body.Get("summary").Str
+		n.tokens = estimateText(summary)
+		outTokens = compaction.EstimateText(branchSummaryIntro + summary)
 	case KindSessionInfo:
-		st.name = gjson.GetBytes(data, "session_info.name").String()
+		st.name = strings.Clone(body.Get("name").Str)
 	case KindModelChange:
-		if m := gjson.GetBytes(data, "model_change.model").String(); m != "" {
-			st.model = m
+		if m := body.Get("model").Str; m != "" {
+			st.model = strings.Clone(m)
 		}
-		if p := gjson.GetBytes(data, "model_change.provider").String(); p != "" {
-			st.provider = p
+		if p := body.Get("provider").Str; p != "" {
+			st.provider = strings.Clone(p)
 		}
+	}
+	// Totals along the path.
+	ctxBefore := 0
+	if n.parent >= 0 {
+		p := &st.nodes[n.parent]
+		n.msgs, n.out, n.comp, ctxBefore = p.msgs, p.out, p.comp, p.ctx
+	}
+	if n.kind == KindMessage {
+		n.msgs++
+	}
+	n.out += outTokens
+	switch {
+	case n.kind == KindCompaction:
+		n.comp = i
+		n.ctx = n.tokens + st.keptTokensIdx(n.parent, n.firstKept)
+	case n.usage > 0:
+		n.ctx = n.usage
+	default:
+		n.ctx = ctxBefore + n.tokens
 	}
 	if n.clientID != "" {
-		st.client[n.clientID] = id
+		st.client[n.clientID] = n.id
 	}
-	st.nodes[id] = n
-	st.leaf = id
+	st.linear = st.linear && n.parent == i-1
+	st.ids[n.id] = i
+	st.nodes = append(st.nodes, n)
+	st.leaf, st.leafIdx = n.id, i
+	st.messages = n.msgs
 	st.lastSeq = rec.Seq
 	return nil
+}
+
+// kindName and roleName return the package's constant for a stored name, so that nodes share
+// one copy of each instead of pointing into record buffers.
+func kindName(s string) string {
+	for _, k := range []string{KindMessage, KindCompaction, KindBranchSummary, KindLabel, KindSessionInfo, KindModelChange} {
+		if s == k {
+			return k
+		}
+	}
+	return strings.Clone(s)
+}
+
+func roleName(s string) Role {
+	for _, r := range []Role{RoleUser, RoleAssistant, RoleToolResult, RoleSystem} {
+		if s == string(r) {
+			return r
+		}
+	}
+	return Role(strings.Clone(s))
+}
+
+// onPathIdx reports whether entry k is entry i or one of its ancestors.
+func (st *state) onPathIdx(i, k int32) bool {
+	for ; i >= k && i >= 0; i = st.nodes[i].parent {
+		if i == k {
+			return true
+		}
+	}
+	return false
+}
+
+// keptTokensIdx sums the tokens of the entries from first (an ancestor of last, or last
+// itself) to last along the path; 0 when first is -1. Compactions are rare and keep a
+// recent window, so this walk stays short.
+func (st *state) keptTokensIdx(last, first int32) int {
+	if first < 0 {
+		return 0
+	}
+	total := 0
+	for i := last; i >= first && i >= 0; i = st.nodes[i].parent {
+		total += st.nodes[i].tokens
+	}
+	return total
 }
 
 // applyAll adds records in order.
@@ -132,7 +258,7 @@ func (st *state) meta(now time.Time) storage.Meta {
 		Updated:       now,
 		Messages:      st.messages,
 		Compactions:   st.compactions,
-		ContextTokens: st.contextTokens(st.leaf),
+		ContextTokens: st.contextTokens(),
 		Preview:       st.preview,
 		Leaf:          st.leaf,
 		Checkpoint:    st.checkpoint,
@@ -140,46 +266,24 @@ func (st *state) meta(now time.Time) storage.Meta {
 	}
 }
 
-// contextTokens estimates what a client sends to continue from leaf: the newest compaction's
-// summary, the entries it kept, and everything after it. When an assistant message after the
-// compaction reported usage, that figure replaces the estimate of everything up to it.
-func (st *state) contextTokens(leaf string) int {
-	var after []*node // newest first
-	var comp *node
-	for n := st.nodes[leaf]; n != nil; n = st.nodes[n.parent] {
-		if n.kind == KindCompaction {
-			comp = n
-			break
-		}
-		after = append(after, n)
+// contextTokens estimates what a client sends to continue from the leaf: the newest
+// compaction's summary, the entries it kept, and everything after it. When an assistant
+// message after the compaction reported usage, that figure replaces the estimate of
+// everything up to it. This is the one definition of a session's context tokens: saves,
+// listings and resume all report it.
+//
+// As a recurrence over the path (node.ctx): a compaction counts its summary plus the entries
+// it keeps; an entry that reports usage counts that usage; any other entry adds its own
+// estimate to its parent's figure.
+func (st *state) contextTokens() int {
+	if st.leafIdx < 0 {
+		return 0
 	}
-	total := 0
-	for i, n := range after {
-		if n.usage > 0 {
-			total = n.usage
-			for _, m := range after[:i] {
-				total += m.tokens
-			}
-			return total
-		}
-		total += n.tokens
-	}
-	if comp != nil {
-		total += comp.tokens
-		if comp.firstKept != "" {
-			for k := st.nodes[comp.parent]; k != nil; k = st.nodes[k.parent] {
-				total += k.tokens
-				if k.id == comp.firstKept {
-					break
-				}
-			}
-		}
-	}
-	return total
+	return st.nodes[st.leafIdx].ctx
 }
 
 // has reports whether an entry id is taken.
-func (st *state) has(id string) bool { _, ok := st.nodes[id]; return ok }
+func (st *state) has(id string) bool { _, ok := st.ids[id]; return ok }
 
 // newEntryID returns an id not yet used in the session.
 func (st *state) newEntryID(taken map[string]bool) string {
@@ -207,7 +311,7 @@ func previewOf(msg gjson.Result) string {
 		}
 		return true
 	})
-	return oneLine(text, 200)
+	return strings.Clone(oneLine(text, 200))
 }
 
 // oneLine collapses whitespace runs (newlines included) and cuts s to at most n bytes on a rune

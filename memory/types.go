@@ -4,6 +4,7 @@ package memory
 // for schemas and structured output directly.
 
 import (
+	"encoding/json"
 	"log/slog"
 	"time"
 
@@ -68,6 +69,11 @@ type ResumeRequest struct {
 	MaxTokens  int    `json:"max_tokens,omitempty"`
 	Cursor     string `json:"cursor,omitempty"`
 	Prune      bool   `json:"prune,omitempty"`
+	// Raw asks for the messages as JSON in ResumeResult.RawMessages instead of decoded in
+	// Messages: the stored bytes with entry_id added, exactly what encoding the decoded
+	// messages would give, without decoding and encoding every message again (mcpserver
+	// sets it; not part of the input).
+	Raw bool `json:"-"`
 }
 
 // ResumeResult is session_resume's output.
@@ -80,6 +86,8 @@ type ResumeResult struct {
 	Messages      []Message `json:"messages"`
 	ContextTokens int       `json:"context_tokens"`
 	NextCursor    string    `json:"next_cursor"`
+	// RawMessages replaces Messages when the request set Raw: each message's JSON encoding.
+	RawMessages []json.RawMessage `json:"-"`
 	// Chars is the length in characters of this result's JSON encoding as Resume measured it
 	// (not part of the output).
 	Chars int `json:"-"`

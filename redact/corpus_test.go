@@ -6,9 +6,12 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sessionmem/sessionmem/internal/testpaths"
 )
 
-const corpusDir = "../../shared/corpus"
+// corpusDir holds the shared corpus of full transcripts ("" when absent: tests using it skip).
+var corpusDir = testpaths.CorpusDir()
 
 func corpusLines(t testing.TB) []string {
 	t.Helper()

@@ -8,17 +8,19 @@ import (
 	"github.com/sessionmem/sessionmem/storage/local"
 
 	"github.com/sessionmem/sessionmem/memory"
+
+	"github.com/sessionmem/sessionmem/internal/testpaths"
 )
 
-// corpusDir holds the shared real transcripts; tests using it skip when it is absent.
-const corpusDir = "../../shared/corpus"
+// corpusDir holds the shared corpus of full transcripts ("" when absent: tests using it skip).
+var corpusDir = testpaths.CorpusDir()
 
 // BenchmarkParse measures a full parse of each corpus transcript (fixtures when the corpus is
 // absent).
 func BenchmarkParse(b *testing.B) {
 	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.jsonl"))
 	if len(files) == 0 {
-		files, _ = filepath.Glob(filepath.Join("testdata", "*.jsonl"))
+		files, _ = filepath.Glob(filepath.Join("..", "testdata", "transcripts", "*.jsonl"))
 	}
 	for _, f := range files {
 		fi, err := os.Stat(f)
@@ -41,7 +43,7 @@ func BenchmarkParse(b *testing.B) {
 func BenchmarkImportFile(b *testing.B) {
 	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.jsonl"))
 	if len(files) == 0 {
-		files, _ = filepath.Glob(filepath.Join("testdata", "*.jsonl"))
+		files, _ = filepath.Glob(filepath.Join("..", "testdata", "transcripts", "*.jsonl"))
 	}
 	for _, f := range files {
 		fi, err := os.Stat(f)

@@ -71,7 +71,7 @@ func TestImportFixtures(t *testing.T) {
 			ctx := t.Context()
 			dir := t.TempDir()
 			svc := newService(t, filepath.Join(dir, "store"))
-			path := filepath.Join("testdata", name)
+			path := filepath.Join("..", "testdata", "transcripts", name)
 			want, _, err := ParseFile(path, FormatAuto)
 			if err != nil {
 				t.Fatal(err)
@@ -115,13 +115,13 @@ func TestImportGrowing(t *testing.T) {
 				t.Parallel()
 				ctx := t.Context()
 				dir := t.TempDir()
-				data, err := os.ReadFile(filepath.Join("testdata", name))
+				data, err := os.ReadFile(filepath.Join("..", "testdata", "transcripts", name))
 				if err != nil {
 					t.Fatal(err)
 				}
 				// The reference: one import of the whole file.
 				ref := newService(t, filepath.Join(dir, "ref"))
-				refRes, err := (&Importer{Svc: ref}).ImportFile(ctx, filepath.Join("testdata", name), FormatAuto)
+				refRes, err := (&Importer{Svc: ref}).ImportFile(ctx, filepath.Join("..", "testdata", "transcripts", name), FormatAuto)
 				if err != nil {
 					t.Fatal(err)
 				}
@@ -186,7 +186,7 @@ func TestExportRoundTrip(t *testing.T) {
 			ctx := t.Context()
 			dir := t.TempDir()
 			svc := newService(t, filepath.Join(dir, "a"))
-			res, err := (&Importer{Svc: svc}).ImportFile(ctx, filepath.Join("testdata", name), FormatAuto)
+			res, err := (&Importer{Svc: svc}).ImportFile(ctx, filepath.Join("..", "testdata", "transcripts", name), FormatAuto)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -241,7 +241,7 @@ func TestExportRoundTrip(t *testing.T) {
 func TestPiCompactionKeeps(t *testing.T) {
 	ctx := t.Context()
 	svc := newService(t, t.TempDir())
-	res, err := (&Importer{Svc: svc}).ImportFile(ctx, filepath.Join("testdata", "pi-v2.jsonl"), FormatPi)
+	res, err := (&Importer{Svc: svc}).ImportFile(ctx, filepath.Join("..", "testdata", "transcripts", "pi-v2.jsonl"), FormatPi)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -333,7 +333,7 @@ func TestWatch(t *testing.T) {
 	dir := t.TempDir()
 	svc := newService(t, filepath.Join(dir, "store"))
 	im := &Importer{Svc: svc, StateDir: filepath.Join(dir, "imports")}
-	data, err := os.ReadFile(filepath.Join("testdata", "claude-code-a.jsonl"))
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "transcripts", "claude-code-a.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -429,7 +429,7 @@ func TestImportProcesses(t *testing.T) {
 		if name == "pi-v3.jsonl" {
 			continue // same session as pi-v2
 		}
-		req, _, _ := ParseFile(filepath.Join("testdata", name), FormatAuto)
+		req, _, _ := ParseFile(filepath.Join("..", "testdata", "transcripts", name), FormatAuto)
 		_, tr := transcriptCounts(t, svc, req.SessionID)
 		ids := map[string]int{}
 		for _, m := range tr.Messages {
@@ -462,7 +462,7 @@ func TestHelperImport(t *testing.T) {
 		if name == "pi-v3.jsonl" {
 			continue
 		}
-		if _, err := im.ImportFile(t.Context(), filepath.Join("testdata", name), FormatAuto); err != nil {
+		if _, err := im.ImportFile(t.Context(), filepath.Join("..", "testdata", "transcripts", name), FormatAuto); err != nil {
 			t.Fatal(err)
 		}
 	}

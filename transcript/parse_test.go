@@ -211,7 +211,7 @@ func TestParseFixtures(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			path := filepath.Join("testdata", tt.file)
+			path := filepath.Join("..", "testdata", "transcripts", tt.file)
 			got, err := Detect(path)
 			if err != nil || got != tt.format {
 				t.Fatalf("Detect = %q, %v; want %q", got, err, tt.format)
@@ -298,7 +298,7 @@ func checkItems(t *testing.T, req memory.ImportRequest) {
 }
 
 func TestClaudeGrouping(t *testing.T) {
-	path := filepath.Join("testdata", "claude-code-a.jsonl")
+	path := filepath.Join("..", "testdata", "transcripts", "claude-code-a.jsonl")
 	req, _, err := ParseFile(path, FormatClaudeCode)
 	if err != nil {
 		t.Fatal(err)
@@ -376,7 +376,7 @@ func TestCompactionPlacement(t *testing.T) {
 	}
 	for _, tt := range tests {
 		t.Run(tt.file, func(t *testing.T) {
-			req, _, err := ParseFile(filepath.Join("testdata", tt.file), FormatAuto)
+			req, _, err := ParseFile(filepath.Join("..", "testdata", "transcripts", tt.file), FormatAuto)
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -403,11 +403,11 @@ func TestCompactionPlacement(t *testing.T) {
 
 func TestPiVersionsAgree(t *testing.T) {
 	// pi rewrites v1/v2 files as v3 in place: the same messages must get the same ids.
-	v2, _, err := ParseFile(filepath.Join("testdata", "pi-v2.jsonl"), FormatPi)
+	v2, _, err := ParseFile(filepath.Join("..", "testdata", "transcripts", "pi-v2.jsonl"), FormatPi)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v3, _, err := ParseFile(filepath.Join("testdata", "pi-v3.jsonl"), FormatPi)
+	v3, _, err := ParseFile(filepath.Join("..", "testdata", "transcripts", "pi-v3.jsonl"), FormatPi)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -431,7 +431,7 @@ func TestPiVersionsAgree(t *testing.T) {
 }
 
 func TestCodexMapping(t *testing.T) {
-	req, _, err := ParseFile(filepath.Join("testdata", "codex-rollout.jsonl"), FormatCodex)
+	req, _, err := ParseFile(filepath.Join("..", "testdata", "transcripts", "codex-rollout.jsonl"), FormatCodex)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -476,7 +476,7 @@ func TestCodexMapping(t *testing.T) {
 func TestTolerance(t *testing.T) {
 	defer func(n int) { maxLine = n }(maxLine)
 	maxLine = 1 << 20
-	src := filepath.Join("testdata", "claude-code-b.jsonl")
+	src := filepath.Join("..", "testdata", "transcripts", "claude-code-b.jsonl")
 	want, _, err := ParseFile(src, FormatClaudeCode)
 	if err != nil {
 		t.Fatal(err)
@@ -567,7 +567,7 @@ func TestDetect(t *testing.T) {
 func TestIncrementalParse(t *testing.T) {
 	for _, name := range []string{"claude-code-a.jsonl", "claude-code-b.jsonl", "pi-v1.jsonl", "pi-v2.jsonl", "pi-v3.jsonl", "codex-rollout.jsonl"} {
 		t.Run(name, func(t *testing.T) {
-			data, err := os.ReadFile(filepath.Join("testdata", name))
+			data, err := os.ReadFile(filepath.Join("..", "testdata", "transcripts", name))
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -610,7 +610,7 @@ func TestIncrementalParse(t *testing.T) {
 
 func mustDetect(t *testing.T, name string) Format {
 	t.Helper()
-	f, err := Detect(filepath.Join("testdata", name))
+	f, err := Detect(filepath.Join("..", "testdata", "transcripts", name))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -620,7 +620,7 @@ func mustDetect(t *testing.T, name string) Format {
 // TestClaudeContinuation: without holding back, an assistant message that grows after an
 // import continues under a new id; nothing is lost and no id repeats.
 func TestClaudeContinuation(t *testing.T) {
-	data, err := os.ReadFile(filepath.Join("testdata", "claude-code-a.jsonl"))
+	data, err := os.ReadFile(filepath.Join("..", "testdata", "transcripts", "claude-code-a.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -660,14 +660,14 @@ func TestClaudeContinuation(t *testing.T) {
 }
 
 func TestParseRestartsOnRewrite(t *testing.T) {
-	data, _ := os.ReadFile(filepath.Join("testdata", "pi-v2.jsonl"))
+	data, _ := os.ReadFile(filepath.Join("..", "testdata", "transcripts", "pi-v2.jsonl"))
 	path := filepath.Join(t.TempDir(), "s.jsonl")
 	os.WriteFile(path, data, 0o600)
 	_, st, err := ParseFile(path, FormatPi)
 	if err != nil {
 		t.Fatal(err)
 	}
-	v3, _ := os.ReadFile(filepath.Join("testdata", "pi-v3.jsonl"))
+	v3, _ := os.ReadFile(filepath.Join("..", "testdata", "transcripts", "pi-v3.jsonl"))
 	os.WriteFile(path, v3, 0o600) // pi migrating the file in place
 	req, st2, err := ParseFileWith(path, FormatPi, ParseOptions{Start: st.Next})
 	if err != nil {

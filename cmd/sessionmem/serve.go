@@ -14,6 +14,7 @@ import (
 	"net/url"
 	"os"
 	"runtime/debug"
+	"runtime/pprof"
 	"strings"
 	"sync"
 	"time"
@@ -62,6 +63,15 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		logOut = f
 	}
 	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	if path := e.getenv("SESSIONMEM_CPUPROFILE"); path != "" {
+		// For measuring the server under a real client (docs/BENCHMARKS.md); written when
+		// the server stops.
+		stop, err := startCPUProfile(path)
+		if err != nil {
+			return err
+		}
+		defer stop()
+	}
 
 	opts := memory.Options{Logger: logger, FileMapping: cfg.FileMapping}
 	if cfg.LLM.URL != "" {
@@ -103,6 +113,19 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return serveStdio(ctx, mcpSrv, d, e, logger)
 	}
 	return serveHTTP(ctx, mcpSrv, d, cfg, e, logger)
+}
+
+// startCPUProfile writes a CPU profile to path until the returned function is called.
+func startCPUProfile(path string) (func(), error) {
+	f, err := os.Create(path)
+	if err != nil {
+		return nil, fmt.Errorf("SESSIONMEM_CPUPROFILE: %w", err)
+	}
+	if err := pprof.StartCPUProfile(f); err != nil {
+		f.Close()
+		return nil, fmt.Errorf("SESSIONMEM_CPUPROFILE: %w", err)
+	}
+	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
 
 // retentionEvery is how often a long-running server applies its retention policy.

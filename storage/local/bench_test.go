@@ -12,10 +12,12 @@ import (
 	"github.com/sessionmem/sessionmem/storage"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/sessionmem/sessionmem/internal/testpaths"
 )
 
-// corpusDir is ../shared/corpus seen from the repository root.
-const corpusDir = "../../shared/corpus"
+// corpusDir holds the shared corpus of full transcripts ("" when absent: tests using it skip).
+var corpusDir = testpaths.CorpusDir()
 
 // benchLines returns at least n record payloads: the lines of the named corpus file (cycled),
 // or synthetic messages when the corpus is absent (fresh clone without ../shared).

@@ -18,7 +18,7 @@ import (
 // testLines returns the fixture record payloads (JSON objects without "seq").
 func testLines(t testing.TB) [][]byte {
 	t.Helper()
-	b, err := os.ReadFile(filepath.Join("testdata", "records.jsonl"))
+	b, err := os.ReadFile(filepath.Join("..", "..", "testdata", "storage", "records.jsonl"))
 	if err != nil {
 		t.Fatal(err)
 	}

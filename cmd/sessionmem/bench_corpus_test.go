@@ -1,0 +1,208 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/sessionmem/sessionmem/internal/testcorpus"
+	"github.com/sessionmem/sessionmem/memory"
+)
+
+// Benchmarks over stdio against the built binary with real messages (corpus messages of 1 to
+// 4 KB, about 2 KB on average) in long uncompacted sessions: what a client sees end to end,
+// JSON-RPC through pipes, the server's handler, the store with fsync, and the client decoding
+// the answer. Stores are filled in process before the server starts. docs/BENCHMARKS.md has
+// the command and the figures.
+
+// seedCorpus saves n corpus messages into a new session of the store at dir, 500 per call.
+func seedCorpus(b *testing.B, dir string, msgs []memory.Message, n int) string {
+	b.Helper()
+	id := ""
+	seed(b, dir, func(ctx context.Context, svc *memory.Service) {
+		for i := 0; i < n; i += 500 {
+			batch := slices.Clone(msgs[i:min(i+500, n)])
+			for j := range batch {
+				batch[j].ID = fmt.Sprintf("m%d", i+j)
+			}
+			res, err := svc.Save(ctx, memory.SaveRequest{SessionID: id, WorkingDir: "/bench", Messages: batch})
+			if err != nil {
+				b.Fatal(err)
+			}
+			id = res.SessionID
+		}
+	})
+	return id
+}
+
+func callRaw(b *testing.B, c *client.Client, name string, args obj) *mcp.CallToolResult {
+	b.Helper()
+	req := mcp.CallToolRequest{}
+	req.Params.Name = name
+	req.Params.Arguments = args
+	res, err := c.CallTool(context.Background(), req)
+	if err != nil || res.IsError {
+		b.Fatalf("%s: %v %v", name, err, res)
+	}
+	return res
+}
+
+// asArgs turns a message into the map a JSON-RPC client sends.
+func asArgs(b *testing.B, m memory.Message) any {
+	b.Helper()
+	raw, err := json.Marshal(m)
+	if err != nil {
+		b.Fatal(err)
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil {
+		b.Fatal(err)
+	}
+	return v
+}
+
+func median(ds []time.Duration) time.Duration {
+	slices.Sort(ds)
+	return ds[len(ds)/2]
+}
+
+// BenchmarkStdioSaveCorpus: session_save of one ~2 KB corpus message (durable when answered)
+// into a session that already holds 1,000 or 10,000 messages.
+func BenchmarkStdioSaveCorpus(b *testing.B) {
+	for _, at := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("at=%d", at), func(b *testing.B) {
+			dir := b.TempDir()
+			msgs := testcorpus.Sized(b, at+20000, 1024, 4096)
+			id := seedCorpus(b, dir, msgs, at)
+			c := stdioClient(b, dir)
+			var ds []time.Duration
+			i := at
+			for b.Loop() {
+				m := asArgs(b, msgs[i]).(map[string]any)
+				m["id"] = fmt.Sprintf("m%d", i)
+				i++
+				start := time.Now()
+				callRaw(b, c, "session_save", obj{"session_id": id, "messages": []any{m}})
+				ds = append(ds, time.Since(start))
+			}
+			b.ReportMetric(float64(median(ds).Nanoseconds())/1e3, "p50-us")
+		})
+	}
+}
+
+// resumeAllStdio pages through a whole resume over stdio and returns the number of messages.
+func resumeAllStdio(b *testing.B, c *client.Client, id string, maxTokens int) int {
+	b.Helper()
+	n, cursor := 0, ""
+	for {
+		args := obj{"session_id": id}
+		if maxTokens > 0 {
+			args["max_tokens"] = maxTokens
+		}
+		if cursor != "" {
+			args["cursor"] = cursor
+		}
+		res := callRaw(b, c, "session_resume", args)
+		sc, _ := res.StructuredContent.(map[string]any)
+		msgs, _ := sc["messages"].([]any)
+		n += len(msgs)
+		if cursor, _ = sc["next_cursor"].(string); cursor == "" {
+			return n
+		}
+	}
+}
+
+// BenchmarkStdioResumeFull: every page of session_resume (max_tokens 100,000) of an
+// uncompacted session of 2,000 or 6,000 corpus messages.
+func BenchmarkStdioResumeFull(b *testing.B) {
+	for _, n := range []int{2000, 6000} {
+		b.Run(fmt.Sprintf("msgs=%d", n), func(b *testing.B) {
+			dir := b.TempDir()
+			id := seedCorpus(b, dir, testcorpus.Sized(b, n, 1024, 4096), n)
+			c := stdioClient(b, dir)
+			var ds []time.Duration
+			for b.Loop() {
+				start := time.Now()
+				if got := resumeAllStdio(b, c, id, 100000); got != n {
+					b.Fatalf("resumed %d messages, want %d", got, n)
+				}
+				ds = append(ds, time.Since(start))
+			}
+			d := median(ds)
+			b.ReportMetric(float64(d.Microseconds())/1e3, "p50-ms")
+			b.ReportMetric(float64(d.Nanoseconds())/1e3/float64(n), "us/msg")
+		})
+	}
+}
+
+// BenchmarkStdioResumeFirstPage: the first page of session_resume at the default max_tokens of
+// an uncompacted session of 2,000 or 6,000 corpus messages, on a running server. The first
+// call after the server started is reported separately as cold-us (median over the runs, each
+// with a new server).
+func BenchmarkStdioResumeFirstPage(b *testing.B) {
+	for _, n := range []int{2000, 6000} {
+		b.Run(fmt.Sprintf("msgs=%d", n), func(b *testing.B) {
+			dir := b.TempDir()
+			id := seedCorpus(b, dir, testcorpus.Sized(b, n, 1024, 4096), n)
+			var cold []time.Duration
+			for range 3 {
+				c := stdioClient(b, dir)
+				start := time.Now()
+				callRaw(b, c, "session_resume", obj{"session_id": id})
+				cold = append(cold, time.Since(start))
+				c.Close()
+			}
+			c := stdioClient(b, dir)
+			var ds []time.Duration
+			for b.Loop() {
+				start := time.Now()
+				callRaw(b, c, "session_resume", obj{"session_id": id})
+				ds = append(ds, time.Since(start))
+			}
+			b.ReportMetric(float64(median(ds).Nanoseconds())/1e3, "p50-us")
+			b.ReportMetric(float64(median(cold).Nanoseconds())/1e3, "cold-us")
+		})
+	}
+}
+
+// BenchmarkStdioListPages: session_list of 1,000 sessions in pages of 100.
+func BenchmarkStdioListPages(b *testing.B) {
+	dir := b.TempDir()
+	seed(b, dir, func(ctx context.Context, svc *memory.Service) {
+		for i := range 1000 {
+			if _, err := svc.Save(ctx, memory.SaveRequest{WorkingDir: fmt.Sprintf("/proj/%d", i%10), Name: fmt.Sprintf("session %d", i),
+				Messages: []memory.Message{{Role: memory.RoleUser, Content: []memory.Block{{Type: "text", Text: fmt.Sprintf("prompt %d: fix the failing test", i)}}}}}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	c := stdioClient(b, dir)
+	var ds []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		n, cursor := 0, ""
+		for {
+			args := obj{"limit": 100}
+			if cursor != "" {
+				args["cursor"] = cursor
+			}
+			sc, _ := callRaw(b, c, "session_list", args).StructuredContent.(map[string]any)
+			ss, _ := sc["sessions"].([]any)
+			n += len(ss)
+			if cursor, _ = sc["next_cursor"].(string); cursor == "" {
+				break
+			}
+		}
+		if n != 1000 {
+			b.Fatalf("listed %d sessions", n)
+		}
+		ds = append(ds, time.Since(start))
+	}
+	b.ReportMetric(float64(median(ds).Microseconds())/1e3, "p50-ms")
+}
