@@ -18,9 +18,5 @@ func TestContract(t *testing.T) {
 			}
 			return s
 		},
-		Skip: map[string]string{
-			"SecondHandle":      "issue 8: counter-only index lines are held back for up to a second",
-			"ConcurrentAppends": "issue 8: counter-only index lines are held back for up to a second",
-		},
 	})
 }

@@ -26,22 +26,24 @@
 // Options.SealRecords or SealBytes (1,024 records or 1 MiB: larger frames keep about 0.9 of
 // the whole-stream compression ratio instead of 0.77 at 256 KiB, and seal a quarter as often),
 // before a Barrier record (so a compaction starts a new frame and a resume decodes from there
-// only), and on Close for the sessions this process wrote.
+// only), in the background once the tail has been idle for Options.IdleSeal (15 s; eight
+// times that below 16 KiB) or while the tails this process wrote hold more than
+// MaxPlainBytes (64 MiB), and on Close for the sessions this process wrote. The background
+// sealer only takes a session nobody holds (a non-blocking flock) and skips a tail another
+// process appended to within the last few seconds, so no save waits behind it.
 //
 // index.jsonl starts with {"v":1,"index":"sessionmem"}; each further line is
 // {"id","files":{"zst","tail"},"meta":{...}} or a tombstone {"id","deleted":true}. Every
-// Create, Seal and Delete adds one line, and so does an Append, except that an append which
-// only moves counters (messages, tokens, leaf, times) within a second of this process's last
-// line for that session is held back and written with the next line, by a timer within a
-// second, or at Close: a line per append would add a data block to every tail fsync (about
-// 1.5x the append cost on ext4). The writing process sees held-back lines at once; other
-// processes' listings lag by at most a second. A line never replaces one with a higher
-// last_seq, so a late held-back line cannot undo a newer one. No index line is fsynced: Open
-// reconciles the index against the session files, so a lost line only costs a re-summary.
-// When the log holds more than four
-// lines per live session it is rewritten atomically. "files" records the session files' sizes:
-// at Open a session whose sizes differ (or that has no line, or whose index is missing or
-// damaged) is summarised again through Options.Summarize.
+// Create, Append, Seal and Delete adds one line before it returns, so every process lists a
+// session as a read shows it as soon as the call returned. No index line is fsynced: on ext4
+// an append of a few hundred bytes to another file adds nothing measurable to the tail's
+// fsync (delayed allocation keeps the index's new block out of the journal commit; see
+// docs/BENCHMARKS.md), and Open reconciles the index against the session files, so a line
+// lost to a crash only costs a re-summary. A line never replaces one with a higher
+// last_seq. When the log holds more than four lines per live session (and more than 1,024)
+// it is rewritten atomically. "files" records the session files' sizes: at Open a session
+// whose sizes differ (or that has no line, or whose index is missing or damaged) is
+// summarised again through Options.Summarize.
 //
 // # Durability and recovery
 //
@@ -85,22 +87,16 @@
 // List and Get fold only the index bytes appended since their last call. Delete removes the
 // lock file while holding it; lockers re-check the inode after locking.
 //
-// A session's descriptors (lock, .zst, tail) stay open between calls, so a call costs two
-// flock calls and three stats instead of about 25 syscalls (a no-op Update: 7 µs instead of
-// 25). Under the lock each cached descriptor is checked against a stat of its path; an open
-// descriptor pins its inode, so an equal inode number proves it is still the file (another
-// process's Delete, Create or tail rewrite shows as a different inode or a missing path, and
-// the file is opened afresh). A flock belongs to the open file description, so this process's
-// callers share one lock descriptor per session through an in-process gate: an Update has the
-// session to itself and takes LOCK_EX; concurrent Views share one LOCK_SH, taken by the first
-// and dropped by the last (a View may nest in a View of the same session; an Update or Delete
-// inside a View of the same session deadlocks, as it always has). Waits for the gate and for
-// the flock end with ctx. Data files are reference-counted, so a file replaced or evicted
-// while a View reads it is closed only when that View returns. At most
-// Options.MaxOpenSessions idle sessions keep descriptors (up to three each), least recently
-// used closed first; Delete and Close close a session's descriptors, and a call that finds a
-// session gone drops them, so deleted files are not kept alive (except, until then, those of
-// a session another process deleted since this one last used it).
+// Every call opens the session's lock file, .zst and tail and closes them when it returns
+// (about 20 µs of syscalls, a few percent of an fsynced append), so this process never keeps
+// a session another process deleted alive on disk, and a flock always belongs to one call:
+// Views of one session share it (LOCK_SH), an Update excludes everyone, in this process and
+// others alike. A View may nest in a View of the same session; an Update or Delete inside a
+// View of the same session deadlocks. A wait for a lock ends with ctx; the abandoned flock
+// call then closes its descriptor when it returns. Between calls the store keeps only each
+// session's view (frame table and tail line offsets, revalidated by inode, size and mtime
+// under the lock) for up to Options.MaxCachedSessions sessions, and the most recently
+// decoded frames (8 MiB), so the pages of a resume do not decode the frame they share twice.
 //
 // # Imports
 //

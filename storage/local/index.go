@@ -10,8 +10,8 @@ import (
 	"os"
 	"path/filepath"
 	"sort"
+	"strconv"
 	"sync"
-	"time"
 
 	"github.com/sessionmem/sessionmem/storage"
 
@@ -24,12 +24,6 @@ const (
 	// minRewriteLines keeps a store with few sessions from rewriting its index every few
 	// appends; above it the index is rewritten at more than 4 lines per live session.
 	minRewriteLines = 1024
-	// indexDelay is how long an append may hold back its index line when only counters
-	// changed. Writing a line on every append costs a second data block in every fsync of the
-	// tail (ext4 orders the index's new data before the tail's metadata), about 1.5x the
-	// append; holding lines back makes that cost vanish, while other processes' listings lag
-	// by at most this much and this process's own Get and List see the held line at once.
-	indexDelay = time.Second
 )
 
 // fileSizes are a session's file sizes when its index line was written; a mismatch at Open
@@ -58,18 +52,6 @@ type indexEntry struct {
 	bad     bool          // raw does not decode
 	sizes   fileSizes
 	lastSeq uint64
-}
-
-// rawJSON returns the entry's meta JSON, encoding it for a held-back entry that has none yet.
-func (e *indexEntry) rawJSON() ([]byte, error) {
-	if e.raw == nil && e.meta != nil {
-		raw, err := json.Marshal(e.meta)
-		if err != nil {
-			return nil, fmt.Errorf("encode meta: %w", err)
-		}
-		e.raw = raw
-	}
-	return e.raw, nil
 }
 
 func (e *indexEntry) decode() (*storage.Meta, bool) {
@@ -103,17 +85,10 @@ type index struct {
 
 	sorted    []*storage.Meta // List's cache: decoded entries, newest first
 	sortedGen uint64
-
-	// Lines held back by putMeta, written by the next write of any line, by the timer, or at
-	// close. They are folded into ents at once, and again after every reload.
-	pending   map[string]heldLine
-	lastWrite map[string]time.Time
-	timer     *time.Timer
 }
 
 func openIndex(dir string, log *slog.Logger) (*index, error) {
-	x := &index{dir: dir, path: filepath.Join(dir, indexName), log: log, ents: map[string]*indexEntry{},
-		pending: map[string]heldLine{}, lastWrite: map[string]time.Time{}}
+	x := &index{dir: dir, path: filepath.Join(dir, indexName), log: log, ents: map[string]*indexEntry{}}
 	lf, err := os.OpenFile(filepath.Join(dir, indexLockName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open index lock: %w", err)
@@ -131,13 +106,6 @@ func openIndex(dir string, log *slog.Logger) (*index, error) {
 func (x *index) close() {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.timer != nil {
-		x.timer.Stop()
-		x.timer = nil
-	}
-	if err := x.flushLocked(); err != nil {
-		x.log.Warn("storage: index write failed at close; it is reconciled at next open", "err", err)
-	}
 	if x.f != nil {
 		x.f.Close()
 		x.f = nil
@@ -167,13 +135,7 @@ func (x *index) reload() error {
 		return fmt.Errorf("stat index: %w", err)
 	}
 	x.f, x.ino = f, statID(fi).ino
-	if err := x.readNew(fi.Size()); err != nil {
-		return err
-	}
-	for id, h := range x.pending {
-		x.hold(id, h)
-	}
-	return nil
+	return x.readNew(fi.Size())
 }
 
 // refresh folds what was appended since the last call, or reloads after a rewrite. It returns
@@ -268,8 +230,8 @@ const (
 )
 
 // apply folds one line into ents. A line older than the entry it would replace (a lower
-// last_seq: one held back by a process while another wrote a newer one) leaves the entry
-// alone; a "reset" line, which recovery writes after cutting a session back, always wins.
+// last_seq; lines of one session are written under its lock, in order, so this only guards
+// against a damaged or hand-edited log) leaves the entry alone; a "reset" line always wins.
 func (x *index) apply(line []byte) lineKind {
 	if !gjson.ValidBytes(line) {
 		return lineBad
@@ -301,7 +263,6 @@ func (x *index) apply(line []byte) lineKind {
 	x.gen++
 	if deleted {
 		delete(x.ents, id)
-		delete(x.pending, id)
 		return lineOK
 	}
 	if !meta.IsObject() || !hasFiles {
@@ -331,130 +292,26 @@ func (x *index) write(line indexLine) error {
 	if err := x.refresh(); err != nil {
 		return err
 	}
-	return x.writeLocked(x.takePending(b))
+	return x.writeLocked(b)
 }
 
-// takePending returns the held-back lines followed by b, emptying the queue: any write of the
-// index carries them along for free. Held lines are encoded only now, not on every append.
-func (x *index) takePending(b []byte) []byte {
-	if len(x.pending) == 0 {
-		return b
-	}
-	var out []byte
-	for id, h := range x.pending {
-		// Another process may have sealed this session since the line was held: the same
-		// last_seq with other file sizes. Its line has the sizes right and maybe older
-		// counters; ours the reverse. Write ours with its sizes, or the next Open would take
-		// the session for stale and summarise it again. (The caller refreshed the index.)
-		if e := x.ents[id]; e != nil && e.lastSeq == h.m.LastSeq && e.sizes.Zst > h.sz.Zst {
-			h.sz = e.sizes
-		}
-		if line, err := encodeIndexLine(id, h.m, h.sz); err == nil {
-			out = append(out, line...)
-		} else {
-			x.log.Warn("storage: index line not encodable; it is reconciled at next open", "session", id, "err", err)
-		}
-		delete(x.pending, id)
-	}
-	return append(out, b...)
-}
-
-// heldLine is an index line held back by putAppend, kept unencoded.
-type heldLine struct {
-	m  storage.Meta
-	sz fileSizes
-}
-
-// hold shows a held-back line to this process's Get and List: it replaces the entry unless
-// the entry is newer, like apply does for a line read from the file.
-func (x *index) hold(id string, h heldLine) {
-	if old := x.ents[id]; old != nil && old.lastSeq > h.m.LastSeq {
-		return
-	}
-	m := h.m
-	x.ents[id] = &indexEntry{meta: &m, sizes: h.sz, lastSeq: m.LastSeq}
-	x.gen++
-}
-
+// encodeIndexLine writes what json.Marshal(indexLine{...}) would, without encoding the meta a
+// second time to check it (an id needs no escaping).
 func encodeIndexLine(id string, m storage.Meta, sz fileSizes) ([]byte, error) {
 	raw, err := json.Marshal(m)
 	if err != nil {
 		return nil, fmt.Errorf("encode meta: %w", err)
 	}
-	line, err := json.Marshal(indexLine{ID: id, Files: &sz, Meta: raw})
-	if err != nil {
-		return nil, fmt.Errorf("encode index line: %w", err)
-	}
-	return append(line, '\n'), nil
-}
-
-// flushLocked writes the held-back lines; the caller holds x.mu.
-func (x *index) flushLocked() error {
-	if len(x.pending) == 0 || x.lockF == nil {
-		return nil
-	}
-	if err := lockFD(x.lockF, true); err != nil {
-		return fmt.Errorf("lock index: %w", err)
-	}
-	defer unlockFD(x.lockF)
-	if err := x.refresh(); err != nil {
-		return err
-	}
-	return x.writeLocked(x.takePending(nil))
-}
-
-func (x *index) flushSoon() {
-	if x.timer != nil {
-		return
-	}
-	x.timer = time.AfterFunc(indexDelay, func() {
-		x.mu.Lock()
-		defer x.mu.Unlock()
-		x.timer = nil
-		if err := x.flushLocked(); err != nil {
-			x.log.Warn("storage: index write failed; it is reconciled at next open", "err", err)
-		}
-	})
-}
-
-// putAppend records an append's metadata. When only counters changed (messages, tokens,
-// leaf, times) and this process wrote the session's line less than indexDelay ago, the line
-// is held back (see indexDelay); anything a listing filters or sorts on beyond that is
-// written at once.
-func (x *index) putAppend(id string, m storage.Meta, sz fileSizes) error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	now := time.Now()
-	if e := x.ents[id]; e != nil && now.Sub(x.lastWrite[id]) < indexDelay {
-		if old, ok := e.decode(); ok && sameListing(old, &m) {
-			h := heldLine{m: m, sz: sz}
-			x.pending[id] = h
-			x.hold(id, h)
-			x.flushSoon()
-			return nil
-		}
-	}
-	line, err := encodeIndexLine(id, m, sz)
-	if err != nil {
-		return err
-	}
-	if err := lockFD(x.lockF, true); err != nil {
-		return fmt.Errorf("lock index: %w", err)
-	}
-	defer unlockFD(x.lockF)
-	if err := x.refresh(); err != nil {
-		return err
-	}
-	delete(x.pending, id)
-	x.lastWrite[id] = now
-	return x.writeLocked(x.takePending(line))
-}
-
-// sameListing reports whether two metas differ only in what changes on every append.
-func sameListing(a, b *storage.Meta) bool {
-	return a.Name == b.Name && a.WorkingDir == b.WorkingDir && a.Model == b.Model && a.Provider == b.Provider &&
-		a.ParentSession == b.ParentSession && a.Compactions == b.Compactions && a.Checkpoint == b.Checkpoint &&
-		a.Preview == b.Preview
+	line := make([]byte, 0, len(raw)+len(id)+64)
+	line = append(line, `{"id":"`...)
+	line = append(line, id...)
+	line = append(line, `","files":{"zst":`...)
+	line = strconv.AppendInt(line, sz.Zst, 10)
+	line = append(line, `,"tail":`...)
+	line = strconv.AppendInt(line, sz.Tail, 10)
+	line = append(line, `},"meta":`...)
+	line = append(line, raw...)
+	return append(line, "}\n"...), nil
 }
 
 func (x *index) writeLocked(b []byte) error {
@@ -502,11 +359,7 @@ func (x *index) rewriteLocked() error {
 	for _, id := range ids {
 		e := x.ents[id]
 		sz := e.sizes
-		raw, err := e.rawJSON()
-		if err != nil {
-			return err
-		}
-		b, err := json.Marshal(indexLine{ID: id, Files: &sz, Meta: raw})
+		b, err := json.Marshal(indexLine{ID: id, Files: &sz, Meta: e.raw})
 		if err != nil {
 			return fmt.Errorf("encode index line: %w", err)
 		}
@@ -515,7 +368,6 @@ func (x *index) rewriteLocked() error {
 	if err := writeFileAtomic(x.dir, indexName, buf, true); err != nil {
 		return fmt.Errorf("rewrite index: %w", err)
 	}
-	clear(x.pending) // held lines were part of ents, so they are in the new file
 	ents := x.ents
 	if err := x.reload(); err != nil {
 		return err
@@ -526,12 +378,22 @@ func (x *index) rewriteLocked() error {
 	return nil
 }
 
+// put writes id's line with m.
 func (x *index) put(id string, m storage.Meta, sz fileSizes) error {
-	raw, err := json.Marshal(m)
+	line, err := encodeIndexLine(id, m, sz)
 	if err != nil {
-		return fmt.Errorf("encode meta: %w", err)
+		return err
 	}
-	return x.write(indexLine{ID: id, Files: &sz, Meta: raw})
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err := lockFD(x.lockF, true); err != nil {
+		return fmt.Errorf("lock index: %w", err)
+	}
+	defer unlockFD(x.lockF)
+	if err := x.refresh(); err != nil {
+		return err
+	}
+	return x.writeLocked(line)
 }
 
 // update writes a line for id built from its current entry (folded under the lock, so a
@@ -562,9 +424,7 @@ func (x *index) update(id string, fn func(old storage.Meta, ok bool) storage.Met
 	if err != nil {
 		return fmt.Errorf("encode index line: %w", err)
 	}
-	delete(x.pending, id) // superseded: the line above was built from it
-	x.lastWrite[id] = time.Now()
-	return x.writeLocked(x.takePending(append(b, '\n')))
+	return x.writeLocked(append(b, '\n'))
 }
 
 func (x *index) del(id string) error {

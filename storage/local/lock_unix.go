@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync"
 	"syscall"
 )
 
@@ -71,8 +72,44 @@ func flockCtx(ctx context.Context, f *os.File, how int) error {
 		}
 		return err
 	case <-ctx.Done():
-		go func() { <-done; f.Close() }()
+		abandonedWaits.Add(1)
+		go func() { <-done; f.Close(); abandonedWaits.Done() }()
 		return ctx.Err()
+	}
+}
+
+// abandonedWaits counts lock waits whose caller gave up (its ctx ended) while flock was still
+// blocked: each keeps its descriptor until the holder releases the lock and flock returns.
+// Tests that count open descriptors wait for them.
+var abandonedWaits sync.WaitGroup
+
+// tryLockPath is lockPath without waiting: ok is false when another descriptor (in this
+// process or another) holds a conflicting lock.
+func tryLockPath(path string) (f *os.File, ok bool, err error) {
+	for {
+		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		if errors.Is(err, os.ErrNotExist) {
+			return nil, false, nil // deleted: nothing to do
+		}
+		if err != nil {
+			return nil, false, fmt.Errorf("open lock %s: %w", path, err)
+		}
+		if err := flockRetry(int(f.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+			f.Close()
+			if errors.Is(err, syscall.EWOULDBLOCK) {
+				return nil, false, nil
+			}
+			return nil, false, fmt.Errorf("lock %s: %w", path, err)
+		}
+		fi, err1 := f.Stat()
+		pi, err2 := os.Stat(path)
+		if err1 == nil && err2 == nil && os.SameFile(fi, pi) {
+			return f, true, nil
+		}
+		f.Close()
+		if err2 != nil {
+			return nil, false, nil
+		}
 	}
 }
 

@@ -41,17 +41,16 @@ func (s *Store) Verify(ctx context.Context, id string, repair bool) (storage.Ver
 	if err := ctx.Err(); err != nil {
 		return rep, err
 	}
-	st := s.use(id)
-	if err := s.lockSession(ctx, st, repair); err != nil {
-		s.unuse(st)
-		return rep, err
+	if _, err := os.Stat(s.zstPath(id)); errors.Is(err, fs.ErrNotExist) {
+		return rep, notFound(id)
 	}
-	r := &Reader{s: s, id: id, st: st, writable: repair}
-	defer r.release()
-	st.mu.Lock()
-	err := r.attach(st)
-	st.mu.Unlock()
+	lf, _, err := lockPath(ctx, s.lockPath(id), repair)
 	if err != nil {
+		return rep, fmt.Errorf("session %s: %w", id, err)
+	}
+	r := &Reader{s: s, id: id, lock: lf, writable: repair}
+	defer r.release()
+	if err := r.openFiles(); err != nil {
 		return rep, err
 	}
 	if err := r.check(ctx, &rep); err != nil {
@@ -65,6 +64,7 @@ func (s *Store) Verify(ctx context.Context, id string, repair bool) (storage.Ver
 		return rep, nil
 	}
 	zstBefore, tailBefore := r.zid.size, r.tid.size
+	st := s.state(id)
 	st.mu.Lock()
 	st.ok = false // re-read from the files, never from the cache
 	err = r.refresh(st)

@@ -17,18 +17,18 @@ import (
 	"github.com/sessionmem/sessionmem/storage"
 )
 
-// TestStressHandles mixes every call that touches the descriptor cache and the lock gate on a
-// few ids: Update (append, seal, barrier), View (some nested), Delete and Create again, from
-// one long-lived Store and from a second Store on the same directory (another process's
-// stand-in) that is closed and opened again while calls run on it, with short context
-// deadlines on a third of the calls and a descriptor cap below the number of ids. It checks:
+// TestStressCalls mixes every call that touches the locks and the cached views on a few ids:
+// Update (append, seal, barrier), View (some nested), Delete and Create again, from one
+// long-lived Store and from a second Store on the same directory (another process's stand-in)
+// that is closed and opened again while calls run on it, with short context deadlines on a
+// third of the calls and a view cache smaller than the number of ids. It checks:
 // no deadlock (a watchdog dumps every goroutine), no error but the expected ones, an Update's
 // callback never overlaps another callback on its id, every View sees a gap-free history of
 // its incarnation only (told apart by the header nonce), and at the end each surviving
 // session holds exactly the appends acknowledged for its incarnation, once each.
-func TestStressHandles(t *testing.T) {
+func TestStressCalls(t *testing.T) {
 	dir := memTempDir(t)
-	opts := Options{SealRecords: 4, MaxOpenSessions: 2}
+	opts := Options{SealRecords: 4, MaxCachedSessions: 2}
 	s1 := mustOpen(t, dir, opts)
 	var s2 atomic.Pointer[Store]
 	s2.Store(mustOpenNoCleanup(t, dir, opts))
@@ -274,23 +274,16 @@ func TestStressHandles(t *testing.T) {
 		}
 	}
 
-	// Idle: at most MaxOpenSessions sessions' descriptors per Store; none after Close. A wait
-	// abandoned by a deadline closes its descriptor once its flock returns, so allow a moment.
+	// Idle: no session descriptor is open between calls, once the waits abandoned by a
+	// deadline have seen their flock return.
 	checkOpen := func(max int) {
 		t.Helper()
-		deadline := time.Now().Add(2 * time.Second)
-		for {
-			n, _, ok := openSessionFiles(t, dir)
-			if !ok || n <= max {
-				return
-			}
-			if time.Now().After(deadline) {
-				t.Fatalf("%d session descriptors open, want at most %d", n, max)
-			}
-			time.Sleep(10 * time.Millisecond)
+		abandonedWaits.Wait()
+		if n, _, ok := openSessionFiles(t, dir); ok && n > max {
+			t.Fatalf("%d session descriptors open, want at most %d", n, max)
 		}
 	}
-	checkOpen(2 * 3 * opts.MaxOpenSessions)
+	checkOpen(0)
 	if err := last.Close(); err != nil {
 		t.Fatal(err)
 	}

@@ -1,0 +1,500 @@
+package local
+
+import (
+	"bytes"
+	"container/list"
+	"context"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"sync"
+
+	"github.com/sessionmem/sessionmem/storage"
+
+	"github.com/klauspost/compress/zstd"
+	"github.com/tidwall/gjson"
+)
+
+// frameInfo locates one sealed record in <id>.zst.
+type frameInfo struct {
+	off         int64 // offset of the 32-byte record header
+	frameLen    uint32
+	count       uint32
+	first       uint64
+	contentSize uint64 // from the zstd frame header; 0 if not known
+	sum         uint64 // the record header's xxh64, which names the frame's content
+}
+
+func (f frameInfo) last() uint64 { return f.first + uint64(f.count) - 1 }
+
+// tailLine locates one kept line of the plain tail (n excludes the newline).
+type tailLine struct {
+	off int64
+	n   int
+	seq uint64
+}
+
+// sessView is what we know about a session's files as of the file versions in zstID/tailID.
+// It is copied into each Reader; its slices are only ever appended to or replaced, never
+// modified in place, so copies can share them.
+type sessView struct {
+	verified   bool // every frame's xxh64 was checked (writers need that before appending)
+	zstID      fileID
+	tailID     fileID
+	hasTail    bool
+	hdr        storage.Header
+	hdrEnd     int64
+	frames     []frameInfo
+	zstEnd     int64 // end of the last good record
+	brokenAt   int64 // reader only: a damaged record followed by intact ones starts here
+	tailHdrLen int64
+	tailEnd    int64 // end of the last kept (or stale) line
+	lines      []tailLine
+	tailBytes  int64
+}
+
+func (v *sessView) lastSealed() uint64 {
+	if len(v.frames) == 0 {
+		return 0
+	}
+	return v.frames[len(v.frames)-1].last()
+}
+
+func (v *sessView) lastSeq() uint64 {
+	if len(v.lines) > 0 {
+		return v.lines[len(v.lines)-1].seq
+	}
+	return v.lastSealed()
+}
+
+func (v *sessView) zstClean() bool  { return v.zstEnd == v.zstID.size }
+func (v *sessView) tailClean() bool { return v.hasTail && v.tailEnd == v.tailID.size }
+
+// sessState caches what this process knows of a session's files between calls (its view), so
+// a call re-reads only what changed on disk, checked by inode, size and mtime under the
+// session lock. It keeps no descriptor: every call opens the session's files and closes them
+// when it returns, so a session deleted by another process holds no disk space here.
+type sessState struct {
+	id   string
+	elem *list.Element // place in Store.lru (Store.mu)
+
+	mu sync.Mutex
+	ok bool
+	v  sessView
+}
+
+func (s *Store) zstPath(id string) string  { return filepath.Join(s.sessDir, id+zstSuffix) }
+func (s *Store) tailPath(id string) string { return filepath.Join(s.sessDir, id+tailSuffix) }
+func (s *Store) lockPath(id string) string { return filepath.Join(s.sessDir, id+lockSuffix) }
+
+func notFound(id string) error {
+	return fmt.Errorf("session %s: %w", id, storage.ErrNotFound)
+}
+
+// openSession locks a session (shared or exclusive), opens its files and brings the cached
+// view up to date. A writer repairs torn ends on the way; a reader only ignores them.
+func (s *Store) openSession(ctx context.Context, id string, exclusive bool) (*Reader, error) {
+	if err := checkID(id); err != nil {
+		return nil, err
+	}
+	if err := ctx.Err(); err != nil {
+		return nil, err
+	}
+	// Checked before locking so that probing unknown ids leaves no lock files behind.
+	if _, err := os.Stat(s.zstPath(id)); errors.Is(err, fs.ErrNotExist) {
+		s.forgetState(id)
+		return nil, notFound(id)
+	}
+	lf, _, err := lockPath(ctx, s.lockPath(id), exclusive)
+	if err != nil {
+		return nil, fmt.Errorf("session %s: %w", id, err)
+	}
+	return s.openLocked(id, lf, exclusive)
+}
+
+// openLocked is openSession once lf holds the session's lock; the Reader owns lf (on error it
+// is closed).
+func (s *Store) openLocked(id string, lf *os.File, exclusive bool) (*Reader, error) {
+	r := &Reader{s: s, id: id, lock: lf, writable: exclusive}
+	if err := r.openFiles(); err != nil {
+		r.release()
+		if errors.Is(err, storage.ErrNotFound) {
+			s.forgetState(id)
+		}
+		return nil, err
+	}
+	st := s.state(id)
+	st.mu.Lock()
+	err := r.refresh(st)
+	if err == nil {
+		st.v, st.ok = r.v, true
+	} else {
+		st.ok = false
+	}
+	st.mu.Unlock()
+	if err != nil {
+		r.release()
+		return nil, err
+	}
+	r.st = st
+	return r, nil
+}
+
+// openFiles opens the session's .zst and tail (read-only for a reader) and records their
+// identities. A missing .zst means the session was deleted; a missing tail is for refresh.
+func (r *Reader) openFiles() error {
+	flag, tflag := os.O_RDONLY, os.O_RDONLY
+	if r.writable {
+		flag, tflag = os.O_RDWR, os.O_RDWR|os.O_APPEND
+	}
+	var err error
+	if r.zst, r.zid, err = openID(r.s.zstPath(r.id), flag); err != nil {
+		if errors.Is(err, fs.ErrNotExist) {
+			return notFound(r.id)
+		}
+		return fmt.Errorf("open session %s: %w", r.id, err)
+	}
+	if r.tail, r.tid, err = openID(r.s.tailPath(r.id), tflag); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("open session %s tail: %w", r.id, err)
+	}
+	return nil
+}
+
+// openID opens path and returns the file with its identity.
+func openID(path string, flag int) (*os.File, fileID, error) {
+	f, err := os.OpenFile(path, flag, 0)
+	if err != nil {
+		return nil, fileID{}, err
+	}
+	fi, err := f.Stat()
+	if err != nil {
+		f.Close()
+		return nil, fileID{}, err
+	}
+	return f, statID(fi), nil
+}
+
+// refresh brings r.v up to date with the attached files, starting from the cached view when
+// the files only grew since.
+func (r *Reader) refresh(st *sessState) error {
+	zid, tid := r.zid, r.tid
+	cached := st.ok && (st.v.verified || !r.writable)
+
+	// The sealed part.
+	zstSame := false
+	switch {
+	case cached && st.v.zstID == zid:
+		r.v = st.v
+		zstSame = true
+	case cached && st.v.zstClean() && st.v.zstID.ino == zid.ino && zid.size > st.v.zstEnd:
+		r.v = st.v
+		r.v.frames = r.v.frames[:len(r.v.frames):len(r.v.frames)]
+	default:
+		r.v = sessView{}
+		if err := r.readHeader(zid.size); err != nil {
+			return err
+		}
+		r.v.zstEnd = r.v.hdrEnd
+	}
+	if !zstSame {
+		// A writer walks with checksums (and only starts from a verified cache); a reader's
+		// walk leaves new frames unverified until decoded.
+		startVerified, n0 := len(r.v.frames) == 0 || r.v.verified, len(r.v.frames)
+		if err := r.walk(zid); err != nil {
+			return err
+		}
+		r.v.verified = startVerified && (r.writable || len(r.v.frames) == n0)
+	}
+
+	// The plain tail.
+	switch {
+	case r.tail == nil:
+		if r.writable {
+			if err := r.recreateTail(); err != nil {
+				return err
+			}
+			return nil
+		}
+		r.v.hasTail, r.v.tailID, r.v.lines, r.v.tailBytes = false, fileID{}, nil, 0
+		return nil
+	case zstSame && st.v.tailID == tid && st.v.hasTail:
+		return nil
+	case zstSame && st.v.tailClean() && st.v.tailID.ino == tid.ino && tid.size > st.v.tailEnd:
+		r.v.lines = r.v.lines[:len(r.v.lines):len(r.v.lines)]
+		return r.scanTail(tid, r.v.tailEnd)
+	default:
+		r.v.lines, r.v.tailBytes, r.v.hasTail = nil, 0, false
+		return r.scanTail(tid, 0)
+	}
+}
+
+func (r *Reader) readHeader(size int64) error {
+	var b [8]byte
+	if size < 8 || readAt(r.zst, b[:], 0) != nil || binary.LittleEndian.Uint32(b[:]) != headerMagic {
+		return fmt.Errorf("session %s: header frame missing: %w", r.id, storage.ErrCorrupt)
+	}
+	n := int64(binary.LittleEndian.Uint32(b[4:]))
+	if n > maxHeaderFrame || 8+n > size {
+		return fmt.Errorf("session %s: header frame length %d out of range: %w", r.id, n, storage.ErrCorrupt)
+	}
+	js := make([]byte, n)
+	if err := readAt(r.zst, js, 8); err != nil {
+		return fmt.Errorf("read session %s header: %w", r.id, err)
+	}
+	h, err := parseHeaderPayload(js, "session "+r.id)
+	if err != nil {
+		return err
+	}
+	if h.ID != r.id {
+		return fmt.Errorf("session %s: header names session %q: %w", r.id, h.ID, storage.ErrCorrupt)
+	}
+	r.v.hdr, r.v.hdrEnd = h, 8+n
+	return nil
+}
+
+// walk follows record headers from r.v.zstEnd. Writers check every frame's xxh64 and cut a
+// torn or damaged end; readers only check headers and bounds (frames are verified when
+// decoded) and ignore a bad end.
+func (r *Reader) walk(zid fileID) error {
+	expect := r.v.lastSealed() + 1
+	frames, end, err := walkRecords(r.zst, r.v.zstEnd, zid.size, expect, r.writable, r.v.frames)
+	if err != nil {
+		return fmt.Errorf("read session %s: %w", r.id, err)
+	}
+	r.v.frames, r.v.zstEnd, r.v.zstID = frames, end, zid
+	if end == zid.size {
+		return nil
+	}
+	found, err := validRecordAfter(r.zst, end, zid.size)
+	if err != nil {
+		return fmt.Errorf("read session %s: %w", r.id, err)
+	}
+	if !r.writable {
+		if found {
+			r.v.brokenAt = end // Records reports it instead of ending the history there
+		}
+		return nil
+	}
+	if found {
+		// Damage followed by intact records is not a crash (a seal appends one record and
+		// fsyncs), so cutting here would destroy data: refuse instead.
+		return fmt.Errorf("session %s: damaged record at offset %d followed by intact ones: %w", r.id, end, storage.ErrCorrupt)
+	}
+	if complete, err := completeRecordAt(r.zst, end, zid.size, r.v.lastSealed()+1); err != nil {
+		return fmt.Errorf("read session %s: %w", r.id, err)
+	} else if complete {
+		// A crash leaves a record cut short; one that is all there, continues the sequence
+		// and still fails its checksum was durable and damaged later. Cutting it would lose
+		// acknowledged records (and the tail lines after them), so refuse: verify reports it.
+		return fmt.Errorf("session %s: last record at offset %d is damaged: %w", r.id, end, storage.ErrCorrupt)
+	}
+	if err := r.zst.Truncate(end); err != nil {
+		return fmt.Errorf("repair session %s: %w", r.id, err)
+	}
+	if err := r.zst.Sync(); err != nil {
+		return fmt.Errorf("repair session %s: %w", r.id, err)
+	}
+	r.s.log.Warn("storage: cut torn end of sealed log", "session", r.id, "offset", end, "dropped_bytes", zid.size-end)
+	fi, err := r.zst.Stat()
+	if err != nil {
+		return fmt.Errorf("stat session %s: %w", r.id, err)
+	}
+	r.v.zstID = statID(fi)
+	return nil
+}
+
+// walkRecords appends to frames every good record from off on and returns the end of the last
+// one. It never decompresses.
+func walkRecords(f *os.File, off, size int64, expect uint64, verify bool, frames []frameInfo) ([]frameInfo, int64, error) {
+	hdr := make([]byte, recordHeaderSize+zstd.HeaderMaxSize)
+	var buf []byte
+	for size-off >= recordHeaderSize {
+		n := int64(len(hdr))
+		if size-off < n {
+			n = size - off
+		}
+		if err := readAt(f, hdr[:n], off); err != nil {
+			return frames, off, err
+		}
+		rh, ok := parseRecordHeader(hdr[:n])
+		end := off + recordHeaderSize + int64(rh.frameLen)
+		if !ok || rh.first != expect || end > size {
+			break
+		}
+		var cs uint64
+		if verify {
+			buf = grow(buf, int(rh.frameLen))
+			if err := readAt(f, buf, off+recordHeaderSize); err != nil {
+				return frames, off, err
+			}
+			if recordSum(hdr, buf) != rh.sum {
+				break
+			}
+			if cs, ok = frameContentSize(buf); !ok {
+				break
+			}
+		} else if cs, ok = frameContentSize(hdr[recordHeaderSize:n]); !ok {
+			break
+		}
+		frames = append(frames, frameInfo{off: off, frameLen: rh.frameLen, count: rh.count, first: rh.first, contentSize: cs, sum: rh.sum})
+		expect = rh.first + uint64(rh.count)
+		off = end
+	}
+	return frames, off, nil
+}
+
+// completeRecordAt reports whether a record header at off continues the sequence at expect
+// and its whole frame lies within size.
+func completeRecordAt(f *os.File, off, size int64, expect uint64) (bool, error) {
+	if size-off < recordHeaderSize {
+		return false, nil
+	}
+	var hb [recordHeaderSize]byte
+	if err := readAt(f, hb[:], off); err != nil {
+		return false, err
+	}
+	rh, ok := parseRecordHeader(hb[:])
+	return ok && rh.first == expect && off+recordHeaderSize+int64(rh.frameLen) <= size, nil
+}
+
+// validRecordAfter reports whether a complete record with a correct checksum starts anywhere
+// in [off, size).
+func validRecordAfter(f *os.File, off, size int64) (bool, error) {
+	b := make([]byte, size-off)
+	if err := readAt(f, b, off); err != nil {
+		return false, err
+	}
+	var magic [4]byte
+	binary.LittleEndian.PutUint32(magic[:], recordMagic)
+	for i := 0; ; i++ {
+		j := bytes.Index(b[i:], magic[:])
+		if j < 0 {
+			return false, nil
+		}
+		i += j
+		rh, ok := parseRecordHeader(b[i:])
+		if ok && int64(i)+recordHeaderSize+int64(rh.frameLen) <= int64(len(b)) &&
+			recordSum(b[i:], b[i+recordHeaderSize:i+recordHeaderSize+int(rh.frameLen)]) == rh.sum {
+			return true, nil
+		}
+	}
+}
+
+func grow(b []byte, n int) []byte {
+	if cap(b) < n {
+		return make([]byte, n)
+	}
+	return b[:n]
+}
+
+// scanTail reads the tail from off (0: from the start, header included) and keeps the lines
+// that continue the sequence. It stops at the first line that is torn, invalid or out of
+// sequence: a batch is written at once, so anything after such a line was never acknowledged.
+// Lines at or below the last sealed seq are skipped (a crash between seal and truncation).
+func (r *Reader) scanTail(tid fileID, off int64) error {
+	data := make([]byte, tid.size-off)
+	if err := readAt(r.tail, data, off); err != nil {
+		return fmt.Errorf("read session %s tail: %w", r.id, err)
+	}
+	r.v.tailID = tid
+	pos := 0
+	if off == 0 {
+		nl := bytes.IndexByte(data, '\n')
+		if nl < 0 {
+			// No complete header line: the tail holds no record. Tails are created whole,
+			// so only damage gets here; a writer starts it afresh.
+			if r.writable {
+				return r.recreateTail()
+			}
+			r.v.hasTail, r.v.tailEnd, r.v.tailHdrLen = false, 0, 0
+			return nil
+		}
+		var th tailHeader
+		if err := json.Unmarshal(data[:nl], &th); err != nil || th.Version < 1 {
+			return fmt.Errorf("session %s: tail header line is damaged: %w", r.id, storage.ErrCorrupt)
+		}
+		if th.Version > FormatVersion {
+			return versionError("session "+r.id+" tail", th.Version)
+		}
+		pos = nl + 1
+		r.v.tailHdrLen, r.v.tailEnd = int64(pos), int64(pos)
+	}
+	r.v.hasTail = true
+	after := r.v.lastSeq()
+	sealed := r.v.lastSealed()
+	for {
+		i := bytes.IndexByte(data[pos:], '\n')
+		if i < 0 {
+			break
+		}
+		line := data[pos : pos+i]
+		seq, ok := lineSeq(line)
+		if ok && seq <= sealed && len(r.v.lines) == 0 {
+			pos += i + 1
+			r.v.tailEnd = off + int64(pos)
+			continue
+		}
+		if !ok || seq != after+1 || !gjson.ValidBytes(line) {
+			break
+		}
+		r.v.lines = append(r.v.lines, tailLine{off: off + int64(pos), n: i, seq: seq})
+		r.v.tailBytes += int64(i + 1)
+		after = seq
+		pos += i + 1
+		r.v.tailEnd = off + int64(pos)
+	}
+	if !r.writable {
+		return nil
+	}
+	cut := r.v.tailEnd
+	if len(r.v.lines) == 0 {
+		cut = r.v.tailHdrLen // only stale lines: the seal that made them stale completed
+	}
+	if cut == tid.size {
+		return nil
+	}
+	if err := r.tail.Truncate(cut); err != nil {
+		return fmt.Errorf("repair session %s tail: %w", r.id, err)
+	}
+	if err := r.tail.Sync(); err != nil {
+		return fmt.Errorf("repair session %s tail: %w", r.id, err)
+	}
+	r.s.log.Warn("storage: cut torn or stale end of tail", "session", r.id, "offset", cut, "dropped_bytes", tid.size-cut)
+	r.v.tailEnd = cut
+	return r.statTail()
+}
+
+func (r *Reader) statTail() error {
+	fi, err := r.tail.Stat()
+	if err != nil {
+		return fmt.Errorf("stat session %s tail: %w", r.id, err)
+	}
+	r.v.tailID = statID(fi)
+	return nil
+}
+
+// recreateTail gives a writer a fresh, empty tail (the old one was missing or had no complete
+// header line, so it held no record).
+func (r *Reader) recreateTail() error {
+	if r.tail != nil {
+		r.tail.Close()
+		r.tail = nil
+	}
+	hdr := encodeTailHeader(r.id)
+	if err := writeFileAtomic(r.s.sessDir, r.id+tailSuffix, hdr, true); err != nil {
+		return fmt.Errorf("session %s: %w", r.id, err)
+	}
+	f, tid, err := openID(r.s.tailPath(r.id), os.O_RDWR|os.O_APPEND)
+	if err != nil {
+		return fmt.Errorf("open session %s tail: %w", r.id, err)
+	}
+	r.tail, r.tid = f, tid
+	r.v.hasTail, r.v.lines, r.v.tailBytes = true, nil, 0
+	r.v.tailHdrLen, r.v.tailEnd = int64(len(hdr)), int64(len(hdr))
+	r.v.tailID = tid
+	return nil
+}

@@ -1,0 +1,247 @@
+package local
+
+import (
+	"bytes"
+	"container/list"
+	"errors"
+	"fmt"
+	"iter"
+	"os"
+	"sort"
+	"sync"
+
+	"github.com/sessionmem/sessionmem/storage"
+
+	"github.com/tidwall/gjson"
+)
+
+// Reader reads one locked session. It is valid only inside the View or Update callback that
+// received it.
+type Reader struct {
+	s        *Store
+	id       string
+	st       *sessState // the cached view this call updates
+	lock     *os.File   // holds the session's flock; closing it releases the lock
+	zst      *os.File
+	tail     *os.File // nil if the session has no tail file
+	zid, tid fileID   // the files' identities when opened
+	writable bool
+	done     bool
+	v        sessView
+}
+
+// release closes the session's files and then the lock.
+func (r *Reader) release() {
+	r.done = true
+	for _, f := range []*os.File{r.tail, r.zst, r.lock} {
+		if f != nil {
+			f.Close()
+		}
+	}
+	r.tail, r.zst, r.lock = nil, nil, nil
+}
+
+// ID returns the session id.
+func (r *Reader) ID() string { return r.id }
+
+// Header returns the session header.
+func (r *Reader) Header() storage.Header { return r.v.hdr }
+
+// LastSeq returns the seq of the newest durable record (0 for an empty session).
+func (r *Reader) LastSeq() uint64 { return r.v.lastSeq() }
+
+var errReaderDone = errors.New("storage: Reader or Writer used after its View or Update returned")
+
+// tailChunk is how much of the plain tail Records reads at a time.
+const tailChunk = 256 << 10
+
+// Records yields the records with Seq >= from, in order. It starts decoding at the frame that
+// holds from, never decoding earlier frames, and reads the plain tail a chunk at a time from
+// the line that holds from. A damaged frame stops iteration with an error wrapping ErrCorrupt
+// (only possible for a reader racing a damaged file; writers repair on open).
+//
+// Record.Data points into buffers that are reused or shared: it must not be kept past the
+// iteration step or modified.
+func (r *Reader) Records(from uint64) iter.Seq2[storage.Record, error] {
+	return func(yield func(storage.Record, error) bool) {
+		if r.done {
+			yield(storage.Record{}, errReaderDone)
+			return
+		}
+		if from == 0 {
+			from = 1
+		}
+		frames := r.v.frames
+		for i := sort.Search(len(frames), func(i int) bool { return frames[i].last() >= from }); i < len(frames); i++ {
+			content, err := r.frame(frames[i])
+			if err != nil {
+				yield(storage.Record{}, err)
+				return
+			}
+			seq := frames[i].first
+			for len(content) > 0 {
+				nl := bytes.IndexByte(content, '\n')
+				line := content[:nl]
+				content = content[nl+1:]
+				if seq >= from && !yield(makeRecord(seq, line), nil) {
+					return
+				}
+				seq++
+			}
+		}
+		if r.v.brokenAt != 0 {
+			yield(storage.Record{}, fmt.Errorf("session %s: damaged record at offset %d followed by intact ones: %w", r.id, r.v.brokenAt, storage.ErrCorrupt))
+			return
+		}
+		lines := r.v.lines
+		var buf []byte
+		for j := sort.Search(len(lines), func(j int) bool { return lines[j].seq >= from }); j < len(lines); {
+			start := lines[j].off
+			k := j + 1
+			for k < len(lines) && lines[k].off+int64(lines[k].n)+1-start <= tailChunk {
+				k++
+			}
+			end := lines[k-1].off + int64(lines[k-1].n) + 1
+			buf = grow(buf, int(end-start))
+			if err := readAt(r.tail, buf, start); err != nil {
+				yield(storage.Record{}, fmt.Errorf("read session %s tail: %w", r.id, err))
+				return
+			}
+			for _, l := range lines[j:k] {
+				p := l.off - start
+				if !yield(makeRecord(l.seq, buf[p:p+int64(l.n)]), nil) {
+					return
+				}
+			}
+			j = k
+		}
+	}
+}
+
+func makeRecord(seq uint64, line []byte) storage.Record {
+	return storage.Record{Seq: seq, Kind: gjson.GetBytes(line, "type").String(), Data: line}
+}
+
+// frame returns the checked content of one sealed record, from the store's cache of recently
+// decoded frames or decoded now (and cached). The content is shared: never modified.
+func (r *Reader) frame(fr frameInfo) ([]byte, error) {
+	key := frameKey{ino: r.v.zstID.ino, off: fr.off, sum: fr.sum}
+	if content := r.s.frames.get(key); content != nil {
+		return content, nil
+	}
+	content, _, err := r.decodeFrame(fr, nil, nil)
+	if err != nil {
+		return nil, err
+	}
+	r.s.frames.put(key, content)
+	return content, nil
+}
+
+// decodeFrame reads, checks and decompresses one record into content (reused). It returns the
+// content only if all of it is good: checksum, size, and a `{"seq":N` line for each record.
+func (r *Reader) decodeFrame(fr frameInfo, content, comp []byte) ([]byte, []byte, error) {
+	corrupt := func(why string) error {
+		return fmt.Errorf("session %s: record at offset %d: %s: %w", r.id, fr.off, why, storage.ErrCorrupt)
+	}
+	comp = grow(comp, recordHeaderSize+int(fr.frameLen))
+	if err := readAt(r.zst, comp, fr.off); err != nil {
+		return content, comp, fmt.Errorf("read session %s: %w", r.id, err)
+	}
+	rh, ok := parseRecordHeader(comp)
+	if !ok || rh.frameLen != fr.frameLen || rh.first != fr.first || rh.count != fr.count {
+		return content, comp, corrupt("header changed")
+	}
+	frame := comp[recordHeaderSize:]
+	if recordSum(comp, frame) != rh.sum {
+		return content, comp, corrupt("checksum mismatch")
+	}
+	cs, ok := frameContentSize(frame)
+	if !ok {
+		return content, comp, corrupt("no content size")
+	}
+	// Pre-sizing the destination avoids the decoder growing it frame by frame (quadratic).
+	if uint64(cap(content)) < cs {
+		content = make([]byte, 0, cs)
+	}
+	out, err := r.s.dec.DecodeAll(frame, content[:0])
+	if err != nil {
+		return content, comp, corrupt(err.Error())
+	}
+	if uint64(len(out)) != cs || len(out) == 0 || out[len(out)-1] != '\n' {
+		return content, comp, corrupt("content size mismatch")
+	}
+	// Check every line before yielding any, so a caller never sees part of a bad frame.
+	seq, rest := fr.first, out
+	for len(rest) > 0 {
+		nl := bytes.IndexByte(rest, '\n')
+		if got, ok := lineSeq(rest[:nl]); !ok || got != seq || seq > fr.last() {
+			return content, comp, corrupt("record sequence mismatch")
+		}
+		rest = rest[nl+1:]
+		seq++
+	}
+	if seq != fr.last()+1 {
+		return content, comp, corrupt("record count mismatch")
+	}
+	return out, comp, nil
+}
+
+// frameCacheBytes bounds the decoded frames a Store keeps: a resume that pages through a
+// session starts most pages inside the frame the previous page ended in, and decoding a 1 MiB
+// frame again per page would double what a full resume decodes.
+const frameCacheBytes = 8 << 20
+
+// frameKey names a sealed record's content: the file, the record's offset and its checksum
+// (a record written at the same offset after a torn one was cut has another checksum).
+type frameKey struct {
+	ino uint64
+	off int64
+	sum uint64
+}
+
+type cachedFrame struct {
+	key     frameKey
+	content []byte
+}
+
+// frameCache keeps recently decoded frames, least recently used dropped first.
+type frameCache struct {
+	mu    sync.Mutex
+	max   int64
+	size  int64
+	lru   *list.List // of *cachedFrame, most recent first
+	byKey map[frameKey]*list.Element
+}
+
+func newFrameCache(max int64) *frameCache {
+	return &frameCache{max: max, lru: list.New(), byKey: map[frameKey]*list.Element{}}
+}
+
+func (c *frameCache) get(k frameKey) []byte {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.byKey[k]; e != nil {
+		c.lru.MoveToFront(e)
+		return e.Value.(*cachedFrame).content
+	}
+	return nil
+}
+
+func (c *frameCache) put(k frameKey, content []byte) {
+	n := int64(cap(content))
+	if n > c.max/4 {
+		return // one huge frame would push out everything else
+	}
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if c.byKey[k] != nil {
+		return
+	}
+	c.byKey[k] = c.lru.PushFront(&cachedFrame{key: k, content: content})
+	c.size += n
+	for c.size > c.max {
+		old := c.lru.Remove(c.lru.Back()).(*cachedFrame)
+		delete(c.byKey, old.key)
+		c.size -= int64(cap(old.content))
+	}
+}

@@ -1,0 +1,220 @@
+package local
+
+import (
+	"errors"
+	"io/fs"
+	"os"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/sessionmem/sessionmem/storage"
+)
+
+// idleSmallFactor: a tail smaller than MinIdleSealBytes waits this many times IdleSeal, so a
+// conversation with long pauses is not cut into tiny frames (a frame of a few records keeps
+// a third of the ratio a 1 MiB frame reaches).
+const idleSmallFactor = 8
+
+// sealer seals, in the background, the tails this process wrote to once they sit idle, and
+// keeps the plain bytes of those tails under Options.MaxPlainBytes. It never waits for a
+// session: it takes the session's lock only if nobody holds it (a save in progress here or in
+// another process) and skips a tail another process appended to recently, so no save ever
+// waits behind a seal it started. Close seals what is left.
+type sealer struct {
+	s *Store
+
+	mu    sync.Mutex
+	tails map[string]*tailInfo // every session this process appended to since Open
+	plain int64                // the sum of their tail bytes, as last seen
+
+	quit chan struct{}
+	done chan struct{}
+}
+
+type tailInfo struct {
+	bytes int64     // plain bytes in the tail after this process's last append or seal
+	last  time.Time // last append this process made (or saw, for tails others append to)
+}
+
+func newSealer(s *Store) *sealer {
+	z := &sealer{s: s, tails: map[string]*tailInfo{}, quit: make(chan struct{}), done: make(chan struct{})}
+	if s.opts.IdleSeal < 0 && s.opts.MaxPlainBytes < 0 {
+		close(z.done)
+		return z
+	}
+	go z.run(tickEvery(s.opts.IdleSeal))
+	return z
+}
+
+// tickEvery is how often the sealer looks at the tails (a scan of a small map): within a
+// quarter of IdleSeal after it elapsed, at most 20 times and at least once a second.
+func tickEvery(idle time.Duration) time.Duration {
+	if idle <= 0 {
+		return time.Second
+	}
+	return min(max(idle/4, 50*time.Millisecond), time.Second)
+}
+
+// wrote records an append by this process that left tailBytes in the tail.
+func (z *sealer) wrote(id string, tailBytes int64) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	t := z.tails[id]
+	if t == nil {
+		t = &tailInfo{}
+		z.tails[id] = t
+	}
+	z.plain += tailBytes - t.bytes
+	t.bytes, t.last = tailBytes, z.s.now()
+}
+
+// sealed records that id's tail is empty now.
+func (z *sealer) sealed(id string) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if t := z.tails[id]; t != nil {
+		z.plain -= t.bytes
+		t.bytes = 0
+	}
+}
+
+// forget stops tracking a deleted session.
+func (z *sealer) forget(id string) {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	if t := z.tails[id]; t != nil {
+		z.plain -= t.bytes
+		delete(z.tails, id)
+	}
+}
+
+// written returns the sessions this process appended to.
+func (z *sealer) written() []string {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	ids := make([]string, 0, len(z.tails))
+	for id := range z.tails {
+		ids = append(ids, id)
+	}
+	return ids
+}
+
+// plainBytes returns the tracked tails' plain bytes.
+func (z *sealer) plainBytes() int64 {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	return z.plain
+}
+
+// stop ends the background loop and waits for a seal in progress.
+func (z *sealer) stop() {
+	select {
+	case <-z.quit:
+	default:
+		close(z.quit)
+	}
+	<-z.done
+}
+
+func (z *sealer) run(every time.Duration) {
+	defer close(z.done)
+	t := time.NewTicker(every)
+	defer t.Stop()
+	for {
+		select {
+		case <-z.quit:
+			return
+		case <-t.C:
+		}
+		for _, id := range z.due() {
+			select {
+			case <-z.quit:
+				return
+			default:
+			}
+			z.trySeal(id)
+		}
+	}
+}
+
+// due returns the tails to seal now: the idle ones, then, while the tracked plain bytes stay
+// above MaxPlainBytes, the largest others that saw no append for a tick.
+func (z *sealer) due() []string {
+	opts := z.s.opts
+	now := z.s.now()
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	var ids, rest []string
+	plain := z.plain
+	for id, t := range z.tails {
+		if t.bytes == 0 {
+			continue
+		}
+		idle := now.Sub(t.last)
+		wait := opts.IdleSeal
+		if t.bytes < MinIdleSealBytes {
+			wait *= idleSmallFactor
+		}
+		if opts.IdleSeal >= 0 && idle >= wait {
+			ids = append(ids, id)
+			plain -= t.bytes
+		} else if idle >= tickEvery(opts.IdleSeal) {
+			rest = append(rest, id)
+		}
+	}
+	if opts.MaxPlainBytes >= 0 && plain > opts.MaxPlainBytes {
+		sort.Slice(rest, func(i, j int) bool { return z.tails[rest[i]].bytes > z.tails[rest[j]].bytes })
+		for _, id := range rest {
+			if plain <= opts.MaxPlainBytes {
+				break
+			}
+			ids = append(ids, id)
+			plain -= z.tails[id].bytes
+		}
+	}
+	return ids
+}
+
+// trySeal seals id's tail if nobody holds the session and nobody appended to it within a
+// tick. A session it cannot take now stays due and is tried again at the next tick.
+func (z *sealer) trySeal(id string) {
+	s := z.s
+	if s.enter() != nil {
+		return // closing: Close seals what is left
+	}
+	defer s.leave()
+	// Another process's recent append shows in the tail's mtime; leave the session to it.
+	if fi, err := os.Stat(s.tailPath(id)); err == nil && s.now().Sub(fi.ModTime()) < tickEvery(s.opts.IdleSeal) {
+		z.mu.Lock()
+		if t := z.tails[id]; t != nil && fi.ModTime().After(t.last) {
+			t.last = fi.ModTime()
+		}
+		z.mu.Unlock()
+		return
+	} else if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	lf, ok, err := tryLockPath(s.lockPath(id))
+	if err != nil || !ok {
+		return
+	}
+	r, err := s.openLocked(id, lf, true)
+	if err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			z.forget(id)
+		}
+		return
+	}
+	w := &Writer{Reader: *r}
+	defer w.release()
+	if err := w.Seal(); err != nil {
+		s.log.Warn("storage: background seal failed; the tail stays plain", "session", id, "err", err)
+	}
+	z.mu.Lock()
+	if t := z.tails[id]; t != nil {
+		z.plain += w.v.tailBytes - t.bytes
+		t.bytes = w.v.tailBytes
+	}
+	z.mu.Unlock()
+}

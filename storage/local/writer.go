@@ -1,0 +1,332 @@
+package local
+
+import (
+	"bytes"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"math"
+	"strconv"
+
+	"github.com/sessionmem/sessionmem/storage"
+
+	"github.com/tidwall/gjson"
+)
+
+// Writer appends to one locked session. It embeds Reader for read-your-writes.
+type Writer struct {
+	Reader
+}
+
+// commit publishes the writer's view to the in-process cache; poison forgets it after a
+// failed write so the next open re-reads (and repairs) the files.
+func (w *Writer) commit() {
+	st := w.st
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	st.v, st.ok = w.v, true
+	st.mu.Unlock()
+}
+
+func (w *Writer) poison() {
+	st := w.st
+	if st == nil {
+		return
+	}
+	st.mu.Lock()
+	st.ok = false
+	st.mu.Unlock()
+}
+
+// Append writes recs as one batch: one write and one fsync to the tail (plus a seal first if a
+// record has Barrier set, or after if the tail passes the thresholds), then one index line with
+// m (storage sets m.LastSeq, m.ID and the header fields). It returns the records with Seq set.
+// When it returns nil, the records survive kill -9 and power loss.
+//
+// Each Data must be a JSON object without a "seq" key. If Kind is set and Data has no "type",
+// storage writes `"type":Kind` after the seq; if Data has a "type" it must equal Kind. Bad input
+// is rejected before anything is written. Empty recs only writes the index line.
+func (w *Writer) Append(recs []storage.Record, m storage.Meta) ([]storage.Record, error) {
+	if w.done {
+		return nil, errReaderDone
+	}
+	next := w.v.lastSeq() + 1
+	out := make([]storage.Record, len(recs))
+	var buf []byte
+	ends := make([]int, len(recs))
+	for i, rec := range recs {
+		var err error
+		var kind string
+		buf, kind, err = appendLine(buf, rec, next+uint64(i))
+		if err != nil {
+			return nil, fmt.Errorf("session %s: record %d: %w", w.id, i, err)
+		}
+		ends[i] = len(buf)
+		out[i] = storage.Record{Seq: next + uint64(i), Kind: kind, Barrier: rec.Barrier}
+	}
+	for i := range out {
+		out[i].Data = buf[lineStart(ends, i) : ends[i]-1]
+	}
+	// Records before a barrier are sealed together with the tail, so the barrier record
+	// starts a new frame.
+	seg := 0
+	for i := range recs {
+		if recs[i].Barrier && (i > seg || len(w.v.lines) > 0) {
+			if err := w.sealWith(buf[lineStart(ends, seg):lineStart(ends, i)], i-seg); err != nil {
+				return nil, err
+			}
+			seg = i
+		}
+	}
+	if seg < len(recs) {
+		start := lineStart(ends, seg)
+		if err := w.writeTail(buf[start:], next+uint64(seg), ends[seg:], start); err != nil {
+			return nil, err
+		}
+	}
+	if len(w.v.lines) >= w.s.opts.SealRecords || w.v.tailBytes >= int64(w.s.opts.SealBytes) {
+		// The batch is already durable in the tail; a failed seal only leaves it there.
+		if err := w.sealWith(nil, 0); err != nil {
+			w.s.log.Warn("storage: seal failed; records stay in the tail", "session", w.id, "err", err)
+			w.poison()
+		}
+	}
+	w.putIndex(m, true)
+	if len(recs) > 0 {
+		w.s.sealer.wrote(w.id, w.v.tailBytes)
+	}
+	return out, nil
+}
+
+// lineStart is the offset in the batch buffer where record k's line starts.
+func lineStart(ends []int, k int) int {
+	if k == 0 {
+		return 0
+	}
+	return ends[k-1]
+}
+
+// writeTail appends lines (whose ends relative to buf start at base are given) with one
+// write and one fsync.
+func (w *Writer) writeTail(lines []byte, first uint64, ends []int, base int) error {
+	off := w.v.tailID.size
+	if _, err := w.tail.Write(lines); err != nil {
+		w.poison()
+		return fmt.Errorf("append session %s: %w", w.id, err)
+	}
+	if err := w.tail.Sync(); err != nil {
+		w.poison()
+		return fmt.Errorf("append session %s: sync: %w", w.id, err)
+	}
+	if err := w.statTail(); err != nil {
+		w.poison()
+		return err
+	}
+	if w.v.tailID.size != off+int64(len(lines)) {
+		// Someone else wrote to the tail without the lock; do not trust offsets.
+		w.poison()
+		return fmt.Errorf("session %s: tail changed while locked: %w", w.id, storage.ErrCorrupt)
+	}
+	w.v.lines = w.v.lines[:len(w.v.lines):len(w.v.lines)]
+	prev := base
+	for k, e := range ends {
+		w.v.lines = append(w.v.lines, tailLine{off: off + int64(prev-base), n: e - prev - 1, seq: first + uint64(k)})
+		prev = e
+	}
+	w.v.tailBytes += int64(len(lines))
+	w.v.tailEnd = w.v.tailID.size
+	w.commit()
+	return nil
+}
+
+// Seal compresses the plain tail into a checksummed zstd frame now (no-op if it is empty).
+func (w *Writer) Seal() error {
+	if w.done {
+		return errReaderDone
+	}
+	if len(w.v.lines) == 0 {
+		return nil
+	}
+	if err := w.sealWith(nil, 0); err != nil {
+		return err
+	}
+	w.putIndex(storage.Meta{}, false)
+	return nil
+}
+
+// sealWith seals the tail plus extra (count complete lines that follow the tail) as one
+// record: encode, append to .zst, fsync, then truncate the tail and fsync. A crash after the
+// first fsync leaves tail lines at or below the sealed seq, which recovery drops.
+func (w *Writer) sealWith(extra []byte, count int) error {
+	v := &w.v
+	n := len(v.lines) + count
+	if n == 0 {
+		return nil
+	}
+	var content []byte
+	first := v.lastSealed() + 1
+	if len(v.lines) > 0 {
+		first = v.lines[0].seq
+		last := v.lines[len(v.lines)-1]
+		content = make([]byte, last.off+int64(last.n)+1-v.lines[0].off, int(v.tailBytes)+len(extra))
+		if err := readAt(w.tail, content, v.lines[0].off); err != nil {
+			return fmt.Errorf("seal session %s: read tail: %w", w.id, err)
+		}
+	}
+	content = append(content, extra...)
+	if n > math.MaxUint32 {
+		return fmt.Errorf("seal session %s: %d records in one frame", w.id, n)
+	}
+	enc := w.s.enc
+	if len(content) < 256 {
+		enc = w.s.encSmall
+	}
+	rec := enc.EncodeAll(content, make([]byte, recordHeaderSize, recordHeaderSize+len(content)/4+64))
+	frame := rec[recordHeaderSize:]
+	if len(frame) > math.MaxUint32 {
+		return fmt.Errorf("seal session %s: frame of %d bytes is too large", w.id, len(frame))
+	}
+	putRecordHeader(rec, frame, uint32(n), first)
+	cs, _ := frameContentSize(frame)
+	sum := binary.LittleEndian.Uint64(rec[24:32])
+
+	if v.zstID.size != v.zstEnd {
+		if err := w.zst.Truncate(v.zstEnd); err != nil {
+			w.poison()
+			return fmt.Errorf("seal session %s: %w", w.id, err)
+		}
+	}
+	if _, err := w.zst.WriteAt(rec, v.zstEnd); err != nil {
+		w.poison()
+		return fmt.Errorf("seal session %s: %w", w.id, err)
+	}
+	if err := w.zst.Sync(); err != nil {
+		w.poison()
+		return fmt.Errorf("seal session %s: sync: %w", w.id, err)
+	}
+	fi, err := w.zst.Stat()
+	if err != nil {
+		w.poison()
+		return fmt.Errorf("seal session %s: %w", w.id, err)
+	}
+	v.frames = append(v.frames[:len(v.frames):len(v.frames)], frameInfo{
+		off: v.zstEnd, frameLen: uint32(len(frame)), count: uint32(n), first: first, contentSize: cs, sum: sum,
+	})
+	v.zstEnd += int64(len(rec))
+	v.zstID = statID(fi)
+	v.lines, v.tailBytes = nil, 0
+	w.s.sealer.sealed(w.id)
+	// The records are sealed and durable now; emptying the tail is housekeeping (stale lines
+	// are skipped on read), so its failure is not the caller's. The truncation needs no fsync
+	// of its own: until it reaches the disk the old lines are still there, and recovery drops
+	// lines at or below the last sealed seq; the next append's fsync makes it durable together
+	// with the new lines. That saves one of a seal's two fsyncs.
+	_ = w.tail.Truncate(v.tailHdrLen)
+	if err := w.statTail(); err != nil {
+		w.poison()
+		return nil
+	}
+	if v.tailID.size == v.tailHdrLen {
+		v.tailEnd = v.tailHdrLen
+	} else {
+		w.s.log.Warn("storage: could not empty tail after seal", "session", w.id)
+		v.tailEnd = v.tailID.size
+	}
+	w.commit()
+	return nil
+}
+
+// putIndex writes the session's index line with the current file sizes: the caller's
+// metadata after an append, or the previous line's with the new sizes and last seq after a
+// seal. It is written before Append returns, so every process lists what a read returns as
+// soon as the call returned. The index is rebuildable and reconciled against file sizes at
+// Open, so it is not fsynced, and a failure here is logged, not returned: the records are
+// already durable.
+func (w *Writer) putIndex(m storage.Meta, fromCaller bool) {
+	sizes := w.sizes()
+	var err error
+	if fromCaller {
+		w.fillMeta(&m)
+		err = w.s.idx.put(w.id, m, sizes)
+	} else {
+		err = w.s.idx.update(w.id, func(old storage.Meta, ok bool) storage.Meta {
+			if !ok {
+				old = storage.Meta{}
+			}
+			old.LastSeq = w.v.lastSeq()
+			w.fillHeader(&old)
+			return old
+		}, sizes)
+	}
+	if err != nil {
+		w.s.log.Warn("storage: index write failed; it is reconciled at next open", "session", w.id, "err", err)
+	}
+}
+
+func (r *Reader) sizes() fileSizes {
+	t := int64(-1)
+	if r.v.hasTail {
+		t = r.v.tailID.size
+	}
+	return fileSizes{Zst: r.v.zstID.size, Tail: t}
+}
+
+func (r *Reader) fillHeader(m *storage.Meta) {
+	h := r.v.hdr
+	m.ID, m.WorkingDir, m.ParentSession, m.Created = r.id, h.WorkingDir, h.ParentSession, h.Created
+}
+
+func (r *Reader) fillMeta(m *storage.Meta) {
+	r.fillHeader(m)
+	m.LastSeq = r.v.lastSeq()
+	if m.Updated.IsZero() {
+		m.Updated = r.s.now()
+	}
+}
+
+// appendLine validates one record and appends its stored line (with newline) to buf.
+func appendLine(buf []byte, rec storage.Record, seq uint64) ([]byte, string, error) {
+	data := bytes.TrimSpace(rec.Data)
+	if len(data) == 0 || data[0] != '{' || !gjson.ValidBytes(data) {
+		return buf, "", errors.New("data must be one JSON object")
+	}
+	if bytes.ContainsAny(data, "\n\r") {
+		var c bytes.Buffer
+		if err := json.Compact(&c, data); err != nil {
+			return buf, "", fmt.Errorf("data: %w", err)
+		}
+		data = c.Bytes()
+	}
+	if gjson.GetBytes(data, "seq").Exists() {
+		return buf, "", errors.New(`data must not contain "seq" (storage assigns it)`)
+	}
+	kind := rec.Kind
+	typ := gjson.GetBytes(data, "type")
+	addType := false
+	switch {
+	case typ.Exists() && typ.Type != gjson.String:
+		return buf, "", errors.New(`"type" must be a string`)
+	case typ.Exists() && kind != "" && typ.Str != kind:
+		return buf, "", fmt.Errorf("record kind %q differs from data's \"type\" %q", kind, typ.Str)
+	case typ.Exists():
+		kind = typ.Str
+	case kind != "":
+		addType = true
+	}
+	rest := bytes.TrimLeft(data[1:], " \t")
+	buf = append(buf, `{"seq":`...)
+	buf = strconv.AppendUint(buf, seq, 10)
+	if addType {
+		kb, _ := json.Marshal(kind)
+		buf = append(buf, `,"type":`...)
+		buf = append(buf, kb...)
+	}
+	if rest[0] != '}' {
+		buf = append(buf, ',')
+	}
+	buf = append(buf, rest...)
+	return append(buf, '\n'), kind, nil
+}
