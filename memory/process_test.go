@@ -132,6 +132,67 @@ func TestTwoProcessesCreateSessions(t *testing.T) {
 	}
 }
 
+// listAgrees checks that s lists session id with as many messages as a full resume returns
+// (an uncompacted, unbranched session) and returns that number.
+func listAgrees(t *testing.T, s *Service, id string) int {
+	t.Helper()
+	n, cursor := 0, ""
+	for {
+		res, err := s.Resume(t.Context(), ResumeRequest{SessionID: id, MaxTokens: 100000, Cursor: cursor})
+		if err != nil {
+			t.Fatal(err)
+		}
+		n += len(res.Messages)
+		if cursor = res.NextCursor; cursor == "" {
+			break
+		}
+	}
+	l, err := s.List(t.Context(), ListRequest{Limit: 100})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, sess := range l.Sessions {
+		if sess.ID == id {
+			if sess.MessageCount != n {
+				t.Fatalf("session_list shows %d messages, session_resume returns %d", sess.MessageCount, n)
+			}
+			return n
+		}
+	}
+	t.Fatalf("session %s not listed", id)
+	return 0
+}
+
+// Four processes save into one session at once; as soon as they are done, a process that was
+// running all along lists exactly what a resume returns.
+func TestListingAgreesAcrossProcesses(t *testing.T) {
+	dir := t.TempDir()
+	store, err := local.Open(dir, local.Options{Summarize: Summarize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	s := New(store, Options{})
+	r := mustSave(t, s, SaveRequest{WorkingDir: wd, Messages: []Message{user("start", "go")}})
+	const per = 50
+	var cmds []*exec.Cmd
+	var outs []*bufio.Scanner
+	for _, p := range []string{"a", "b", "c", "d"} {
+		cmd, out := startChild(t, "saver", dir, r.SessionID, p, per)
+		cmds, outs = append(cmds, cmd), append(outs, out)
+	}
+	for i, cmd := range cmds {
+		for outs[i].Scan() {
+		}
+		if err := cmd.Wait(); err != nil {
+			t.Fatalf("child %d: %v", i, err)
+		}
+	}
+	if n := listAgrees(t, s, r.SessionID); n != 1+4*per {
+		t.Fatalf("resume returns %d messages, want %d", n, 1+4*per)
+	}
+}
+
 func TestKillNineLosesNoAcknowledgedSave(t *testing.T) {
 	dir := t.TempDir()
 	store, err := local.Open(dir, local.Options{Summarize: Summarize})
@@ -141,6 +202,12 @@ func TestKillNineLosesNoAcknowledgedSave(t *testing.T) {
 	s := New(store, Options{})
 	r := mustSave(t, s, SaveRequest{WorkingDir: wd, Messages: []Message{user("start", "go")}})
 	store.Close()
+	// A process that keeps running through the crash and the restart.
+	bystander, err := local.Open(dir, local.Options{Summarize: Summarize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer bystander.Close()
 	cmd, out := startChild(t, "saver", dir, r.SessionID, "k", 0)
 	acked := []string{"start"}
 	deadline := time.Now().Add(400 * time.Millisecond)
@@ -163,8 +230,14 @@ func TestKillNineLosesNoAcknowledgedSave(t *testing.T) {
 	defer store.Close()
 	s = New(store, Options{})
 	checkExactlyOnce(t, s, r.SessionID, acked, -1)
+	// The restarted process, and the one that ran all along, list what a resume returns.
+	n := listAgrees(t, s, r.SessionID)
+	if m := listAgrees(t, New(bystander, Options{}), r.SessionID); m != n {
+		t.Fatalf("the running process resumes %d messages, the restarted one %d", m, n)
+	}
 	// And the session still takes writes.
 	mustSave(t, s, SaveRequest{SessionID: r.SessionID, Messages: []Message{user("after-crash", "x")}})
+	listAgrees(t, s, r.SessionID)
 }
 
 // checkExactlyOnce asserts every acked id is stored exactly once (and, when total >= 0, that

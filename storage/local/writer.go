@@ -94,12 +94,19 @@ func (w *Writer) Append(recs []storage.Record, m storage.Meta) ([]storage.Record
 			w.poison()
 		}
 	}
+	if testHookBeforeIndex != nil {
+		testHookBeforeIndex()
+	}
 	w.putIndex(m, true)
 	if len(recs) > 0 {
 		w.s.sealer.wrote(w.id, w.v.tailBytes)
 	}
 	return out, nil
 }
+
+// testHookBeforeIndex, when set by a test, runs between an append's fsync and its index line
+// (where a crash leaves the index one append behind the files).
+var testHookBeforeIndex func()
 
 // lineStart is the offset in the batch buffer where record k's line starts.
 func lineStart(ends []int, k int) int {
