@@ -17,14 +17,15 @@ import (
 // ("<root>: &{Missing:[…]}"), so we check the few things that matter ourselves. The first
 // problem wins; err returns it.
 type args struct {
-	tool string
-	m    map[string]any
-	seen []string
-	err  error
+	tool    string
+	m       map[string]any
+	rawArgs json.RawMessage // the arguments as the client sent them, when the transport kept them
+	seen    []string
+	err     error
 }
 
 func newArgs(tool string, req mcp.CallToolRequest) *args {
-	a := &args{tool: tool}
+	a := &args{tool: tool, rawArgs: req.Params.RawArguments}
 	switch v := req.Params.Arguments.(type) {
 	case nil:
 		a.m = map[string]any{}
@@ -118,11 +119,19 @@ func (a *args) enum(key string, allowed ...string) string {
 	return s
 }
 
-// raw returns an argument re-encoded as JSON, for memory's own decoders.
+// raw returns an argument as JSON, for memory's own decoders.
 func (a *args) raw(key string) json.RawMessage {
 	v, ok := a.get(key)
 	if !ok {
 		return nil
+	}
+	// The bytes the client sent, when the transport kept them: numbers keep every digit and
+	// objects their key order (decoding into any turned numbers into float64s).
+	if len(a.rawArgs) > 0 {
+		var all map[string]json.RawMessage
+		if json.Unmarshal(a.rawArgs, &all) == nil && all[key] != nil {
+			return all[key]
+		}
 	}
 	// No HTML escaping: text such as "a && b" or "<div>" is stored as written, so it reads
 	// and searches as the client sent it.

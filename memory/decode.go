@@ -125,7 +125,7 @@ func decodeBlocks(r gjson.Result) []Block {
 	}
 	var out []Block
 	r.ForEach(func(_, b gjson.Result) bool {
-		var blk Block
+		blk := Block{absent: absentIsError | absentContent | absentArguments}
 		b.ForEach(func(k, v gjson.Result) bool {
 			switch k.Str {
 			case "type":
@@ -140,12 +140,15 @@ func decodeBlocks(r gjson.Result) []Block {
 				blk.Name = str(v)
 			case "arguments":
 				blk.Arguments = json.RawMessage(v.Raw)
+				blk.absent &^= absentArguments
 			case "tool_call_id":
 				blk.ToolCallID = str(v)
 			case "is_error":
 				blk.IsError = v.Bool()
+				blk.absent &^= absentIsError
 			case "content":
 				blk.Content = decodeBlocks(v)
+				blk.absent &^= absentContent
 			case "media_type":
 				blk.MediaType = str(v)
 			case "data":
@@ -153,6 +156,7 @@ func decodeBlocks(r gjson.Result) []Block {
 			}
 			return true
 		})
+		blk.absent &= blk.optional()
 		out = append(out, blk)
 		return true
 	})

@@ -60,7 +60,22 @@ type Block struct {
 	IsError    bool            `json:"is_error,omitempty"`
 	MediaType  string          `json:"media_type,omitempty"`
 	Data       string          `json:"data,omitempty"`
+
+	// absent records the optional fields a decoded block did not have (a tool_result's
+	// is_error or content, a tool_call's arguments), so that encoding it again writes back
+	// exactly what was given instead of filling in defaults. Blocks built in Go have none
+	// absent: their encoding always carries those fields.
+	absent absentFields
 }
+
+// absentFields are the optional block fields a decoded block lacked.
+type absentFields uint8
+
+const (
+	absentIsError absentFields = 1 << iota
+	absentContent
+	absentArguments
+)
 
 // UnmarshalJSON accepts content as a string or a block list.
 func (m *Message) UnmarshalJSON(b []byte) error {
@@ -82,12 +97,14 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 	return nil
 }
 
-// UnmarshalJSON accepts a tool_result block's content as a string or a block list.
+// UnmarshalJSON accepts a tool_result block's content as a string or a block list, and
+// remembers which optional fields the block left out.
 func (b *Block) UnmarshalJSON(data []byte) error {
 	type plain Block
 	var raw struct {
 		plain
 		Content json.RawMessage `json:"content"`
+		IsError json.RawMessage `json:"is_error"`
 	}
 	if err := json.Unmarshal(data, &raw); err != nil {
 		return err
@@ -98,7 +115,30 @@ func (b *Block) UnmarshalJSON(data []byte) error {
 		return fmt.Errorf("%s block content: %w", b.Type, err)
 	}
 	b.Content = blocks
+	if raw.Content == nil {
+		b.absent |= absentContent
+	}
+	if raw.IsError == nil {
+		b.absent |= absentIsError
+	} else if err := json.Unmarshal(raw.IsError, &b.IsError); err != nil {
+		return fmt.Errorf("%s block is_error: %w", b.Type, err)
+	}
+	if b.Arguments == nil {
+		b.absent |= absentArguments
+	}
+	b.absent &= b.optional()
 	return nil
+}
+
+// optional returns the fields a block of b's type may leave out.
+func (b *Block) optional() absentFields {
+	switch b.Type {
+	case BlockToolResult:
+		return absentIsError | absentContent
+	case BlockToolCall:
+		return absentArguments
+	}
+	return 0
 }
 
 // decodeContent turns a string or a block list into blocks; null or absent gives nil.
@@ -124,8 +164,9 @@ func decodeContent(raw json.RawMessage) ([]Block, error) {
 	return blocks, nil
 }
 
-// MarshalJSON writes exactly the fields of the block's type, so an empty text stays "text":""
-// and is_error is always present on tool results.
+// MarshalJSON writes exactly the fields of the block's type, so an empty text stays "text":"",
+// and a tool result's is_error and content and a tool call's arguments are written unless the
+// block was decoded without them.
 func (b Block) MarshalJSON() ([]byte, error) {
 	return marshalNoEscape(b.shape())
 }
@@ -145,26 +186,33 @@ func (b Block) shape() any {
 		}{b.Type, b.Thinking}
 	case BlockToolCall:
 		args := b.Arguments
-		if len(args) == 0 {
+		if len(args) == 0 && b.absent&absentArguments == 0 {
 			args = json.RawMessage("{}")
 		}
 		return struct {
 			Type      string          `json:"type"`
 			ID        string          `json:"id"`
 			Name      string          `json:"name"`
-			Arguments json.RawMessage `json:"arguments"`
+			Arguments json.RawMessage `json:"arguments,omitempty"`
 		}{b.Type, b.ID, b.Name, args}
 	case BlockToolResult:
-		content := b.Content
-		if content == nil {
-			content = []Block{}
+		out := struct {
+			Type       string   `json:"type"`
+			ToolCallID string   `json:"tool_call_id"`
+			Content    *[]Block `json:"content,omitempty"`
+			IsError    *bool    `json:"is_error,omitempty"`
+		}{Type: b.Type, ToolCallID: b.ToolCallID}
+		if b.absent&absentContent == 0 || len(b.Content) > 0 {
+			content := b.Content
+			if content == nil {
+				content = []Block{}
+			}
+			out.Content = &content
 		}
-		return struct {
-			Type       string  `json:"type"`
-			ToolCallID string  `json:"tool_call_id"`
-			Content    []Block `json:"content"`
-			IsError    bool    `json:"is_error"`
-		}{b.Type, b.ToolCallID, content, b.IsError}
+		if b.absent&absentIsError == 0 || b.IsError {
+			out.IsError = &b.IsError
+		}
+		return out
 	case BlockImage:
 		return struct {
 			Type      string `json:"type"`

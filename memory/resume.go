@@ -511,6 +511,7 @@ func pruneToolOutputs(m *Message) bool {
 			n += utf8.RuneCountInString(c.Text) + len(c.Data)
 		}
 		b.Content = []Block{{Type: BlockText, Text: fmt.Sprintf("[tool output pruned from this view: %d characters; resume without prune to see it]", n)}}
+		b.absent &^= absentContent
 	}
 	return changed
 }
