@@ -1,9 +1,13 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"io/fs"
+	"os"
+	"path/filepath"
 	"slices"
 	"testing"
 	"time"
@@ -65,6 +69,28 @@ func asArgs(b *testing.B, m memory.Message) any {
 		b.Fatal(err)
 	}
 	return v
+}
+
+// TestDumpBenchMessages writes the corpus messages the benchmarks above use (in order, as
+// JSONL) to $SESSIONMEM_BENCH_DUMP, so a benchmark of another tool can load the same messages
+// (docs/BENCHMARKS.md). It does nothing without that variable.
+func TestDumpBenchMessages(t *testing.T) {
+	path := os.Getenv("SESSIONMEM_BENCH_DUMP")
+	if path == "" {
+		t.Skip("set SESSIONMEM_BENCH_DUMP to a file name")
+	}
+	var buf bytes.Buffer
+	for _, m := range testcorpus.Sized(t, 10000, 1024, 4096) {
+		b, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		buf.Write(b)
+		buf.WriteByte('\n')
+	}
+	if err := os.WriteFile(path, buf.Bytes(), 0o644); err != nil {
+		t.Fatal(err)
+	}
 }
 
 func median(ds []time.Duration) time.Duration {
@@ -171,13 +197,18 @@ func BenchmarkStdioResumeFirstPage(b *testing.B) {
 	}
 }
 
+// listSessions and listMessages: the listing benchmarks use 1,000 sessions of 4 corpus
+// messages (about 8 KB) each.
+const listSessions, listMessages = 1000, 4
+
 // BenchmarkStdioListPages: session_list of 1,000 sessions in pages of 100.
 func BenchmarkStdioListPages(b *testing.B) {
 	dir := b.TempDir()
+	msgs := testcorpus.Sized(b, listSessions*listMessages, 1024, 4096)
 	seed(b, dir, func(ctx context.Context, svc *memory.Service) {
-		for i := range 1000 {
-			if _, err := svc.Save(ctx, memory.SaveRequest{WorkingDir: fmt.Sprintf("/proj/%d", i%10), Name: fmt.Sprintf("session %d", i),
-				Messages: []memory.Message{{Role: memory.RoleUser, Content: []memory.Block{{Type: "text", Text: fmt.Sprintf("prompt %d: fix the failing test", i)}}}}}); err != nil {
+		for i := range listSessions {
+			if _, err := svc.Save(ctx, memory.SaveRequest{WorkingDir: "/bench", Name: fmt.Sprintf("session %d", i),
+				Messages: msgs[i*listMessages : (i+1)*listMessages]}); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -205,4 +236,82 @@ func BenchmarkStdioListPages(b *testing.B) {
 		ds = append(ds, time.Since(start))
 	}
 	b.ReportMetric(float64(median(ds).Microseconds())/1e3, "p50-ms")
+}
+
+// dirBytes sums the sizes of the files under dir.
+func dirBytes(b *testing.B, dir string) int64 {
+	b.Helper()
+	var n int64
+	err := filepath.WalkDir(dir, func(_ string, d fs.DirEntry, err error) error {
+		if err != nil || d.IsDir() {
+			return err
+		}
+		fi, err := d.Info()
+		if err == nil {
+			n += fi.Size()
+		}
+		return err
+	})
+	if err != nil {
+		b.Fatal(err)
+	}
+	return n
+}
+
+// BenchmarkStdioDiskUse saves the four corpus transcripts through MCP (a few messages per
+// call, as agents save), then reports how much smaller than the same messages as plain JSONL
+// the store is: right after the last save (x-after-save), $SESSIONMEM_BENCH_IDLE_WAIT (default
+// 60 s) later with the server still running (x-running), and after it stopped (x-stopped).
+// Run it with -benchtime 1x.
+func BenchmarkStdioDiskUse(b *testing.B) {
+	ts := testcorpus.Corpus(b)
+	wait := 60 * time.Second
+	if v := os.Getenv("SESSIONMEM_BENCH_IDLE_WAIT"); v != "" {
+		d, err := time.ParseDuration(v)
+		if err != nil {
+			b.Fatal(err)
+		}
+		wait = d
+	}
+	for b.Loop() {
+		dir := b.TempDir()
+		c := stdioClient(b, dir)
+		var plain int64
+		for _, tr := range ts {
+			id := ""
+			for i := 0; i < len(tr.Messages); i += 4 {
+				var batch []any
+				for _, m := range tr.Messages[i:min(i+4, len(tr.Messages))] {
+					js, _ := json.Marshal(m)
+					plain += int64(len(js)) + 1
+					batch = append(batch, json.RawMessage(js))
+				}
+				args := obj{"working_dir": "/corpus", "name": tr.Name, "messages": batch}
+				if id != "" {
+					args = obj{"session_id": id, "messages": batch}
+				}
+				sc, _ := callRaw(b, c, "session_save", args).StructuredContent.(map[string]any)
+				id, _ = sc["session_id"].(string)
+			}
+		}
+		after := dirBytes(b, dir)
+		time.Sleep(wait)
+		running := dirBytes(b, dir)
+		c.Close()
+		stopped := dirBytes(b, dir)
+		if testing.Verbose() {
+			_ = filepath.WalkDir(dir, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					if fi, err := d.Info(); err == nil {
+						b.Logf("%9d %s", fi.Size(), p[len(dir):])
+					}
+				}
+				return nil
+			})
+		}
+		b.ReportMetric(float64(plain)/float64(after), "x-after-save")
+		b.ReportMetric(float64(plain)/float64(running), "x-running")
+		b.ReportMetric(float64(plain)/float64(stopped), "x-stopped")
+		b.ReportMetric(float64(plain)/1e6, "plain-MB")
+	}
 }

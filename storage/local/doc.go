@@ -41,7 +41,9 @@
 // docs/BENCHMARKS.md), and Open reconciles the index against the session files, so a line
 // lost to a crash only costs a re-summary. A line never replaces one with a higher
 // last_seq. When the log holds more than four lines per live session (and more than 1,024)
-// it is rewritten atomically. "files" records the session files' sizes: at Open a session
+// it is rewritten atomically, and so it is in the background once this process has written
+// nothing for IdleSeal and more than half its lines are superseded (a store at rest keeps
+// about one line per session). "files" records the session files' sizes: at Open a session
 // whose sizes differ (or that has no line, or whose index is missing or damaged) is
 // summarised again through Options.Summarize.
 //

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"syscall"
 
 	"github.com/sessionmem/sessionmem/storage"
 
@@ -344,6 +345,31 @@ func (x *index) writeLocked(b []byte) error {
 		return x.rewriteLocked()
 	}
 	return nil
+}
+
+// compactIdle rewrites the index when more than half of its lines are superseded (and it
+// holds more than a few dozen), so a store at rest keeps one line per session instead of one
+// per save. The background sealer calls it; it takes the index lock only if nobody holds it.
+func (x *index) compactIdle() error {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.lockF == nil {
+		return nil
+	}
+	if err := flockRetry(int(x.lockF.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
+		if errors.Is(err, syscall.EWOULDBLOCK) {
+			return nil
+		}
+		return fmt.Errorf("lock index: %w", err)
+	}
+	defer unlockFD(x.lockF)
+	if err := x.refresh(); err != nil {
+		return err
+	}
+	if x.badHd || x.lines-len(x.ents) <= max(len(x.ents), 32) {
+		return nil
+	}
+	return x.rewriteLocked()
 }
 
 // rewriteLocked replaces the index with one line per live session (atomically); the caller

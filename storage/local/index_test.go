@@ -2,9 +2,9 @@ package local
 
 import (
 	"context"
-	"fmt"
 	"iter"
 	"testing"
+	"time"
 
 	"github.com/sessionmem/sessionmem/storage"
 )
@@ -81,5 +81,28 @@ func TestIndexRewrite(t *testing.T) {
 	if m, err := b.Get(context.Background(), "s"); err != nil || m.Messages != minRewriteLines+50 {
 		t.Fatalf("other store after rewrites: %+v, %v", m, err)
 	}
-	_ = fmt.Sprint
+}
+
+// TestIndexCompactedWhenIdle: once this process stopped writing for IdleSeal, the background
+// sealer rewrites an index whose lines are mostly superseded, one line per session.
+func TestIndexCompactedWhenIdle(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, Options{IdleSeal: 50 * time.Millisecond})
+	for _, id := range []string{"a", "b"} {
+		mustCreate(t, s, id)
+		for i := 1; i <= 60; i++ {
+			appendOne(t, s, id, storage.Meta{Messages: i})
+		}
+	}
+	waitFor(t, 3*time.Second, "the index was not compacted", func() bool {
+		s.idx.mu.Lock()
+		defer s.idx.mu.Unlock()
+		return s.idx.lines == 2
+	})
+	other := mustOpen(t, dir, Options{})
+	for _, id := range []string{"a", "b"} {
+		if m, err := other.Get(context.Background(), id); err != nil || m.Messages != 60 || m.LastSeq != 60 {
+			t.Fatalf("%s after compaction: %+v, %v", id, m, err)
+		}
+	}
 }

@@ -135,6 +135,29 @@ func (z *sealer) run(every time.Duration) {
 			}
 			z.trySeal(id)
 		}
+		z.compactIndex()
+	}
+}
+
+// compactIndex rewrites the index once this process has written nothing to it for IdleSeal
+// and most of its lines are superseded (an index line per save adds up).
+func (z *sealer) compactIndex() {
+	s := z.s
+	if s.opts.IdleSeal < 0 || s.enter() != nil {
+		return
+	}
+	defer s.leave()
+	z.mu.Lock()
+	busy := false
+	for _, t := range z.tails {
+		busy = busy || s.now().Sub(t.last) < s.opts.IdleSeal
+	}
+	z.mu.Unlock()
+	if busy {
+		return
+	}
+	if err := s.idx.compactIdle(); err != nil {
+		s.log.Warn("storage: index rewrite failed; it is retried later", "err", err)
 	}
 }
 
