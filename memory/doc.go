@@ -10,9 +10,19 @@
 // changes nothing. Errors a caller can act on are *Error values wrapping the sentinels
 // ErrInvalid, ErrNotFound, ErrStale and ErrUnavailable, with a message saying what to do.
 //
+// State: the Service caches, per session (64 at most), a state with one small node per entry:
+// its parent, kind, token estimate and the running totals along its path (context tokens,
+// messages, the conversation's tokens, the newest compaction), as if that entry were the leaf.
+// A save therefore costs O(batch) whatever the session's length, and a resume page knows from
+// the state which entries form the context and how much of it prune protects, then reads only
+// its own records from the store: the cursor carries the next entry's seq. A state is built
+// from the log once per process and then kept current by applying only what other processes
+// appended since (a session deleted and created again is told apart by its header nonce).
+//
 // Concurrency: a Service is safe for concurrent use, and several processes may share one store.
 // Every write runs under the session's cross-process lock (storage.Store.Update) and first
-// brings the process's cached view of the session up to date with what other processes wrote.
+// brings the process's cached view of the session up to date with what other processes wrote;
+// reads (storage.Store.View) do the same under the state's own mutex.
 //
 // Imports: memory uses compaction, fileops, prompts (through compaction), redact-style hooks
 // (a function in Options) and storage. It never imports mcp-go or mcpserver.

@@ -35,7 +35,10 @@ type node struct {
 	tokens    int // estimated tokens of the entry as context
 	usage     int // input+output tokens an assistant message reported, 0 if none
 
-	// Totals along the path from the root to this entry.
+	// Totals along the path from the root to this entry. (Pinned messages, contract v2, fit
+	// the same scheme: a flag here plus the index of the nearest pinned ancestor make the
+	// pinned messages before a compaction's first kept entry a walk over those alone, and
+	// their tokens one more total.)
 	ctx  int   // context tokens with this entry as the leaf (see contextTokens)
 	msgs int   // message entries on the path
 	out  int   // tokens of the conversation resume returns: messages and branch summaries

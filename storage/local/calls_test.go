@@ -61,10 +61,10 @@ func tagsOf(ctx context.Context, r *Reader) ([]string, error) {
 }
 
 // TestConcurrentCalls runs many goroutines doing Update and View on the same and different
-// sessions. Two Stores on one directory hold separate lock descriptors, as two processes do,
-// so "two stores" checks the flock exclusion and "one store" the in-process sharing of one
-// cached descriptor. An Update's callback must never overlap any other callback on its
-// session; every acknowledged record must be stored exactly once.
+// sessions, through one Store and through two on one directory (as two processes). Every call
+// takes its own flock, so both check the flock exclusion. An Update's callback must never
+// overlap any other callback on its session; every acknowledged record must be stored exactly
+// once.
 func TestConcurrentCalls(t *testing.T) {
 	for _, tc := range []struct {
 		name   string
@@ -329,8 +329,8 @@ func TestDeleteRecreateWithCachedFiles(t *testing.T) {
 	if _, err := appendTag(s2, "d"); err != nil {
 		t.Fatal(err)
 	}
-	// s1's cached lock descriptor names the deleted lock file: it must lock the new one, so it
-	// waits while s2 holds the session.
+	// s1's cached view is of the deleted files: it must lock the new lock file, so it waits
+	// while s2 holds the session.
 	holding, release := make(chan struct{}), make(chan struct{})
 	held := make(chan error, 1)
 	go func() {
@@ -456,7 +456,7 @@ func TestNoDescriptorsBetweenCalls(t *testing.T) {
 
 // TestMultiProcessBetweenCalls: this process keeps appending to and reading a session while a
 // child process appends to it (and seals, truncating the tail) between this process's calls;
-// the cached descriptors must see every change.
+// the cached view must see every change.
 func TestMultiProcessBetweenCalls(t *testing.T) {
 	if testing.Short() {
 		t.Skip("spawns processes")

@@ -148,12 +148,41 @@ func checkSession(t *testing.T, s *Store, fx crashFixture, zst, tail []byte, wan
 	}
 }
 
+// offsets returns 0..n, or under the race detector every 7th of them plus the given ones (the
+// boundaries where the expected outcome changes) and their neighbours.
+func offsets(n int, special ...int) []int {
+	if !raceEnabled {
+		out := make([]int, n+1)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	set := map[int]bool{0: true, n: true}
+	for k := 0; k <= n; k += 7 {
+		set[k] = true
+	}
+	for _, k := range special {
+		for _, d := range []int{-1, 0, 1} {
+			if k+d >= 0 && k+d <= n {
+				set[k+d] = true
+			}
+		}
+	}
+	out := make([]int, 0, len(set))
+	for k := range set {
+		out = append(out, k)
+	}
+	sort.Ints(out)
+	return out
+}
+
 func TestRecoveryTruncateEveryOffset(t *testing.T) {
 	fx := buildCrashFixture(t)
 	s := mustOpen(t, memTempDir(t), Options{})
 	mustCreate(t, s, "c")
 	t.Run("zst cut during seal, tail not yet truncated", func(t *testing.T) {
-		for k := 0; k <= len(fx.z1); k++ {
+		for _, k := range offsets(len(fx.z1), fx.hdrEnd, len(fx.z0)) {
 			var wantErr error
 			want := 0
 			switch {
@@ -169,7 +198,7 @@ func TestRecoveryTruncateEveryOffset(t *testing.T) {
 		}
 	})
 	t.Run("tail cut", func(t *testing.T) {
-		for k := 0; k <= len(fx.t1); k++ {
+		for _, k := range offsets(len(fx.t1), fx.tailHdr) {
 			want := fx.nSealed1
 			if k >= fx.tailHdr {
 				want += completeLines(fx.t1, fx.tailHdr, k)
@@ -206,7 +235,10 @@ func TestRecoveryBitFlips(t *testing.T) {
 	s := mustOpen(t, memTempDir(t), Options{})
 	mustCreate(t, s, "c")
 	t.Run("every byte of the records", func(t *testing.T) {
-		for i := fx.hdrEnd; i < len(fx.z1); i++ {
+		for _, i := range offsets(len(fx.z1)-1, fx.hdrEnd, len(fx.z0)) {
+			if i < fx.hdrEnd {
+				continue
+			}
 			z := append([]byte(nil), fx.z1...)
 			z[i] ^= 1 << (i % 8)
 			// No acknowledged-count promise for damaged data, only: never garbled.

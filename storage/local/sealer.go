@@ -43,7 +43,7 @@ func newSealer(s *Store) *sealer {
 		close(z.done)
 		return z
 	}
-	go z.run(tickEvery(s.opts.IdleSeal))
+	go z.run(z.tick())
 	return z
 }
 
@@ -54,6 +54,15 @@ func tickEvery(idle time.Duration) time.Duration {
 		return time.Second
 	}
 	return min(max(idle/4, 50*time.Millisecond), time.Second)
+}
+
+// tick is how often the sealer looks, and how long a tail must have been left alone before the
+// plain bound may seal it.
+func (z *sealer) tick() time.Duration {
+	if z.s.opts.sealTick > 0 {
+		return z.s.opts.sealTick
+	}
+	return tickEvery(z.s.opts.IdleSeal)
 }
 
 // wrote records an append by this process that left tailBytes in the tail.
@@ -171,18 +180,11 @@ func (z *sealer) due() []string {
 	var ids, rest []string
 	plain := z.plain
 	for id, t := range z.tails {
-		if t.bytes == 0 {
-			continue
-		}
-		idle := now.Sub(t.last)
-		wait := opts.IdleSeal
-		if t.bytes < MinIdleSealBytes {
-			wait *= idleSmallFactor
-		}
-		if opts.IdleSeal >= 0 && idle >= wait {
+		switch z.dueLocked(t, now) {
+		case dueIdle:
 			ids = append(ids, id)
 			plain -= t.bytes
-		} else if idle >= tickEvery(opts.IdleSeal) {
+		case dueIfOver:
 			rest = append(rest, id)
 		}
 	}
@@ -199,24 +201,77 @@ func (z *sealer) due() []string {
 	return ids
 }
 
-// trySeal seals id's tail if nobody holds the session and nobody appended to it within a
-// tick. A session it cannot take now stays due and is tried again at the next tick.
+type dueKind int
+
+const (
+	notDue    dueKind = iota
+	dueIdle           // idle for IdleSeal (longer for a small tail)
+	dueIfOver         // idle for a tick: sealed if the plain bytes are over the bound
+)
+
+func (z *sealer) dueLocked(t *tailInfo, now time.Time) dueKind {
+	opts := z.s.opts
+	if t.bytes == 0 {
+		return notDue
+	}
+	idle := now.Sub(t.last)
+	wait := opts.IdleSeal
+	if t.bytes < MinIdleSealBytes {
+		wait *= idleSmallFactor
+	}
+	switch {
+	case opts.IdleSeal >= 0 && idle >= wait:
+		return dueIdle
+	case idle >= z.tick():
+		return dueIfOver
+	}
+	return notDue
+}
+
+// isDue reports whether id is still due after its last append time moved (another process
+// appended): idle long enough, or over the plain bound and idle for a tick.
+func (z *sealer) isDue(id string) bool {
+	z.mu.Lock()
+	defer z.mu.Unlock()
+	t := z.tails[id]
+	if t == nil {
+		return false
+	}
+	switch z.dueLocked(t, z.s.now()) {
+	case dueIdle:
+		return true
+	case dueIfOver:
+		return z.s.opts.MaxPlainBytes >= 0 && z.plain > z.s.opts.MaxPlainBytes
+	}
+	return false
+}
+
+// trySeal seals id's tail if nobody holds the session and nobody, in this process or another,
+// appended to it for as long as due required. A session it cannot take now stays due and is
+// tried again at the next tick.
 func (z *sealer) trySeal(id string) {
 	s := z.s
 	if s.enter() != nil {
 		return // closing: Close seals what is left
 	}
 	defer s.leave()
-	// Another process's recent append shows in the tail's mtime; leave the session to it.
-	if fi, err := os.Stat(s.tailPath(id)); err == nil && s.now().Sub(fi.ModTime()) < tickEvery(s.opts.IdleSeal) {
+	// Another process's append shows in the tail's mtime: count it as an append, so the tail
+	// must be idle for everyone.
+	fi, err := os.Stat(s.tailPath(id))
+	if errors.Is(err, fs.ErrNotExist) {
+		return
+	}
+	if err == nil {
 		z.mu.Lock()
-		if t := z.tails[id]; t != nil && fi.ModTime().After(t.last) {
+		t := z.tails[id]
+		moved := t != nil && fi.ModTime().After(t.last)
+		if moved {
 			t.last = fi.ModTime()
 		}
 		z.mu.Unlock()
-		return
-	} else if errors.Is(err, fs.ErrNotExist) {
-		return
+		if moved && !z.isDue(id) {
+			return
+		}
 	}
 	lf, ok, err := tryLockPath(s.lockPath(id))
 	if err != nil || !ok {

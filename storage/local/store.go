@@ -47,6 +47,9 @@ type Options struct {
 	// few KB each) the store keeps between calls, least recently used dropped first (default
 	// DefaultMaxCachedSessions). A dropped view is read again from the files when needed.
 	MaxCachedSessions int
+
+	// sealTick overrides how often the background sealer looks (tests).
+	sealTick time.Duration
 }
 
 // Defaults for Options.

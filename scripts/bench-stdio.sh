@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# bench-stdio.sh: time sessionmem over stdio with the official TypeScript SDK client, the
+# client most agents use, on ~2 KB corpus messages (docs/BENCHMARKS.md): a full resume of
+# uncompacted sessions of 2,000 and 6,000 messages (every page, max_tokens 100,000), the first
+# page (warm, and the first call after a server start), and listing 1,000 sessions in pages of
+# 100. Needs Go, Node 20+ and npm (registry access); prints one JSON line per measurement.
+# Usage: scripts/bench-stdio.sh [RUNS]
+set -euo pipefail
+
+root="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+runs="${1:-7}"
+work="$(mktemp -d "${TMPDIR:-/tmp}/sessionmem-bench.XXXXXX")"
+trap 'rm -rf "$work"' EXIT
+
+(cd "$root" && go build -o "$work/sessionmem" ./cmd/sessionmem)
+# The same messages the Go benchmarks use: corpus messages of 1 to 4 KB (the excerpts in
+# testdata/ when ../shared/corpus is absent).
+(cd "$root" && SESSIONMEM_BENCH_DUMP="$work/msgs.jsonl" go test -count=1 -run '^TestDumpBenchMessages$' ./cmd/sessionmem/ >/dev/null)
+cp "$root/scripts/bench/package.json" "$root/scripts/bench/stdio.mjs" "$work/"
+for attempt in 1 2 3; do
+  if (cd "$work" && npm install --prefer-offline --no-audit --no-fund --loglevel=error >"$work/npm.log" 2>&1); then
+    break
+  fi
+  if [ "$attempt" = 3 ]; then cat "$work/npm.log"; exit 1; fi
+  sleep 10
+done
+cd "$work"
+node stdio.mjs ./sessionmem msgs.jsonl resume 2000 "$runs"
+node stdio.mjs ./sessionmem msgs.jsonl resume 6000 "$runs"
+node stdio.mjs ./sessionmem msgs.jsonl list 1000 4 "$runs"

@@ -1,0 +1,85 @@
+// Times sessionmem over stdio with the official TypeScript SDK client (what most agents use) on
+// the messages of msgs.jsonl (contract messages, one per line). Run through
+// scripts/bench-stdio.sh, or: node stdio.mjs BIN msgs.jsonl resume N RUNS | list SESSIONS PER RUNS
+// The client validates each result against the tool's output schema, as agents' clients do.
+import { readFileSync, mkdtempSync, rmSync } from "node:fs";
+import { join } from "node:path";
+import { tmpdir } from "node:os";
+import { Client } from "@modelcontextprotocol/sdk/client/index.js";
+import { StdioClientTransport } from "@modelcontextprotocol/sdk/client/stdio.js";
+
+const [bin, file, mode, ...rest] = process.argv.slice(2);
+const msgs = readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));
+const store = mkdtempSync(join(tmpdir(), "sessionmem-bench-store-"));
+const median = (xs) => { xs.sort((a, b) => a - b); return xs[Math.floor(xs.length / 2)]; };
+const now = () => Number(process.hrtime.bigint()) / 1e6;
+
+async function connect() {
+  const transport = new StdioClientTransport({ command: bin, args: ["serve", "--store", store], env: { ...process.env, HOME: store }, stderr: "ignore" });
+  const client = new Client({ name: "sessionmem-bench", version: "1" });
+  await client.connect(transport);
+  await client.listTools(); // as agents do; the client then checks results against outputSchema
+  return client;
+}
+const call = async (c, name, args) => {
+  const r = await c.callTool({ name, arguments: args }, undefined, { timeout: 600000 });
+  if (r.isError) throw new Error(`${name}: ${JSON.stringify(r.content)}`);
+  return r.structuredContent;
+};
+
+try {
+  let c = await connect();
+  if (mode === "resume") {
+    const n = Number(rest[0] ?? 2000), runs = Number(rest[1] ?? 9);
+    let id;
+    for (let i = 0; i < n; i += 500) {
+      const batch = msgs.slice(i, Math.min(i + 500, n)).map((m, j) => ({ ...m, id: `m${i + j}` }));
+      const r = await call(c, "session_save", id ? { session_id: id, messages: batch } : { working_dir: "/bench", messages: batch });
+      id = r.session_id;
+    }
+    await c.close();
+    // First call after a server start (cold), then warm.
+    c = await connect();
+    let t = now();
+    await call(c, "session_resume", { session_id: id });
+    const cold = now() - t;
+    const first = [], full = [];
+    for (let r = 0; r < runs; r++) {
+      t = now();
+      await call(c, "session_resume", { session_id: id });
+      first.push(now() - t);
+    }
+    for (let r = 0; r < runs; r++) {
+      t = now();
+      let got = 0, cursor = "", pages = 0;
+      do {
+        const res = await call(c, "session_resume", cursor ? { session_id: id, max_tokens: 100000, cursor } : { session_id: id, max_tokens: 100000 });
+        got += res.messages.length; cursor = res.next_cursor; pages++;
+      } while (cursor);
+      full.push(now() - t);
+      if (got !== n) throw new Error(`resumed ${got} of ${n}`);
+    }
+    console.log(JSON.stringify({ mode, messages: n, runs, full_median_ms: median(full), full_min_ms: Math.min(...full), us_per_msg: 1000 * median(full) / n,
+      first_page_median_ms: median(first), first_page_cold_ms: cold }));
+  } else if (mode === "list") {
+    const sessions = Number(rest[0] ?? 1000), per = Number(rest[1] ?? 4), runs = Number(rest[2] ?? 9);
+    for (let i = 0; i < sessions; i++) {
+      await call(c, "session_save", { working_dir: "/bench", name: `session ${i}`, messages: msgs.slice(i * per, (i + 1) * per) });
+    }
+    const times = [];
+    for (let r = 0; r < runs; r++) {
+      const t = now();
+      let got = 0, cursor = "";
+      do {
+        const res = await call(c, "session_list", cursor ? { limit: 100, cursor } : { limit: 100 });
+        got += res.sessions.length; cursor = res.next_cursor;
+      } while (cursor);
+      times.push(now() - t);
+      if (got !== sessions) throw new Error(`listed ${got}`);
+    }
+    console.log(JSON.stringify({ mode, sessions, per_session: per, runs, median_ms: median(times), min_ms: Math.min(...times) }));
+  }
+  await c.close();
+} finally {
+  rmSync(store, { recursive: true, force: true });
+}
