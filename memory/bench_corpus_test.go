@@ -76,16 +76,17 @@ func BenchmarkSaveCorpus(b *testing.B) {
 	}
 }
 
-// resumeAll pages through a whole resume and returns the number of messages.
+// resumeAll pages through a whole resume and returns the number of messages. Like the MCP
+// server, it takes the messages as stored JSON (ResumeRequest.Raw).
 func resumeAll(b *testing.B, s *memory.Service, id string, maxTokens int) int {
 	b.Helper()
 	n, cursor := 0, ""
 	for {
-		res, err := s.Resume(context.Background(), memory.ResumeRequest{SessionID: id, MaxTokens: maxTokens, Cursor: cursor})
+		res, err := s.Resume(context.Background(), memory.ResumeRequest{SessionID: id, MaxTokens: maxTokens, Cursor: cursor, Raw: true})
 		if err != nil {
 			b.Fatal(err)
 		}
-		n += len(res.Messages)
+		n += len(res.RawMessages)
 		if cursor = res.NextCursor; cursor == "" {
 			return n
 		}
@@ -134,8 +135,8 @@ func BenchmarkResumeFirstPage(b *testing.B) {
 						svc = memory.New(s.Store(), memory.Options{})
 					}
 					start := time.Now()
-					res, err := svc.Resume(context.Background(), memory.ResumeRequest{SessionID: id})
-					if err != nil || len(res.Messages) == 0 {
+					res, err := svc.Resume(context.Background(), memory.ResumeRequest{SessionID: id, Raw: true})
+					if err != nil || len(res.RawMessages) == 0 {
 						b.Fatal(err)
 					}
 					ds = append(ds, time.Since(start))

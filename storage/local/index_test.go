@@ -87,20 +87,41 @@ func TestIndexRewrite(t *testing.T) {
 // sealer rewrites an index whose lines are mostly superseded, one line per session.
 func TestIndexCompactedWhenIdle(t *testing.T) {
 	dir := t.TempDir()
-	s := mustOpen(t, dir, Options{IdleSeal: 50 * time.Millisecond})
+	clk := newClock() // stands still while the appends run: the store is busy until it moves
+	s := mustOpen(t, dir, Options{IdleSeal: time.Hour, Now: clk.now, sealTick: 20 * time.Millisecond})
 	for _, id := range []string{"a", "b"} {
 		mustCreate(t, s, id)
 		for i := 1; i <= 60; i++ {
 			appendOne(t, s, id, storage.Meta{Messages: i})
 		}
 	}
+	time.Sleep(100 * time.Millisecond)
+	s.idx.mu.Lock()
+	if s.idx.lines != 122 {
+		t.Errorf("index compacted while the store was busy: %d lines", s.idx.lines)
+	}
+	s.idx.mu.Unlock()
+	clk.advance(2 * time.Hour)
 	// 122 lines (a create and 60 appends per session) become one per session, plus at most a
 	// seal's line each (the idle tails are sealed too, before or after).
-	waitFor(t, 5*time.Second, "the index was not compacted", func() bool {
+	deadline := time.Now().Add(10 * time.Second)
+	for {
 		s.idx.mu.Lock()
-		defer s.idx.mu.Unlock()
-		return s.idx.lines <= 4
-	})
+		lines, ents, bad, badHd := s.idx.lines, len(s.idx.ents), s.idx.bad, s.idx.badHd
+		s.idx.mu.Unlock()
+		if lines <= 4 {
+			break
+		}
+		if time.Now().After(deadline) {
+			s.sealer.mu.Lock()
+			for id, tl := range s.sealer.tails {
+				t.Logf("tail %s: %d bytes, last append %v ago", id, tl.bytes, time.Since(tl.last))
+			}
+			s.sealer.mu.Unlock()
+			t.Fatalf("the index was not compacted: %d lines for %d sessions (%d bad, bad header %v)", lines, ents, bad, badHd)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
 	other := mustOpen(t, dir, Options{})
 	for _, id := range []string{"a", "b"} {
 		if m, err := other.Get(context.Background(), id); err != nil || m.Messages != 60 || m.LastSeq != 60 {

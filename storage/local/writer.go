@@ -97,7 +97,9 @@ func (w *Writer) Append(recs []storage.Record, m storage.Meta) ([]storage.Record
 	if testHookBeforeIndex != nil {
 		testHookBeforeIndex()
 	}
-	w.putIndex(m, true)
+	if !testSkipIndexLine {
+		w.putIndex(m, true)
+	}
 	if len(recs) > 0 {
 		w.s.sealer.wrote(w.id, w.v.tailBytes)
 	}
@@ -105,8 +107,12 @@ func (w *Writer) Append(recs []storage.Record, m storage.Meta) ([]storage.Record
 }
 
 // testHookBeforeIndex, when set by a test, runs between an append's fsync and its index line
-// (where a crash leaves the index one append behind the files).
-var testHookBeforeIndex func()
+// (where a crash leaves the index one append behind the files); testSkipIndexLine leaves the
+// line out, so BenchmarkAppendFsync can measure what writing it costs.
+var (
+	testHookBeforeIndex func()
+	testSkipIndexLine   bool
+)
 
 // lineStart is the offset in the batch buffer where record k's line starts.
 func lineStart(ends []int, k int) int {
