@@ -97,8 +97,8 @@
 // View of the same session deadlocks. A wait for a lock ends with ctx; the abandoned flock
 // call then closes its descriptor when it returns. Between calls the store keeps only each
 // session's view (frame table and tail line offsets, revalidated by inode, size and mtime
-// under the lock) for up to Options.MaxCachedSessions sessions, and the most recently
-// decoded frames (8 MiB), so the pages of a resume do not decode the frame they share twice.
+// under the lock) for up to Options.MaxCachedSessions sessions, and the last two decoded
+// frames (at most 8 MiB), so the pages of a resume do not decode the frame they share twice.
 //
 // # Imports
 //

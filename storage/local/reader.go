@@ -186,10 +186,16 @@ func (r *Reader) decodeFrame(fr frameInfo, content, comp []byte) ([]byte, []byte
 	return out, comp, nil
 }
 
-// frameCacheBytes bounds the decoded frames a Store keeps: a resume that pages through a
-// session starts most pages inside the frame the previous page ended in, and decoding a 1 MiB
-// frame again per page would double what a full resume decodes.
-const frameCacheBytes = 8 << 20
+// frameCacheBytes and frameCacheEntries bound the decoded frames a Store keeps. A resume
+// that pages through a session starts each page inside the frame the previous page ended in;
+// keeping the last two frames saves decoding it again (per page, a frame of 1 to 2 MiB, as
+// large batches leave them, would otherwise be decoded up to five times). Keeping more would
+// only help reading one session over and over, at a cost in memory a long-running server
+// should not pay.
+const (
+	frameCacheBytes   = 8 << 20
+	frameCacheEntries = 2
+)
 
 // frameKey names a sealed record's content: the file, the record's offset and its checksum
 // (a record written at the same offset after a torn one was cut has another checksum).
@@ -229,7 +235,7 @@ func (c *frameCache) get(k frameKey) []byte {
 
 func (c *frameCache) put(k frameKey, content []byte) {
 	n := int64(cap(content))
-	if n > c.max/4 {
+	if n > c.max/2 {
 		return // one huge frame would push out everything else
 	}
 	c.mu.Lock()
@@ -239,7 +245,7 @@ func (c *frameCache) put(k frameKey, content []byte) {
 	}
 	c.byKey[k] = c.lru.PushFront(&cachedFrame{key: k, content: content})
 	c.size += n
-	for c.size > c.max {
+	for c.size > c.max || c.lru.Len() > frameCacheEntries {
 		old := c.lru.Remove(c.lru.Back()).(*cachedFrame)
 		delete(c.byKey, old.key)
 		c.size -= int64(cap(old.content))
