@@ -76,8 +76,11 @@ func (s *Service) current(id string, r storage.Reader) (*state, error) {
 	}
 	from := uint64(1)
 	if st == nil {
+		// Cached before it is built, locked: a concurrent caller (a resume racing the warm-up
+		// at start, two first calls) waits for this build instead of reading the log again.
 		st = newState(h)
 		st.mu.Lock()
+		s.remember(id, st)
 	} else {
 		from = st.lastSeq + 1
 	}
@@ -91,6 +94,36 @@ func (s *Service) current(id string, r storage.Reader) (*state, error) {
 	s.remember(id, st)
 	return st, nil
 }
+
+// Warm builds the cached states of the n most recently updated sessions of at most
+// maxWarmRecords records, so that the first resume after a server start (usually of the
+// session the agent worked on last) need not read a whole log. Servers call it in the
+// background at start; a call for a session being warmed waits for that build.
+func (s *Service) Warm(ctx context.Context, n int) error {
+	metas, err := s.listMetas(ctx, storage.ListQuery{Limit: n})
+	if err != nil {
+		return err
+	}
+	for _, m := range metas {
+		if m.LastSeq > maxWarmRecords {
+			continue
+		}
+		err := s.store.View(ctx, m.ID, func(r storage.Reader) error {
+			st, err := s.current(m.ID, r)
+			if err == nil {
+				st.mu.Unlock()
+			}
+			return err
+		})
+		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	return nil
+}
+
+// maxWarmRecords bounds what Warm reads per session.
+const maxWarmRecords = 20000
 
 // remember caches st as the most recently used state, evicting the least recently used
 // beyond cacheSize.

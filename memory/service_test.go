@@ -517,3 +517,34 @@ func TestCacheNoticesRecreatedSession(t *testing.T) {
 		t.Fatalf("path = %v", ids)
 	}
 }
+
+// TestWarmBuildsRecentStates checks that Warm prepares the most recently updated sessions'
+// states (what a server start does in the background) and leaves older ones alone.
+func TestWarmBuildsRecentStates(t *testing.T) {
+	s := newTestService(t, Options{})
+	ctx := t.Context()
+	var ids []string
+	for i := range 3 {
+		res, err := s.Save(ctx, SaveRequest{WorkingDir: wd, Messages: turn(i, "main.go", 100)})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ids = append(ids, res.SessionID)
+	}
+	fresh := New(s.Store(), Options{})
+	if err := fresh.Warm(ctx, 2); err != nil {
+		t.Fatal(err)
+	}
+	for i, id := range ids {
+		fresh.mu.Lock()
+		st := fresh.cache[id]
+		fresh.mu.Unlock()
+		if want := i > 0; (st != nil) != want {
+			t.Errorf("session %d warmed = %v, want %v", i, st != nil, want)
+		}
+	}
+	page, err := fresh.Resume(ctx, ResumeRequest{SessionID: ids[2]})
+	if err != nil || len(page.Messages) != len(turn(2, "main.go", 100)) {
+		t.Fatalf("resume after warm-up: %d messages, %v", len(page.Messages), err)
+	}
+}

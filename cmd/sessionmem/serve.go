@@ -97,6 +97,13 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}()
 
 	svc := memory.New(store, opts)
+	// The first resume after a start is usually of the session worked on last: build its
+	// state in the background so that call reads a page, not the whole log.
+	go func() {
+		if err := svc.Warm(ctx, warmSessions); err != nil && ctx.Err() == nil {
+			logger.Debug("warm-up", "err", err)
+		}
+	}()
 	if cfg.Retention.Enabled() {
 		// In the background: a large store must never delay the client's initialize.
 		go retain(ctx, svc, cfg.Retention, logger)
@@ -127,6 +134,9 @@ func startCPUProfile(path string) (func(), error) {
 	}
 	return func() { pprof.StopCPUProfile(); f.Close() }, nil
 }
+
+// warmSessions is how many of the most recently updated sessions a server start prepares.
+const warmSessions = 2
 
 // retentionEvery is how often a long-running server applies its retention policy.
 const retentionEvery = time.Hour
