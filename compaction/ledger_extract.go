@@ -2,7 +2,6 @@ package compaction
 
 import (
 	"regexp"
-	"slices"
 	"strings"
 	"unicode/utf8"
 )
@@ -230,9 +229,10 @@ var (
 func errorLines(out string, failed bool) []string {
 	lines := splitOutput(out)
 	var picked []string
+	seen := map[string]bool{}
 	limit := 4
 	for i, l := range lines {
-		if !strongError.MatchString(l) || noiseLine.MatchString(l) ||
+		if !mayBeError(l) || !strongError.MatchString(l) || noiseLine.MatchString(l) ||
 			(utf8.RuneCountInString(l) > 400 && !strings.Contains(l, "error TS")) {
 			continue // minified code and JSON lines are not how an error identifies itself
 		}
@@ -240,7 +240,8 @@ func errorLines(out string, failed bool) []string {
 			limit = 50
 		}
 		l = withContinuation(l, lines, i)
-		if !slices.ContainsFunc(picked, func(p string) bool { return errorKey(p) == errorKey(l) }) {
+		if k := errorKey(l); !seen[k] {
+			seen[k] = true
 			picked = append(picked, l)
 		}
 		if len(picked) >= limit {
@@ -265,9 +266,30 @@ func errorLines(out string, failed bool) []string {
 
 var headerRe = regexp.MustCompile(`(?i)(fail|error).*[:\]]$`)
 
+// errorWords are the fragments (lower case) one of which every strongError line holds; looking
+// for them first keeps the regexp off most lines of long outputs.
+var errorWords = []string{"error", "fail", "fatal", "panic", "exception", "no such file", "denied", "not found",
+	"cannot", "could not", "does not exist", "exceeds maximum", "not formatted", "never match", "lint/", ") test ",
+	"[f]", "[r]", "[w]", "[c]", "[d]", "×", "✖", "✘", "assertion"}
+
+func mayBeError(line string) bool {
+	lower := strings.ToLower(line)
+	for _, w := range errorWords {
+		if strings.Contains(lower, w) {
+			return true
+		}
+	}
+	return false
+}
+
 // strictErrorLines are errorLines of output that claimed success, when it shows failures
 // anyway (a compiler's errors piped through tail).
 func strictErrorLines(out string) []string {
+	if !strings.Contains(out, "error TS") && !strings.Contains(out, "** (") && !strings.Contains(out, "failure") &&
+		!strings.Contains(out, "npm ERR!") && !strings.Contains(out, "FAIL") && !strings.Contains(out, "[ERROR]") &&
+		!strings.Contains(out, "panic: ") && !strings.Contains(out, "Traceback") {
+		return nil // the literal checks spare the regexp on the many outputs that cannot match
+	}
 	for _, l := range splitOutput(out) {
 		if strictError.MatchString(l) {
 			return errorLines(out, true)
@@ -308,18 +330,69 @@ func startsLower(s string) bool {
 	return ('a' <= r && r <= 'z') || r == '`' || r == '\''
 }
 
-var (
-	positionRe = regexp.MustCompile(`\(\d+,\d+\)|:\d+(:\d+)?\b`)
-	tsPathRe   = regexp.MustCompile(`[\w./-]*/`)
-)
-
-// errorKey is an error line's identity: without line and column numbers, and for compiler
-// diagnostics without the directory part of the path (packages report the same file by
-// different relative paths).
+// errorKey is an error line's identity: lower case, without line and column numbers ("(3,4)",
+// ":12" or ":12:5"), and for compiler diagnostics without the directory part of paths
+// (packages report the same file by different relative paths). It is a hand-written scan:
+// the ledger computes it for every error against every new one.
 func errorKey(line string) string {
-	k := positionRe.ReplaceAllString(strings.ToLower(line), "")
-	if strings.Contains(k, "error ts") {
-		k = tsPathRe.ReplaceAllString(k, "")
+	diag := isDiagnostic(line)
+	var b strings.Builder
+	b.Grow(len(line))
+	lower := strings.ToLower(line)
+	word := 0 // start in b of the current path-like word, for dropping directories
+	space := false
+	for i := 0; i < len(lower); i++ {
+		c := lower[i]
+		switch {
+		case c == '(' && isPosition(lower[i+1:]):
+			i += strings.IndexByte(lower[i:], ')')
+			continue
+		case c == ':' && i+1 < len(lower) && isDigit(lower[i+1]):
+			j := i + 1
+			for j < len(lower) && (isDigit(lower[j]) || lower[j] == ':') {
+				j++
+			}
+			if j == len(lower) || !isWordChar(lower[j]) {
+				i = j - 1
+				continue
+			}
+		case diag && c == '/':
+			s := b.String()[:word] // drop the directory written so far in this word
+			b.Reset()
+			b.WriteString(s)
+			continue
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			if !space && b.Len() > 0 {
+				b.WriteByte(' ')
+			}
+			space = true
+			word = b.Len()
+			continue
+		}
+		if !isWordChar(c) && c != '.' && c != '-' && c != '_' {
+			word = b.Len() + 1
+		}
+		space = false
+		b.WriteByte(c)
 	}
-	return strings.Join(strings.Fields(k), " ")
+	return strings.TrimSpace(b.String())
 }
+
+// isPosition reports whether s starts with "digits,digits)".
+func isPosition(s string) bool {
+	i := 0
+	for i < len(s) && isDigit(s[i]) {
+		i++
+	}
+	if i == 0 || i >= len(s) || s[i] != ',' {
+		return false
+	}
+	j := i + 1
+	for j < len(s) && isDigit(s[j]) {
+		j++
+	}
+	return j > i+1 && j < len(s) && s[j] == ')'
+}
+
+func isDigit(c byte) bool    { return '0' <= c && c <= '9' }
+func isWordChar(c byte) bool { return isDigit(c) || ('a' <= c && c <= 'z') || c >= 0x80 }
