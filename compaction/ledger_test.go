@@ -338,11 +338,11 @@ func TestErrorLines(t *testing.T) {
 func TestErrorKeyShapes(t *testing.T) {
 	for in, want := range map[string]string{
 		"../coding-agent/src/a.ts(3,4): error TS2304: Cannot find name 'x'.": "a.ts: error ts2304: cannot find name 'x'.",
-		"src/a.ts(12,9): error TS2304: Cannot find name 'x'.":                 "a.ts: error ts2304: cannot find name 'x'.",
-		"lib/a.ex:144:7 #(A.f)  too   complex":                                "lib/a.ex #(a.f) too complex",
-		"Error: ENOENT at x.js:12":                                            "error: enoent at x.js",
-		"TS7006 'import(\"x\").y'":                                            "ts7006 'import(\"x\").y'",
-		"Cannot find module '../tools-manager.js' error TS2307":               "cannot find module 'tools-manager.js' error ts2307",
+		"src/a.ts(12,9): error TS2304: Cannot find name 'x'.":                "a.ts: error ts2304: cannot find name 'x'.",
+		"lib/a.ex:144:7 #(A.f)  too   complex":                               "lib/a.ex #(a.f) too complex",
+		"Error: ENOENT at x.js:12":                                           "error: enoent at x.js",
+		"TS7006 'import(\"x\").y'":                                           "ts7006 'import(\"x\").y'",
+		"Cannot find module '../tools-manager.js' error TS2307":              "cannot find module 'tools-manager.js' error ts2307",
 	} {
 		if got := errorKey(in); got != want {
 			t.Errorf("errorKey(%q) = %q, want %q", in, got, want)
