@@ -326,6 +326,7 @@ func report(t *testing.T, md *strings.Builder, name string, files []string, resu
 	fmt.Fprintf(md, "| transcript | after | summary tokens | constraints | errors | commands | files | numbers | probe A | probe B | files P / R |\n")
 	fmt.Fprintf(md, "|---|---|---|---|---|---|---|---|---|---|---|\n")
 	var poolA, poolB [2]int
+	kindsA, kindsB, maxTokens := tally{}, tally{}, 0
 	for i, f := range files {
 		steps := results[i]
 		if len(steps) == 0 {
@@ -361,10 +362,32 @@ func report(t *testing.T, md *strings.Builder, name string, files []string, resu
 			}
 		}
 		last := steps[len(steps)-1]
+		for k, c := range last.a {
+			kindsA[k] = [2]int{kindsA[k][0] + c[0], kindsA[k][1] + c[1]}
+		}
+		for k, c := range last.b {
+			kindsB[k] = [2]int{kindsB[k][0] + c[0], kindsB[k][1] + c[1]}
+		}
+		for _, st := range steps {
+			maxTokens = max(maxTokens, st.tokens)
+		}
 		ka, na := last.a.total()
 		kb, nb := last.b.total()
 		poolA[0], poolA[1] = poolA[0]+ka, poolA[1]+na
 		poolB[0], poolB[1] = poolB[0]+kb, poolB[1]+nb
+	}
+	fmt.Fprintf(md, "\nAll four after five compactions, per kind (largest summary of any compaction: %d tokens):\n\n", maxTokens)
+	fmt.Fprintf(md, "| probe | constraints | errors | commands | files | numbers |\n|---|---|---|---|---|---|\n")
+	for _, p := range []struct {
+		name string
+		t    tally
+	}{{"A (hand-written)", kindsA}, {"B (mechanical)", kindsB}} {
+		fmt.Fprintf(md, "| %s |", p.name)
+		for _, k := range fidelityKinds {
+			c := p.t[k]
+			fmt.Fprintf(md, " %d/%d = %.0f%% |", c[0], c[1], 100*share(c[0], c[1]))
+		}
+		fmt.Fprintln(md)
 	}
 	a, b := share(poolA[0], poolA[1]), share(poolB[0], poolB[1])
 	fmt.Fprintf(md, "\nAfter five compactions, all four transcripts: probe A %d/%d = %.1f%%, probe B %d/%d = %.1f%%.\n\n", poolA[0], poolA[1], 100*a, poolB[0], poolB[1], 100*b)
