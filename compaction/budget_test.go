@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"sync"
 	"testing"
 )
 
@@ -59,8 +60,13 @@ func TestSummariesStayWithinBudget(t *testing.T) {
 		t.Errorf("prompt does not carry the limit: MaxTokens %d", p.MaxTokens)
 	}
 	// A split turn shares the budget between its halves.
-	var seen []int
+	var (
+		mu   sync.Mutex
+		seen []int
+	)
 	spy := SummarizerFunc{N: "spy", F: func(_ context.Context, r Request) (string, error) {
+		mu.Lock() // Run calls the two halves of a split turn concurrently
+		defer mu.Unlock()
 		seen = append(seen, r.MaxSummaryTokens)
 		return "x", nil
 	}}

@@ -79,8 +79,8 @@ func TestFindCutWeightedMatchesCalibration(t *testing.T) {
 // something to compact: random sessions and reported usages.
 func TestShouldCompactImpliesCut(t *testing.T) {
 	rng := rand.New(rand.NewPCG(1, 2))
-	for trial := range 200 {
-		turns := 5 + rng.IntN(150)
+	for trial := range 60 {
+		turns := 5 + rng.IntN(120)
 		path := ids(syntheticSession(turns))
 		est := 0
 		for _, e := range path {
