@@ -12,7 +12,7 @@ import (
 
 	"github.com/sessionmem/sessionmem/compaction"
 	"github.com/sessionmem/sessionmem/memory"
-	"github.com/sessionmem/sessionmem/storage"
+	"github.com/sessionmem/sessionmem/storage/local"
 )
 
 // The fidelity benchmark (docs/FIDELITY.md): each corpus transcript is saved in six parts and
@@ -196,7 +196,7 @@ func fidelityRun(t *testing.T, file string, opts memory.Options, sum string) []s
 
 func newFidelityService(t *testing.T, opts memory.Options) *memory.Service {
 	t.Helper()
-	store, err := storage.Open(t.TempDir(), storage.Options{Summarize: memory.Summarize})
+	store, err := local.Open(t.TempDir(), local.Options{Summarize: memory.Summarize})
 	if err != nil {
 		t.Fatal(err)
 	}
