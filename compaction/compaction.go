@@ -72,7 +72,7 @@ type Cut struct {
 type Request struct {
 	History         []Entry // entries to fold into the summary (may be empty)
 	TurnPrefix      []Entry // early part of a split turn (may be empty)
-	PreviousSummary string  // previous compaction's summary text without the file tags, "" if none
+	PreviousSummary string  // previous compaction's summary text without the file and ledger blocks, "" if none
 	Instructions    string  // optional "additional focus" from the user
 	ReadFiles       []string
 	ModifiedFiles   []string

@@ -106,7 +106,14 @@ func compactResult(res memory.CompactResult, id string, capTokens int) *mcp.Call
 			id, res.ContextTokens)
 	}
 	if res.Status != memory.StatusNeedsSummary {
-		return result(res, text)
+		out := result(res, text)
+		if res.Facts != nil && tokens(out) > capTokens {
+			// The summary ends with the same facts in tagged blocks; the structured copy is
+			// what can go when the answer would pass the cap.
+			res.Facts = nil
+			out = result(res, text+" The facts are in the summary's tagged blocks (left out of facts to fit the response limit).")
+		}
+		return out
 	}
 	// needs_summary carries every field of the contract, previous_summary included when
 	// empty, so it has its own shape.

@@ -5,6 +5,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessionmem/sessionmem/compaction"
 	"github.com/sessionmem/sessionmem/memory"
 )
 
@@ -42,5 +43,19 @@ func TestCompactReturnsFacts(t *testing.T) {
 	}
 	if string(out.Facts["commands"]) != "[]" {
 		t.Errorf("facts.commands = %s, want []", out.Facts["commands"])
+	}
+}
+
+// A compacted answer over the response cap drops the structured copy of the facts: the
+// summary ends with the same facts in tagged blocks.
+func TestCompactResultDropsFactsOverCap(t *testing.T) {
+	l := &compaction.Ledger{Constraints: []compaction.LedgerNote{{Text: strings.Repeat("a rule ", 400)}}}
+	res := memory.CompactResult{Status: memory.StatusCompacted, Summary: compaction.AppendLedger("## Goal", l), Facts: l, Summarizer: "extractive"}
+	if out := compactResult(res, "s1", 20000); !strings.Contains(mustString(out.StructuredContent), `"facts"`) {
+		t.Error("facts left out under the cap")
+	}
+	out := compactResult(res, "s1", 1000)
+	if s := mustString(out.StructuredContent); strings.Contains(s, `"facts"`) || !strings.Contains(text(out), "left out of facts") {
+		t.Errorf("over the cap: facts kept or not explained: %s", text(out))
 	}
 }
