@@ -18,7 +18,14 @@ import (
 
 var update = flagBool("update", "rewrite golden files and fixtures in testdata/")
 
-const corpusDir = "../../shared/corpus"
+// corpusDir is the shared corpus: $SESSIONMEM_CORPUS, else ../shared/corpus next to the
+// repository. Tests that need it skip when it is absent.
+var corpusDir = func() string {
+	if d := os.Getenv("SESSIONMEM_CORPUS"); d != "" {
+		return d
+	}
+	return "../../shared/corpus"
+}()
 
 type obj = map[string]any
 

@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/sessionmem/sessionmem/compaction"
 	"github.com/sessionmem/sessionmem/fileops"
 	"github.com/sessionmem/sessionmem/storage"
 )
@@ -142,6 +143,11 @@ func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 			e.Compaction = &Compaction{Summary: fileops.AppendTags(text, read, modified), FirstKeptID: kept,
 				ReadFiles: nonNil(read), ModifiedFiles: nonNil(modified), Summarizer: who, Key: key,
 				TokensBefore: it.TokensBefore, TokensAfter: after}
+			// A sessionmem export's summary ends with the durable-facts ledger: keep it.
+			if l, ok := compaction.LedgerFromSummary(s.redact(it.Summary)); ok {
+				e.Compaction.Summary = compaction.AppendLedger(e.Compaction.Summary, &l)
+				e.Compaction.Facts = &l
+			}
 			b.add(e)
 			res.Added++
 		}

@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/sessionmem/sessionmem/compaction"
 )
 
 // Role is who produced a message.
@@ -225,6 +227,9 @@ type Compaction struct {
 	ModifiedFiles []string `json:"modified_files"`
 	// Summarizer names who wrote the summary: agent, sampling, llm, extractive or import.
 	Summarizer string `json:"summarizer"`
+	// Facts is the durable-facts ledger, cumulative over the session's compactions; its blocks
+	// end Summary. Nil for compactions stored before it existed and for imported ones.
+	Facts *compaction.Ledger `json:"facts,omitempty"`
 	// Key is an imported compaction's idempotency key, so importing it again adds nothing.
 	Key string `json:"key,omitempty"`
 }

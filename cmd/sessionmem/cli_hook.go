@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sessionmem/sessionmem/compaction"
 	"github.com/sessionmem/sessionmem/fileops"
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/storage"
@@ -225,6 +226,16 @@ func priorSession(ctx context.Context, svc *memory.Service, cwd, current string)
 	return "", nil
 }
 
+// summaryText is a stored summary for people and agents: the file-list blocks left out (they
+// are shown apart), the ledger of durable facts kept.
+func summaryText(stored string) string {
+	text := strings.TrimSpace(fileops.StripTags(stored))
+	if l, ok := compaction.LedgerFromSummary(stored); ok {
+		text = compaction.AppendLedger(text, &l)
+	}
+	return text
+}
+
 // hookContext builds the text injected at session start from session id's latest summary and
 // file lists. It is "" when there is nothing worth saying.
 func hookContext(ctx context.Context, svc *memory.Service, id, source string, withSummary bool) (string, error) {
@@ -238,7 +249,7 @@ func hookContext(ctx context.Context, svc *memory.Service, id, source string, wi
 	}
 	summary := ""
 	if withSummary {
-		summary = strings.TrimSpace(fileops.StripTags(res.Summary))
+		summary = summaryText(res.Summary)
 	}
 	files := len(res.ReadFiles) + len(res.ModifiedFiles)
 	startup := source != "resume" && source != "compact"

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/sessionmem/sessionmem/fileops"
 	"github.com/sessionmem/sessionmem/memory"
 )
 
@@ -98,7 +97,7 @@ func writeTranscript(w io.Writer, tr memory.Transcript, all bool) {
 
 	if tr.Summary != "" || len(tr.ReadFiles) > 0 || len(tr.ModifiedFiles) > 0 {
 		fmt.Fprintf(w, "\n== Summary (latest compaction) ==\n\n")
-		if text := strings.TrimSpace(fileops.StripTags(tr.Summary)); text != "" {
+		if text := summaryText(tr.Summary); text != "" {
 			fmt.Fprintln(w, clean(text))
 		}
 		writeFileList(w, "Files read", tr.ReadFiles, all)
