@@ -255,7 +255,8 @@ func agentPrompt(req compaction.Request) string {
 // plan was made in a way that invalidates it.
 func (s *Service) commitCompaction(ctx context.Context, pl *plan, text, summarizer string, progress func(float64, string)) (CompactResult, error) {
 	id := pl.path.header.ID
-	summary := fileops.AppendTags(text, pl.read, pl.modifed)
+	// The result shows the summary exactly as the gate stores it.
+	summary := s.redact(fileops.AppendTags(text, pl.read, pl.modifed))
 	var res CompactResult
 	err := s.store.Update(ctx, id, func(w storage.Writer) error {
 		st, err := s.current(id, w)
