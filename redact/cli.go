@@ -402,10 +402,17 @@ func matchNetrc(s string, end int) (int, int, bool) {
 
 func isSpace(c byte) bool { return c == ' ' || c == '\t' || c == '\n' || c == '\r' }
 
+var herokuSameLine = regexp.MustCompile(`^[^\w\n]{0,8}([0-9a-fA-F]{8}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{4}-[0-9a-fA-F]{12}|HRKU-[\w-]{20,})\b`)
+
 // matchHerokuToken: the token `heroku auth:token` prints, on the first non-empty line after
 // the command.
 func matchHerokuToken(s string, end int) (int, int, bool) {
 	_, hi := lineAround(s, end)
+	// A transcript flattened to one line ("heroku auth:token → 0123…"): the next word, if
+	// it has the shape of a Heroku key.
+	if m := herokuSameLine.FindStringSubmatchIndex(s[end:hi]); m != nil {
+		return end + m[2], end + m[3], true
+	}
 	for hi < len(s) {
 		lo := hi + 1
 		_, next := lineAround(s, min(lo, len(s)))
