@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/sessionmem/sessionmem/memory"
 )
@@ -30,6 +31,29 @@ func errorText(tool string, err error) string {
 		return fmt.Sprintf("%s: cancelled before it finished; nothing was reported as done, retry if still needed", tool)
 	default:
 		return fmt.Sprintf("%s: internal error: %v; retry, and report it if it persists", tool, err)
+	}
+}
+
+// redactErrors passes a failed call's text through the store's redaction: an error message
+// quotes the argument it refuses (a session id, a path, a name), and that argument may hold
+// a secret. Successful results are built from stored data, which went through the gate.
+func redactErrors(svc *memory.Service) server.ToolHandlerMiddleware {
+	return func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := next(ctx, req)
+			if res != nil && res.IsError {
+				for i, c := range res.Content {
+					if t, ok := c.(mcp.TextContent); ok {
+						t.Text = svc.RedactText(t.Text)
+						res.Content[i] = t
+					}
+				}
+			}
+			if err != nil {
+				err = errors.New(svc.RedactText(err.Error()))
+			}
+			return res, err
+		}
 	}
 }
 

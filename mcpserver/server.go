@@ -70,7 +70,8 @@ func New(svc *memory.Service, opts Options) *server.MCPServer {
 	for _, m := range o.Middleware {
 		serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(m))
 	}
-	serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(notificationFlush))
+	serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(notificationFlush),
+		server.WithToolHandlerMiddleware(redactErrors(svc)), server.WithToolHandlerMiddleware(refuseInvalidUTF8))
 	if o.Logger != nil {
 		serverOpts = append(serverOpts, server.WithLogger(o.Logger))
 	}
