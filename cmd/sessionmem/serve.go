@@ -154,7 +154,9 @@ func serveStdio(ctx context.Context, s *server.MCPServer, d *drain, e *env, logg
 	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	done := make(chan error, 1)
-	go func() { done <- mcpserver.ServeStdio(lctx, s, e.stdin, e.stdout, mcpserver.StdioOptions{Logger: logger}) }()
+	go func() {
+		done <- mcpserver.ServeStdio(lctx, s, e.stdin, e.stdout, mcpserver.StdioOptions{Logger: logger})
+	}()
 	select {
 	case err := <-done:
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, context.Canceled) {
