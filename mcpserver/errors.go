@@ -34,14 +34,15 @@ func errorText(tool string, err error) string {
 	}
 }
 
-// redactErrors passes a failed call's text through the store's redaction: an error message
-// quotes the argument it refuses (a session id, a path, a name), and that argument may hold
-// a secret. Successful results are built from stored data, which went through the gate.
-func redactErrors(svc *memory.Service) server.ToolHandlerMiddleware {
+// redactResults passes the text of every result through the store's redaction: an error
+// quotes the argument it refuses (a session id, a path, a name) and a summary line may quote
+// the query, and those may hold a secret. Structured content is built from stored data,
+// which went through the gate, and from ids.
+func redactResults(svc *memory.Service) server.ToolHandlerMiddleware {
 	return func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			res, err := next(ctx, req)
-			if res != nil && res.IsError {
+			if res != nil {
 				for i, c := range res.Content {
 					if t, ok := c.(mcp.TextContent); ok {
 						t.Text = svc.RedactText(t.Text)

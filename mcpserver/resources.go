@@ -16,7 +16,7 @@ import (
 
 // addPrompts offers the compaction templates as MCP prompts, so a person can ask their own
 // model for a checkpoint in the same shape the server's summarizers produce.
-func addPrompts(s *server.MCPServer) {
+func addPrompts(s *server.MCPServer, svc *memory.Service) {
 	for _, t := range prompts.All() {
 		opts := []mcp.PromptOption{mcp.WithPromptDescription(t.Description)}
 		for _, a := range t.Args {
@@ -35,8 +35,10 @@ func addPrompts(s *server.MCPServer) {
 			}
 			text, err := t.Render(args)
 			if err != nil {
-				return nil, fmt.Errorf("prompt %s: %w", t.Name, err)
+				return nil, fmt.Errorf("prompt %s: %s", t.Name, svc.RedactText(err.Error()))
 			}
+			// The arguments are echoed into the prompt: the same redaction as everything else.
+			text = svc.RedactText(text)
 			// MCP prompts carry no system role: the summarizer's instructions lead the message.
 			return mcp.NewGetPromptResult(t.Description, []mcp.PromptMessage{
 				mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent(prompts.System()+"\n\n"+text)),

@@ -71,13 +71,13 @@ func New(svc *memory.Service, opts Options) *server.MCPServer {
 		serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(m))
 	}
 	serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(notificationFlush),
-		server.WithToolHandlerMiddleware(redactErrors(svc)), server.WithToolHandlerMiddleware(refuseInvalidUTF8))
+		server.WithToolHandlerMiddleware(redactResults(svc)), server.WithToolHandlerMiddleware(refuseInvalidUTF8))
 	if o.Logger != nil {
 		serverOpts = append(serverOpts, server.WithLogger(o.Logger))
 	}
 	s := server.NewMCPServer(Name, o.Version, serverOpts...)
 	s.AddTools(tools(svc, &o)...)
-	addPrompts(s)
+	addPrompts(s, svc)
 	addResources(s, svc)
 	return s
 }

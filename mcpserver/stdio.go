@@ -215,7 +215,11 @@ func (c *stdioConn) handle(line []byte) {
 	case !msg.IsObject() || msg.Get("result").Exists() || msg.Get("error").Exists():
 		c.forward(line) // a batch, or an answer to the server's own request (sampling)
 		return
-	case method.Type != gjson.String || msg.Get("jsonrpc").Type != gjson.String:
+	case (method.Type != gjson.String || msg.Get("jsonrpc").Str != "2.0") && (id.Type == gjson.String || id.Type == gjson.Number):
+		// mcp-go would answer "parse error" to id null; the id is known, so answer to it.
+		c.reply(json.RawMessage(id.Raw), codeInvalidRequest, `invalid request: want {"jsonrpc":"2.0","id":…,"method":"<name>",…}`)
+		return
+	case method.Type != gjson.String:
 		c.forward(line)
 		return
 	case !id.Exists() || id.Type == gjson.Null:

@@ -323,6 +323,9 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResult, error)
 	if err := checkWorkingDir(req.WorkingDir); err != nil {
 		return ListResult{}, err
 	}
+	if len(req.Query) > MaxQueryBytes {
+		return ListResult{}, invalidf(fmt.Sprintf("shorten query to under %d bytes", MaxQueryBytes), "query is %d bytes long", len(req.Query))
+	}
 	var after *listCursor
 	if req.Cursor != "" {
 		var c listCursor

@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -73,6 +74,8 @@ func TestString(t *testing.T) {
 		{"yaml passwd", "passwd: Tr0ub4dor&3x", "passwd: [REDACTED]&3x"},
 		{"json password", `{"password":"correct horse"}`, `{"password":"[REDACTED]"}`},
 		{"escaped json", `{\"password\":\"p4ss w0rd\"}`, `{\"password\":\"[REDACTED]\"}`},
+		{"escaped twice", `{\\\"password\\\":\\\"p4ss w0rd\\\"}`, `{\\\"password\\\":\\\"[REDACTED]\\\"}`},
+		{"quoted with %q", fmt.Sprintf("%q", `{\"api_key\":\"s5JeGlReoOSU2SdSjFPFjXzpoIl34Z\"}`), fmt.Sprintf("%q", `{\"api_key\":\"[REDACTED]\"}`)},
 		{"single quoted", `secret = 'abc'`, `secret = '[REDACTED]'`},
 		{"go short decl", `token := "tok_live_1"`, `token := "[REDACTED]"`},
 		{"camel case", `clientSecret: "s3cr3t"`, `clientSecret: "[REDACTED]"`},

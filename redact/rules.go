@@ -166,15 +166,21 @@ func (ru *rule) matchAfterKey(s string, end, done int) ([2]int, bool) {
 	return [2]int{end + a, end + b}, true
 }
 
-// unquote returns the inside of a value quoted with ", ' or \" (JSON inside JSON), and its
-// bounds in v; a missing closing quote (a truncated value) is tolerated.
+// unquote returns the inside of a value quoted with ", ' or an escaped quote (\" for JSON
+// inside JSON, \\\" one level deeper, and so on), and its bounds in v; a missing closing
+// quote (a truncated value) is tolerated.
 func unquote(v string) (inner string, lo, hi int) {
 	lo, hi = 0, len(v)
+	k := 0
+	for k < len(v) && v[k] == '\\' {
+		k++
+	}
 	switch {
-	case strings.HasPrefix(v, `\"`):
-		lo = 2
-		if len(v) >= 4 && strings.HasSuffix(v, `\"`) {
-			hi -= 2
+	case k > 0 && k < len(v) && v[k] == '"':
+		q := v[:k+1]
+		lo = k + 1
+		if len(v) >= 2*len(q) && strings.HasSuffix(v, q) {
+			hi -= len(q)
 		}
 	case v != "" && (v[0] == '"' || v[0] == '\''):
 		lo = 1
@@ -303,8 +309,9 @@ var assignmentTriggers = []string{
 func assignmentRule() *rule {
 	return &rule{
 		mode: afterKey, triggers: assignmentTriggers, limit: 1024, unquote: true,
-		re: regexp.MustCompile(`^\\?["']?\s*(?::=|=|:)\s*` +
-			`("[^"\n]*"|'[^'\n]*'|\\"(?:[^"\\\n]|\\[^"\n])*\\"|\\?["']?[^\s"'` + "`" + `,;&|(){}\[\]<>\\]+)`),
+		// Quotes may be escaped at any depth (\" in JSON inside JSON, \\\" one level deeper).
+		re: regexp.MustCompile(`^\\*["']?\s*(?::=|=|:)\s*` +
+			`("[^"\n]*"|'[^'\n]*'|\\+"(?:[^"\\\n]|\\[^"\n])*?\\+"|\\*["']?[^\s"'` + "`" + `,;&|(){}\[\]<>\\]+)`),
 		valid: validAssignment,
 	}
 }
