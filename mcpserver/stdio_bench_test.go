@@ -22,22 +22,26 @@ import (
 //
 //	go test ./mcpserver -run XXX -bench StdioParallel -benchtime 20x -count 5
 func BenchmarkStdioParallel(b *testing.B) {
-	store, err := local.Open(b.TempDir(), local.Options{Summarize: memory.Summarize})
-	if err != nil {
-		b.Fatal(err)
-	}
-	defer store.Close()
-	svc := memory.New(store, memory.Options{})
 	body := strings.Repeat("The parser reads tokens and builds the tree; ", 45) // ~2 KB
-	for i := range 64 {
-		var items []memory.ImportItem
-		for j := range 40 {
-			items = append(items, memory.ImportItem{Message: &memory.Message{ID: fmt.Sprintf("m%d", j), Role: memory.RoleUser,
-				Content: []memory.Block{{Type: memory.BlockText, Text: body}}}})
-		}
-		if _, err := svc.Import(context.Background(), memory.ImportRequest{SessionID: fmt.Sprintf("s%d", i), WorkingDir: "/p", Items: items}); err != nil {
+	// Every sub-benchmark gets a fresh store, so one that grew a session does not slow the next.
+	newService := func(b *testing.B) *memory.Service {
+		store, err := local.Open(b.TempDir(), local.Options{Summarize: memory.Summarize})
+		if err != nil {
 			b.Fatal(err)
 		}
+		b.Cleanup(func() { store.Close() })
+		svc := memory.New(store, memory.Options{})
+		for i := range 64 {
+			var items []memory.ImportItem
+			for j := range 40 {
+				items = append(items, memory.ImportItem{Message: &memory.Message{ID: fmt.Sprintf("m%d", j), Role: memory.RoleUser,
+					Content: []memory.Block{{Type: memory.BlockText, Text: body}}}})
+			}
+			if _, err := svc.Import(context.Background(), memory.ImportRequest{SessionID: fmt.Sprintf("s%d", i), WorkingDir: "/p", Items: items}); err != nil {
+				b.Fatal(err)
+			}
+		}
+		return svc
 	}
 	seq := 0
 	workloads := []struct {
@@ -69,28 +73,29 @@ func BenchmarkStdioParallel(b *testing.B) {
 	}
 	transports := []struct {
 		name  string
-		serve func(ctx context.Context, in io.Reader, out io.Writer) error
+		serve func(ctx context.Context, svc *memory.Service, in io.Reader, out io.Writer) error
 	}{
-		{"mcp-go-5-workers", func(ctx context.Context, in io.Reader, out io.Writer) error {
+		{"mcp-go-5-workers", func(ctx context.Context, svc *memory.Service, in io.Reader, out io.Writer) error {
 			return server.NewStdioServer(New(svc, Options{})).Listen(ctx, in, out)
 		}},
-		{"mcp-go-16-workers", func(ctx context.Context, in io.Reader, out io.Writer) error {
+		{"mcp-go-16-workers", func(ctx context.Context, svc *memory.Service, in io.Reader, out io.Writer) error {
 			std := server.NewStdioServer(New(svc, Options{}))
 			server.WithWorkerPoolSize(stdioWorkers)(std)
 			return std.Listen(ctx, in, out)
 		}},
-		{"ordered", func(ctx context.Context, in io.Reader, out io.Writer) error {
+		{"ordered", func(ctx context.Context, svc *memory.Service, in io.Reader, out io.Writer) error {
 			return ServeStdio(ctx, New(svc, Options{}), in, out, StdioOptions{})
 		}},
 	}
 	for _, w := range workloads {
 		for _, tr := range transports {
 			b.Run(w.name+"/"+tr.name, func(b *testing.B) {
+				svc := newService(b)
 				inR, inW := io.Pipe()
 				outR, outW := io.Pipe()
 				ctx, cancel := context.WithCancel(context.Background())
 				done := make(chan struct{})
-				go func() { tr.serve(ctx, inR, outW); outW.Close(); close(done) }()
+				go func() { tr.serve(ctx, svc, inR, outW); outW.Close(); close(done) }()
 				sc := bufio.NewScanner(outR)
 				sc.Buffer(nil, 64<<20)
 				io.WriteString(inW, initLine(0, false)+"\n")

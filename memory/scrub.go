@@ -154,7 +154,9 @@ func (s *Service) RedactStore(ctx context.Context, dryRun bool, each func(id str
 			each(id, changed, err)
 		}
 	}
-	if !dryRun {
+	// Old index lines can only hold what the sessions held: with no session changed, they
+	// hold nothing to remove.
+	if !dryRun && len(rep.Changed) > 0 {
 		if err := rw.CompactMeta(ctx); err != nil {
 			return rep, fmt.Errorf("compact the listing metadata: %w", err)
 		}

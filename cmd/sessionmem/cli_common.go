@@ -117,6 +117,7 @@ type cliStore struct {
 	store  storage.Store
 	svc    *memory.Service
 	logger *slog.Logger
+	red    *redact.Redactor
 	llm    bool // an llm summarizer is configured
 }
 
@@ -165,7 +166,7 @@ func openCLIStore(e *env, storeFlag string, o openOptions) (*cliStore, error) {
 	if opts.FileMapping, err = fileMapping(e.getenv(envFileTools)); err != nil {
 		return nil, err
 	}
-	cs := &cliStore{dir: dir, logger: logger}
+	cs := &cliStore{dir: dir, logger: logger, red: red}
 	if o.llm {
 		cfg, err := llmConfig(e.getenv)
 		if err != nil {

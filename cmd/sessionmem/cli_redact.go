@@ -6,11 +6,9 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"path/filepath"
 	"sort"
 
 	"github.com/sessionmem/sessionmem/memory"
-	"github.com/sessionmem/sessionmem/transcript"
 )
 
 const redactHelp = `Usage: sessionmem redact [--dry-run] [--json]
@@ -62,7 +60,7 @@ func runRedact(ctx context.Context, e *env, args []string) error {
 	defer cs.close(e)
 	prog := newProgress(e)
 	done := 0
-	rep, err := cs.svc.RedactStore(ctx, *dry, func(string, bool, error) {
+	rep, n, err := redactStored(ctx, cs.svc, cs.dir, cs.red, *dry, func(string, bool, error) {
 		done++
 		prog.update("redacting sessions", done, done)
 	})
@@ -70,11 +68,6 @@ func runRedact(ctx context.Context, e *env, args []string) error {
 	if errors.Is(err, memory.ErrCannotRewrite) {
 		return fmt.Errorf("this store cannot rewrite sessions in place; export and import them instead")
 	}
-	if err != nil {
-		return err
-	}
-	im := &transcript.Importer{Svc: cs.svc, StateDir: filepath.Join(cs.dir, "imports")}
-	n, err := im.RedactState(*dry)
 	if err != nil {
 		return err
 	}

@@ -15,8 +15,10 @@ import (
 	"github.com/klauspost/compress/zstd"
 	"github.com/tidwall/gjson"
 
+	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/redact/redacttest"
 	"github.com/sessionmem/sessionmem/storage"
+	"github.com/sessionmem/sessionmem/storage/local"
 )
 
 var storageValidID = storage.ValidID
@@ -276,10 +278,13 @@ func TestEverySecretKindStaysOffDisk(t *testing.T) {
 		o, e, _ := bin(t, "", env, args...)
 		outputs = append(outputs, o, e)
 	}
+	// In process (the same run() the binary calls, stderr redaction included) to keep this
+	// fast; the command above that fails ran the binary, so main's error path is covered.
+	t.Setenv("SESSIONMEM_STORE", store)
 	for _, id := range gjson.Get(list, "#.session_id").Array() {
 		for _, args := range [][]string{{"show", "--all", id.Str}, {"show", "--json", id.Str}, {"export", id.Str}} {
-			o, e, _ := bin(t, "", env, args...)
-			outputs = append(outputs, o, e)
+			r := runCLI(t, "", args...)
+			outputs = append(outputs, r.stdout, r.stderr)
 		}
 	}
 	if len(gjson.Get(list, "#.session_id").Array()) < 3*len(secrets) {
@@ -308,6 +313,65 @@ func TestEverySecretKindStaysOffDisk(t *testing.T) {
 				}
 			}
 			t.Errorf("secrets found in %s: %s", where, leaks)
+		}
+	}
+}
+
+// TestServeRedactsWhatOlderVersionsStored: a store written without redaction (as an older
+// sessionmem left it, secrets in names, renames, working dirs and messages) is cleaned by the
+// next serve in the background; the marker then keeps later starts from doing it again.
+func TestServeRedactsWhatOlderVersionsStored(t *testing.T) {
+	store := t.TempDir()
+	secrets := redacttest.Plant(31)
+	{
+		st, err := local.Open(store, local.Options{Summarize: memory.Summarize})
+		if err != nil {
+			t.Fatal(err)
+		}
+		old := memory.New(st, memory.Options{}) // no redaction
+		for i, sec := range secrets {
+			one := strings.Join(strings.Fields("see "+sec.Text+" ok"), " ")
+			r, err := old.Save(t.Context(), memory.SaveRequest{WorkingDir: "/home/me/" + one, Name: one,
+				Messages: []memory.Message{userMsg("see " + sec.Text + " ok")}})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if _, err := old.Save(t.Context(), memory.SaveRequest{SessionID: r.SessionID, Name: fmt.Sprintf("renamed %d %s", i, one),
+				Messages: []memory.Message{userMsg("more")}}); err != nil {
+				t.Fatal(err)
+			}
+		}
+		st.Close()
+	}
+	if redacttest.Leaks(storeBytes(t, store), secrets) == "" {
+		t.Fatal("the old store holds no secret")
+	}
+	logFile := filepath.Join(t.TempDir(), "serve.log")
+	srv := startRaw(t, store, []string{"--log-file", logFile})
+	deadline := time.Now().Add(60 * time.Second)
+	for {
+		b, _ := os.ReadFile(logFile)
+		if bytes.Contains(b, []byte("redaction re-applied")) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("no redaction logged:\n%s", b)
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
+	srv.finish(30 * time.Second)
+	if leaks := redacttest.Leaks(storeBytes(t, store), secrets); leaks != "" {
+		t.Fatalf("after serve started, still on disk: %s", leaks)
+	}
+	// The next start finds the marker and rewrites nothing.
+	before := snapshot(t, store)
+	srv2 := startRaw(t, store, nil)
+	srv2.send(initializeLine)
+	srv2.next(30 * time.Second)
+	srv2.finish(30 * time.Second)
+	for p, b := range snapshot(t, store) {
+		if !bytes.Equal(before[p], b) {
+			t.Errorf("%s rewritten again", p)
 		}
 	}
 }

@@ -88,6 +88,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}()
 
 	svc := memory.New(store, opts)
+	// In the background too: what an older version (or older rules) stored is redacted again
+	// once per rule set (see redact_marker.go).
+	go redactOnUpgrade(ctx, svc, cfg.Store, red, logger)
 	if cfg.Retention.Enabled() {
 		// In the background: a large store must never delay the client's initialize.
 		go retain(ctx, svc, cfg.Retention, logger)
