@@ -92,7 +92,7 @@ func malformedRequests(session string) []string {
 		msg(`{"role":"user","content":[{"type":"image","data":"x"}]}`), msg(`{"role":"user","content":[{"type":"image","media_type":"image/png"}]}`),
 		msg(`{"role":"user","content":"x","usage":{"input_tokens":1,"output_tokens":1}}`),
 		msg(`{"role":"assistant","content":"x","usage":{"input_tokens":-1,"output_tokens":1}}`),
-		msg(`{"id":"bad id!","role":"user","content":"x"}`), msg(`{"id":"`+strings.Repeat("i", 200)+`","role":"user","content":"x"}`),
+		msg(`{"id":"bad id!","role":"user","content":"x"}`), msg(`{"id":"` + strings.Repeat("i", 200) + `","role":"user","content":"x"}`),
 		msg(`{"role":"user","content":"lone \ud83d surrogate"}`), msg(`{"role":"user","content":[{"type":"text","text":"ok"},{"type":"text","text":"\udfff"}]}`),
 		msg(`{"role":"assistant","content":[{"type":"thinking","thinking":"\ud800x"}]}`),
 		`{"session_id":"` + session + `","parent_id":"not-an-entry","messages":[{"role":"user","content":"x"}]}`,
