@@ -118,8 +118,9 @@ func (x *userRule) find(s string) [][2]int {
 	return out
 }
 
-// Version is the version of the built-in rules; it grows whenever they change what they
-// redact, so stores can tell that what they hold was redacted by older rules.
+// Version is the version of the built-in rules. Fingerprint notices changed regexps and
+// triggers by itself; bump Version when Go code (a custom rule, a validity check) changes what
+// is redacted, so stores redacted with the older rules are redacted again.
 const Version = 2
 
 // Fingerprint identifies what this Redactor redacts: the rules' version and definitions and
