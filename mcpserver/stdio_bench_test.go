@@ -126,3 +126,70 @@ func BenchmarkStdioParallel(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkStdioRoundTrip measures the sequencer's own cost per request: one ping (nothing
+// to do) or one save at a time, waiting for each answer.
+//
+//	go test ./mcpserver -run XXX -bench StdioRoundTrip -count 5
+func BenchmarkStdioRoundTrip(b *testing.B) {
+	for _, req := range []string{"ping", "save"} {
+		for _, ordered := range []bool{false, true} {
+			name := req + "/mcp-go"
+			if ordered {
+				name = req + "/ordered"
+			}
+			b.Run(name, func(b *testing.B) {
+				store, err := local.Open(b.TempDir(), local.Options{Summarize: memory.Summarize})
+				if err != nil {
+					b.Fatal(err)
+				}
+				defer store.Close()
+				svc := memory.New(store, memory.Options{})
+				importSessionB(b, svc)
+				inR, inW := io.Pipe()
+				outR, outW := io.Pipe()
+				done := make(chan struct{})
+				go func() {
+					if ordered {
+						ServeStdio(context.Background(), New(svc, Options{}), inR, outW, StdioOptions{})
+					} else {
+						std := server.NewStdioServer(New(svc, Options{}))
+						server.WithWorkerPoolSize(stdioWorkers)(std)
+						std.Listen(context.Background(), inR, outW)
+					}
+					outW.Close()
+					close(done)
+				}()
+				sc := bufio.NewScanner(outR)
+				sc.Buffer(nil, 64<<20)
+				io.WriteString(inW, initLine(0, false)+"\n")
+				sc.Scan()
+				i := 0
+				for b.Loop() {
+					i++
+					line := fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"ping"}`, i)
+					if req == "save" {
+						line = callLine(i, "session_save", map[string]any{"session_id": "s0",
+							"messages": []any{map[string]any{"id": fmt.Sprintf("b%d", i), "role": "user", "content": "one more"}}})
+					}
+					io.WriteString(inW, line+"\n")
+					if !sc.Scan() {
+						b.Fatal("server closed")
+					}
+				}
+				b.StopTimer()
+				inW.Close()
+				go io.Copy(io.Discard, outR)
+				<-done
+			})
+		}
+	}
+}
+
+func importSessionB(b *testing.B, svc *memory.Service) {
+	b.Helper()
+	if _, err := svc.Import(context.Background(), memory.ImportRequest{SessionID: "s0", WorkingDir: "/p",
+		Items: []memory.ImportItem{{Message: &memory.Message{ID: "m0", Role: memory.RoleUser, Content: []memory.Block{{Type: memory.BlockText, Text: "x"}}}}}}); err != nil {
+		b.Fatal(err)
+	}
+}

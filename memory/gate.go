@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"reflect"
+	"sync"
 	"time"
 
 	"github.com/sessionmem/sessionmem/storage"
@@ -146,6 +147,51 @@ func (s *Service) create(ctx context.Context, h storage.Header, m storage.Meta) 
 	return s.store.Create(ctx, h, m)
 }
 
+// gateField is one field the gate walks, and its class.
+type gateField struct {
+	index, class int
+}
+
+// fieldCache holds each struct type's gateFields (reading tags on every walk cost more than
+// the redaction of a turn).
+var fieldCache sync.Map // reflect.Type → []gateField or error
+
+// gateFields returns the fields of struct type t the gate walks (all but json:"-"), with their
+// classes; an unexported field is an error (the gate could not read it).
+func gateFields(t reflect.Type) ([]gateField, error) {
+	if c, ok := fieldCache.Load(t); ok {
+		if err, bad := c.(error); bad {
+			return nil, err
+		}
+		return c.([]gateField), nil
+	}
+	var out []gateField
+	for i := range t.NumField() {
+		f := t.Field(i)
+		if !f.IsExported() {
+			err := fmt.Errorf("memory: the gate cannot read %s.%s (unexported)", t, f.Name)
+			fieldCache.Store(t, err)
+			return nil, err
+		}
+		if f.Tag.Get("json") == "-" {
+			continue // never encoded
+		}
+		c := gateText
+		switch f.Tag.Get("gate") {
+		case "id":
+			c = gateID
+		case "session":
+			c = gateSession
+		}
+		if p, ok := gatePolicies[t][f.Name]; ok {
+			c = p
+		}
+		out = append(out, gateField{index: i, class: c})
+	}
+	fieldCache.Store(t, out)
+	return out, nil
+}
+
 // walk returns v with every string gated, and whether anything changed. A changed value is a
 // copy: slices, pointers and structs on the way to a change are copied, never written to.
 func (s *Service) walk(salt string, v reflect.Value, class int) (reflect.Value, bool, error) {
@@ -219,26 +265,13 @@ func (s *Service) walk(salt string, v reflect.Value, class int) (reflect.Value, 
 		if t == timeType {
 			return v, false, nil
 		}
+		fields, err := gateFields(t)
+		if err != nil {
+			return v, false, err
+		}
 		var nv reflect.Value
-		for i := range t.NumField() {
-			f := t.Field(i)
-			if !f.IsExported() {
-				return v, false, fmt.Errorf("memory: the gate cannot read %s.%s (unexported)", t, f.Name)
-			}
-			if f.Tag.Get("json") == "-" {
-				continue // never encoded
-			}
-			fc := gateText
-			switch f.Tag.Get("gate") {
-			case "id":
-				fc = gateID
-			case "session":
-				fc = gateSession
-			}
-			if p, ok := gatePolicies[t][f.Name]; ok {
-				fc = p
-			}
-			fv, changed, err := s.walk(salt, v.Field(i), fc)
+		for _, f := range fields {
+			fv, changed, err := s.walk(salt, v.Field(f.index), f.class)
 			if err != nil {
 				return v, false, err
 			}
@@ -247,7 +280,7 @@ func (s *Service) walk(salt string, v reflect.Value, class int) (reflect.Value, 
 					nv = reflect.New(t).Elem()
 					nv.Set(v)
 				}
-				nv.Field(i).Set(fv)
+				nv.Field(f.index).Set(fv)
 			}
 		}
 		if nv.IsValid() {
