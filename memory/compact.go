@@ -295,7 +295,8 @@ func (s *Service) commitCompaction(ctx context.Context, pl *plan, text, summariz
 		text += "\n\n" + omittedNote(pl.omittedFiles)
 	}
 	withFiles, _ := fileops.AppendTagsWithin(text, pl.read, pl.modifed, 4*compaction.FileBlocksMaxTokens)
-	summary := compaction.AppendLedger(withFiles, &pl.ledger)
+	// The result shows the summary exactly as the gate stores it.
+	summary := s.redact(compaction.AppendLedger(withFiles, &pl.ledger))
 	var res CompactResult
 	err := s.store.Update(ctx, id, func(w storage.Writer) error {
 		st, err := s.current(id, w)

@@ -55,7 +55,7 @@ func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 			created = s.now()
 		}
 		h := storage.Header{ID: req.SessionID, Created: created, WorkingDir: req.WorkingDir}
-		err := s.store.Create(ctx, h, storage.Meta{ID: req.SessionID, WorkingDir: req.WorkingDir, Created: created, Updated: created})
+		err := s.create(ctx, h, storage.Meta{ID: req.SessionID, WorkingDir: req.WorkingDir, Created: created, Updated: created})
 		if err != nil && !isExists(err) {
 			return ImportResult{}, fmt.Errorf("create session %s: %w", req.SessionID, err)
 		}
@@ -68,17 +68,22 @@ func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 		}
 		last := st.updated
 		b := newBatch(st, st.leaf, s.now())
-		if req.Name != "" && req.Name != st.name {
-			b.add(Entry{Type: KindSessionInfo, SessionInfo: &SessionInfo{Name: req.Name}, Time: req.Created})
+		// The state holds what went through the gate: compare with what the gate makes of
+		// the request (ids become their stand-ins, names are redacted).
+		salt := gateSalt(st.header)
+		dir := s.redact(req.WorkingDir)
+		name, model, provider := s.redact(req.Name), s.redact(req.Model), s.redact(req.Provider)
+		if name != "" && name != st.name {
+			b.add(Entry{Type: KindSessionInfo, SessionInfo: &SessionInfo{Name: name}, Time: req.Created})
 		}
-		if (req.Model != "" && req.Model != st.model) || (req.Provider != "" && req.Provider != st.provider) {
-			b.add(Entry{Type: KindModelChange, ModelChange: &ModelChange{Model: req.Model, Provider: req.Provider}, Time: req.Created})
+		if (model != "" && model != st.model) || (provider != "" && provider != st.provider) {
+			b.add(Entry{Type: KindModelChange, ModelChange: &ModelChange{Model: model, Provider: provider}, Time: req.Created})
 		}
 		var files fileops.Sets
 		if hasSummary(req.Items) {
 			// An imported summary's file lists cover the whole session before it, including
 			// what earlier imports stored.
-			if files, err = s.storedFiles(w, st, req.WorkingDir); err != nil {
+			if files, err = s.storedFiles(w, st, dir); err != nil {
 				return err
 			}
 		}
@@ -87,18 +92,23 @@ func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 				last = it.Time
 			}
 			e := Entry{Time: it.Time}
-			if it.EntryID != "" && validID(it.EntryID) && !st.has(it.EntryID) && !b.taken[it.EntryID] {
-				e.ID = it.EntryID
+			eid := s.gateID(salt, it.EntryID)
+			if eid != "" && validID(eid) && !st.has(eid) && !b.taken[eid] {
+				e.ID = eid
 			}
 			if it.Message != nil {
 				if it.Message.ID != "" {
-					if _, dup := st.client[it.Message.ID]; dup || b.taken["client:"+it.Message.ID] {
+					cid := s.gateID(salt, it.Message.ID)
+					if _, dup := st.client[cid]; dup || b.taken["client:"+cid] {
 						continue
 					}
-					b.taken["client:"+it.Message.ID] = true
+					b.taken["client:"+cid] = true
 				}
-				m := s.redactMessages([]Message{*it.Message})[0]
-				files.Add(s.files.Message(mustJSON(m), req.WorkingDir)...)
+				m, err := s.gateMessage(salt, *it.Message)
+				if err != nil {
+					return err
+				}
+				files.Add(s.files.Message(mustJSON(m), dir)...)
 				e.Type, e.Message = KindMessage, &m
 				b.add(e)
 				res.Added++
@@ -107,10 +117,10 @@ func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 			text := summaryText(s.redact(it.Summary))
 			// A summary is the same one again when its entry id (kept from an export or a
 			// foreign transcript) or its key is already stored.
-			if it.EntryID != "" && (st.has(it.EntryID) || b.taken[it.EntryID]) {
+			if eid != "" && (st.has(eid) || b.taken[eid]) {
 				continue
 			}
-			key := it.Key
+			key := s.gateID(salt, it.Key)
 			if key == "" && it.EntryID == "" {
 				sum := sha256.Sum256([]byte(text))
 				key = "import-" + hex.EncodeToString(sum[:8])
@@ -127,7 +137,7 @@ func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 			} else {
 				files.AddLists(read, modified)
 			}
-			kept := it.FirstKeptID
+			kept := s.gateID(salt, it.FirstKeptID)
 			if kept != "" && !st.has(kept) && !b.taken[kept] {
 				kept = ""
 			}

@@ -156,14 +156,14 @@ func (s *Service) Save(ctx context.Context, req SaveRequest) (SaveResult, error)
 	if _, err := validateMessages(req.Messages); err != nil {
 		return SaveResult{}, err
 	}
-	msgs := s.redactMessages(req.Messages)
+	msgs := stripEntryIDs(req.Messages) // the gate redacts them in commit
 	id := req.SessionID
 	now := s.now()
 	if creating {
 		id = s.newSessionID()
 		h := storage.Header{ID: id, Created: now, WorkingDir: req.WorkingDir}
 		m := storage.Meta{ID: id, WorkingDir: req.WorkingDir, Created: now, Updated: now}
-		if err := s.store.Create(ctx, h, m); err != nil {
+		if err := s.create(ctx, h, m); err != nil {
 			return SaveResult{}, fmt.Errorf("create session: %w", err)
 		}
 	}
@@ -173,29 +173,35 @@ func (s *Service) Save(ctx context.Context, req SaveRequest) (SaveResult, error)
 		if err != nil {
 			return err
 		}
+		// What the state holds went through the gate, so compare with what the gate makes of
+		// the request.
+		salt := gateSalt(st.header)
 		parent := st.leaf
 		if req.ParentID != "" {
-			if !st.has(req.ParentID) {
+			pid := s.gateID(salt, req.ParentID)
+			if !st.has(pid) {
 				return notFoundf("pass leaf_id from an earlier session_save or an entry_id from session_resume",
 					"parent_id %q is not an entry of session %s", req.ParentID, id)
 			}
-			parent = req.ParentID
+			parent = pid
 		}
 		b := newBatch(st, parent, now)
-		if req.Name != "" && req.Name != st.name {
-			b.add(Entry{Type: KindSessionInfo, SessionInfo: &SessionInfo{Name: req.Name}})
+		name, model, provider := s.redact(req.Name), s.redact(req.Model), s.redact(req.Provider)
+		if name != "" && name != st.name {
+			b.add(Entry{Type: KindSessionInfo, SessionInfo: &SessionInfo{Name: name}})
 		}
-		if (req.Model != "" && req.Model != st.model) || (req.Provider != "" && req.Provider != st.provider) {
-			b.add(Entry{Type: KindModelChange, ModelChange: &ModelChange{Model: req.Model, Provider: req.Provider}})
+		if (model != "" && model != st.model) || (provider != "" && provider != st.provider) {
+			b.add(Entry{Type: KindModelChange, ModelChange: &ModelChange{Model: model, Provider: provider}})
 		}
 		seen := map[string]bool{}
 		for i := range msgs {
 			m := msgs[i]
 			if m.ID != "" {
-				if _, dup := st.client[m.ID]; dup || seen[m.ID] {
+				cid := s.gateID(salt, m.ID)
+				if _, dup := st.client[cid]; dup || seen[cid] {
 					continue
 				}
-				seen[m.ID] = true
+				seen[cid] = true
 			}
 			b.add(Entry{Type: KindMessage, Message: &m})
 			res.Saved++
@@ -267,7 +273,11 @@ func (s *Service) commit(w storage.Writer, st *state, b *batch, updated time.Tim
 		if len(seg) == 0 {
 			return nil
 		}
-		written, err := w.Append(seg, st.meta(updated))
+		m, err := s.gateMeta(gateSalt(st.header), st.meta(updated))
+		if err != nil {
+			return err
+		}
+		written, err := w.Append(seg, m)
 		if err != nil {
 			s.forget(id)
 			return fmt.Errorf("append to session %s: %w", id, err)
@@ -280,6 +290,10 @@ func (s *Service) commit(w storage.Writer, st *state, b *batch, updated time.Tim
 		return nil
 	}
 	for i, e := range b.entries {
+		e, err := s.gateEntry(st.header, e) // the gate: nothing reaches disk without it
+		if err != nil {
+			return err
+		}
 		data, err := encodeEntry(e)
 		if err != nil {
 			return err
@@ -308,6 +322,9 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResult, error)
 	}
 	if err := checkWorkingDir(req.WorkingDir); err != nil {
 		return ListResult{}, err
+	}
+	if len(req.Query) > MaxQueryBytes {
+		return ListResult{}, invalidf(fmt.Sprintf("shorten query to under %d bytes", MaxQueryBytes), "query is %d bytes long", len(req.Query))
 	}
 	var after *listCursor
 	if req.Cursor != "" {
@@ -351,6 +368,7 @@ type listCursor struct {
 
 // listMetas returns the sessions q selects in newest-first order.
 func (s *Service) listMetas(ctx context.Context, q storage.ListQuery) ([]storage.Meta, error) {
+	q.WorkingDir = s.redact(q.WorkingDir) // stored working dirs went through the gate
 	metas, err := s.store.List(ctx, q)
 	if err != nil {
 		return nil, fmt.Errorf("list sessions: %w", err)

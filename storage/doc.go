@@ -20,6 +20,11 @@
 // exactly as written, and reads them back from any sequence number without reading what
 // precedes it.
 //
+// Records are never changed in place by normal use. The one exception is the optional
+// Rewriter interface, which re-encodes a session atomically so that redaction rules added later
+// reach what older versions stored (memory.Service.RedactStore); a backend without it keeps
+// working, and sessionmem then says that it cannot rewrite in place.
+//
 // # Imports
 //
 // storage imports only the standard library. Backends import storage; memory imports storage

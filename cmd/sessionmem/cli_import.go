@@ -108,6 +108,8 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer cs.close(e)
+	// The report quotes transcript paths, which are the user's own but may hold anything.
+	e = &env{stdin: e.stdin, stdout: &redactWriter{w: e.stdout, r: cs.red}, stderr: e.stderr, getenv: e.getenv}
 	im := &transcript.Importer{Svc: cs.svc, StateDir: filepath.Join(cs.dir, "imports")}
 	if *watch {
 		return watchImports(ctx, e, im, paths, *interval)

@@ -13,6 +13,7 @@ func commands() []command {
 		exportCommand(),
 		statsCommand(),
 		verifyCommand(),
+		redactCommand(),
 		pruneCommand(),
 		hookCommand(),
 	}
