@@ -53,6 +53,13 @@ func Run(t *testing.T, b Backend) {
 		{"LargeRecord", testLargeRecord},
 		{"Verify", testVerify},
 		{"Closed", testClosed},
+		{"Normalize", testNormalize},
+		{"Keys", testKeys},
+		{"UpdateError", testUpdateError},
+		{"TimesExact", testTimesExact},
+		{"ListFolding", testListFolding},
+		{"CreateRace", testCreateRace},
+		{"RecordsTwice", testRecordsTwice},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -703,5 +710,259 @@ func testClosed(t *testing.T, b Backend) {
 	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("second close: %v", err)
+	}
+}
+
+// testNormalize: every backend stores the same line for the same input (storage.AppendRecord):
+// surrounding white space trimmed, line breaks compacted away, the kind added after the seq.
+func testNormalize(t *testing.T, b Backend) {
+	s, _ := open(t, b)
+	create(t, s, "a", "/w", t0)
+	err := s.Update(context.Background(), "a", func(w storage.Writer) error {
+		_, err := w.Append([]storage.Record{
+			{Data: []byte("  {\n  \"a\" : [1,\n 2],\r\n \"s\": \"x y\"\n}\t ")},
+			{Kind: "k", Data: []byte(`{}`)},
+			{Kind: "k", Data: []byte(`{ "z":1}`)},
+			{Kind: "k", Data: []byte(`{"type":"k","z":2}`)},
+			{Data: []byte(`{}`)},
+		}, storage.Meta{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []string{
+		`{"seq":1,"a":[1,2],"s":"x y"}`,
+		`{"seq":2,"type":"k"}`,
+		`{"seq":3,"type":"k","z":1}`,
+		`{"seq":4,"type":"k","z":2}`,
+		`{"seq":5}`,
+	}
+	got := readAll(t, s, "a", 1)
+	if strings.Join(got, "\n") != strings.Join(want, "\n") {
+		t.Fatalf("stored\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+	}
+	for i, line := range want {
+		seq := uint64(i + 1)
+		data, ok := storage.StripSeq([]byte(line))
+		if !ok {
+			t.Fatalf("StripSeq(%s) failed", line)
+		}
+		again, _, err := storage.AppendRecord(nil, storage.Record{Data: data}, seq)
+		if err != nil || string(again) != line+"\n" {
+			t.Fatalf("StripSeq does not invert AppendRecord: %s -> %s -> %q (%v)", line, data, again, err)
+		}
+	}
+}
+
+// testKeys: records with keys read back exactly like records without; distinct keys across
+// appends are accepted. (Whether a repeated key is refused is up to the backend: memory never
+// repeats one.)
+func testKeys(t *testing.T, b Backend) {
+	s, _ := open(t, b)
+	create(t, s, "a", "/w", t0)
+	for i := 0; i < 3; i++ {
+		err := s.Update(context.Background(), "a", func(w storage.Writer) error {
+			_, err := w.Append([]storage.Record{
+				{Data: []byte(fmt.Sprintf(`{"i":%d}`, i)), Key: fmt.Sprintf("k%d-a", i)},
+				{Data: []byte(fmt.Sprintf(`{"i":%d,"b":1}`, i))},
+				{Data: []byte(fmt.Sprintf(`{"i":%d,"c":1}`, i)), Key: fmt.Sprintf("k%d-c", i)},
+			}, storage.Meta{})
+			return err
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	got := readAll(t, s, "a", 4)
+	if len(got) != 6 || got[0] != `{"seq":4,"i":1}` || got[5] != `{"seq":9,"i":2,"c":1}` {
+		t.Fatalf("read back %v", got)
+	}
+}
+
+// testUpdateError: after an Update whose fn failed (after appending or not), the session is
+// consistent and later appends continue its sequence.
+func testUpdateError(t *testing.T, b Backend) {
+	s, _ := open(t, b)
+	ctx := context.Background()
+	create(t, s, "a", "/w", t0)
+	appendJSON(t, s, "a", storage.Meta{Messages: 1}, `{"x":1}`)
+	boom := errors.New("boom")
+	err := s.Update(ctx, "a", func(w storage.Writer) error {
+		if _, err := w.Append([]storage.Record{{Data: []byte(`{"x":2}`)}}, storage.Meta{Messages: 2}); err != nil {
+			return err
+		}
+		return boom
+	})
+	if !errors.Is(err, boom) {
+		t.Fatalf("Update returned %v, want fn's error", err)
+	}
+	err = s.Update(ctx, "a", func(w storage.Writer) error { return boom })
+	if !errors.Is(err, boom) {
+		t.Fatalf("Update returned %v, want fn's error", err)
+	}
+	out := appendJSON(t, s, "a", storage.Meta{Messages: 9}, `{"x":3}`)
+	got := readAll(t, s, "a", 1)
+	if len(got) == 0 || out[0].Seq != uint64(len(got)) {
+		t.Fatalf("after a failed Update: appended seq %d, read %v", out[0].Seq, got)
+	}
+	if m, _ := s.Get(ctx, "a"); m.LastSeq != out[0].Seq || m.Messages != 9 {
+		t.Fatalf("meta after a failed Update: %+v", m)
+	}
+}
+
+// testTimesExact: times come back Equal to what was stored, nanoseconds included.
+func testTimesExact(t *testing.T, b Backend) {
+	s, _ := open(t, b)
+	ctx := context.Background()
+	created := time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.UTC)
+	if err := s.Create(ctx, storage.Header{ID: "a", Created: created, WorkingDir: "/w"}, storage.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	updated := created.Add(987654321 * time.Nanosecond).In(time.FixedZone("x", 3600))
+	appendJSON(t, s, "a", storage.Meta{Updated: updated}, `{"x":1}`)
+	m, err := s.Get(ctx, "a")
+	if err != nil || !m.Created.Equal(created) || !m.Updated.Equal(updated) {
+		t.Fatalf("times: created %v updated %v (%v), want %v %v", m.Created, m.Updated, err, created, updated)
+	}
+	_ = s.View(ctx, "a", func(r storage.Reader) error {
+		if !r.Header().Created.Equal(created) {
+			t.Errorf("header created %v, want %v", r.Header().Created, created)
+		}
+		return nil
+	})
+	// A cursor taken from a listing continues right after it.
+	l, _ := s.List(ctx, storage.ListQuery{After: &storage.ListPosition{Updated: m.Updated, ID: m.ID}})
+	if len(l) != 0 {
+		t.Fatalf("listing after the only session returned %d", len(l))
+	}
+}
+
+// testListFolding: the text filter folds case as Go's strings.ToLower does (non-ASCII too),
+// and working directories compare without trailing separators of either kind.
+func testListFolding(t *testing.T, b Backend) {
+	s, _ := open(t, b)
+	ctx := context.Background()
+	for i, c := range []struct{ id, wd, name, preview string }{
+		{"a", `C:\work\`, "École ÜBER", ""},
+		{"b", `C:\work`, "", "straße ΣΊΣΥΦΟΣ"},
+		{"c", "/w//", "100% done_", "a_b"},
+	} {
+		create(t, s, c.id, c.wd, t0)
+		appendJSON(t, s, c.id, storage.Meta{Name: c.name, Preview: c.preview, Updated: t0.Add(time.Duration(i) * time.Minute)}, `{"x":1}`)
+	}
+	ids := func(q storage.ListQuery) string {
+		l, err := s.List(ctx, q)
+		if err != nil {
+			t.Fatal(err)
+		}
+		var out []string
+		for _, m := range l {
+			out = append(out, m.ID)
+		}
+		return strings.Join(out, ",")
+	}
+	for _, tc := range []struct {
+		q    storage.ListQuery
+		want string
+	}{
+		{storage.ListQuery{Text: "école"}, "a"},
+		{storage.ListQuery{Text: "über"}, "a"},
+		{storage.ListQuery{Text: "STRASSE"}, ""},
+		{storage.ListQuery{Text: "STRAßE"}, "b"},
+		{storage.ListQuery{Text: "σίσυφοσ"}, "b"},
+		{storage.ListQuery{Text: "%"}, "c"},
+		{storage.ListQuery{Text: "_"}, "c"},
+		{storage.ListQuery{Text: "e_"}, "c"},
+		{storage.ListQuery{WorkingDir: `C:\work`}, "b,a"},
+		{storage.ListQuery{WorkingDir: `C:\work\\`}, "b,a"},
+		{storage.ListQuery{WorkingDir: "/w"}, "c"},
+		{storage.ListQuery{WorkingDir: "/w/"}, "c"},
+	} {
+		want := ""
+		// The reference: storage.Selects over every session.
+		all, _ := s.List(ctx, storage.ListQuery{})
+		var ref []string
+		for _, m := range all {
+			if tc.q.Selects(&m) {
+				ref = append(ref, m.ID)
+			}
+		}
+		want = strings.Join(ref, ",")
+		if want != tc.want {
+			t.Fatalf("test table disagrees with storage.Selects for %+v: %q vs %q", tc.q, want, tc.want)
+		}
+		if got := ids(tc.q); got != tc.want {
+			t.Errorf("List(%+v) = %q, want %q", tc.q, got, tc.want)
+		}
+	}
+}
+
+// testCreateRace: two handles creating one id at once: exactly one succeeds.
+func testCreateRace(t *testing.T, b Backend) {
+	s, loc := open(t, b)
+	s2 := b.Open(t, loc)
+	defer s2.Close()
+	for round := 0; round < 5; round++ {
+		id := fmt.Sprintf("r%d", round)
+		var wg sync.WaitGroup
+		errs := make([]error, 4)
+		for i := range errs {
+			st := s
+			if i%2 == 1 {
+				st = s2
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				errs[i] = st.Create(context.Background(), storage.Header{ID: id, WorkingDir: fmt.Sprintf("/w%d", i)}, storage.Meta{})
+			}()
+		}
+		wg.Wait()
+		ok := 0
+		for _, err := range errs {
+			switch {
+			case err == nil:
+				ok++
+			case !errors.Is(err, storage.ErrExists):
+				t.Fatalf("create: %v", err)
+			}
+		}
+		if ok != 1 {
+			t.Fatalf("round %d: %d creates succeeded", round, ok)
+		}
+	}
+}
+
+// testRecordsTwice: a Reader's Records can be iterated more than once, and stopped early.
+func testRecordsTwice(t *testing.T, b Backend) {
+	s, _ := open(t, b)
+	create(t, s, "a", "/w", t0)
+	for i := 0; i < 10; i++ {
+		appendJSON(t, s, "a", storage.Meta{}, `{"x":1}`, `{"x":2}`, `{"x":3}`)
+	}
+	err := s.View(context.Background(), "a", func(r storage.Reader) error {
+		for pass := 0; pass < 3; pass++ {
+			n := 0
+			for rec, err := range r.Records(uint64(pass*7 + 1)) {
+				if err != nil {
+					return err
+				}
+				if rec.Seq != uint64(pass*7+1+n) {
+					return fmt.Errorf("pass %d: record %d has seq %d", pass, n, rec.Seq)
+				}
+				n++
+				if pass == 1 && n == 5 {
+					break
+				}
+			}
+			if want := []int{30, 5, 16}[pass]; n != want {
+				return fmt.Errorf("pass %d read %d records, want %d", pass, n, want)
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
 	}
 }
