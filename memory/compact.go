@@ -257,7 +257,7 @@ func (s *Service) commitCompaction(ctx context.Context, pl *plan, text, summariz
 	id := pl.path.header.ID
 	summary := fileops.AppendTags(text, pl.read, pl.modifed)
 	var res CompactResult
-	err := s.store.Update(ctx, id, func(w storage.Writer) error {
+	err := s.update(ctx, id, func(w storage.Writer) error {
 		st, err := s.current(id, w)
 		if err != nil {
 			return err

@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/sessionmem/sessionmem/transcript"
@@ -36,8 +35,9 @@ Flags:
   --watch           keep running and import what is appended (new sessions included) until
                     interrupted (Ctrl-C)
   --interval D      how often --watch looks for changes (default 2s)
-  --store DIR       store directory (default $SESSIONMEM_STORE, else
-                    $XDG_DATA_HOME/sessionmem, else ~/.local/share/sessionmem)
+  --store DIR|URL   store directory or PostgreSQL URL (postgres://...) (default
+                    $SESSIONMEM_STORE, else $XDG_DATA_HOME/sessionmem, else
+                    ~/.local/share/sessionmem)
 
 Examples:
   sessionmem import --claude-code
@@ -108,7 +108,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer cs.close(e)
-	im := &transcript.Importer{Svc: cs.svc, StateDir: filepath.Join(cs.dir, "imports")}
+	im := &transcript.Importer{Svc: cs.svc, StateDir: importStateDir(cs.dir, e.getenv)}
 	if *watch {
 		return watchImports(ctx, e, im, paths, *interval)
 	}

@@ -145,7 +145,7 @@ func TestCLIHelp(t *testing.T) {
 			if want := "Usage: sessionmem " + name; !strings.HasPrefix(r.stdout, want) {
 				t.Fatalf("help = %q, want prefix %q", r.stdout, want)
 			}
-			if !strings.Contains(r.stdout, "--store DIR") && name != "hook" {
+			if !strings.Contains(r.stdout, "--store ") && name != "hook" {
 				t.Errorf("help does not document --store:\n%s", r.stdout)
 			}
 		})

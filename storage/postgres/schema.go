@@ -133,15 +133,17 @@ type dbtx interface {
 func (s *Store) schemaVersion(ctx context.Context, q dbtx) (int, error) {
 	sctx, cancel := s.stmtCtx(ctx)
 	defer cancel()
-	var reg *string
-	if err := q.QueryRow(sctx, "SELECT to_regclass('sessionmem_schema')::text").Scan(&reg); err != nil {
+	// pg_tables is read with the statement's snapshot; to_regclass would consult this
+	// connection's catalog cache, which may not yet know a table another server just created
+	// while we waited for the advisory lock.
+	var exists bool
+	err := q.QueryRow(sctx, `SELECT EXISTS (SELECT 1 FROM pg_catalog.pg_tables
+		WHERE schemaname = current_schema() AND tablename = 'sessionmem_schema')`).Scan(&exists)
+	if err != nil || !exists {
 		return 0, err
 	}
-	if reg == nil {
-		return 0, nil
-	}
 	var v int
-	err := q.QueryRow(sctx, "SELECT version FROM sessionmem_schema WHERE id = 1").Scan(&v)
+	err = q.QueryRow(sctx, "SELECT version FROM sessionmem_schema WHERE id = 1").Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return 0, nil
 	}
