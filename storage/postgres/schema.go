@@ -64,7 +64,7 @@ const schemaLockKey = 0x73657373696f6e6d // "sessionm"
 func (s *Store) ensureSchema(ctx context.Context) error {
 	v, err := s.schemaVersion(ctx, s.pool)
 	if err != nil {
-		return s.wrap(ctx, "read schema version", err)
+		return s.wrap(ctx, "connect", err)
 	}
 	if v == SchemaVersion {
 		return nil
