@@ -18,8 +18,9 @@ const importHelp = `Usage: sessionmem import --claude-code [PATH...] | --codex [
 Import other agents' transcripts into the store. Each transcript becomes one session whose id
 is derived from the agent's own (cc-<uuid>, codex-<uuid>, pi-<uuid>), and every message gets
 an id derived from the source, so importing again adds only what is new; the byte offset
-reached in each file is remembered under <store>/imports, so a re-import reads only the
-appended part.
+reached in each file is remembered under <store>/imports (for a PostgreSQL store, under
+$XDG_STATE_HOME/sessionmem/imports on this machine), so a re-import reads only the appended
+part.
 
 Sources (exactly one):
   --claude-code [PATH...]   Claude Code transcripts; default ~/.claude/projects

@@ -57,6 +57,9 @@ func binary(t testing.TB) string {
 func TestMain(m *testing.M) {
 	code := m.Run()
 	pgtest.StopShared()
+	if benchPG != nil {
+		benchPG.Remove()
+	}
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"fmt"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/klauspost/compress/zstd"
 
 	"github.com/sessionmem/sessionmem/storage"
@@ -12,9 +13,12 @@ import (
 // Chunks are zstd frames (content size and checksum included) of JSONL lines, each line a
 // stored record `{"seq":N,...}`. The encoder and decoder are shared: EncodeAll and DecodeAll
 // are safe for concurrent use.
+// Level-2 chunks, written once per hundred records or so and kept for good, use the better
+// (slower) level.
 var (
-	encoder, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithLowerEncoderMem(true))
-	decoder, _ = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxChunkRaw), zstd.WithDecoderConcurrency(0))
+	encoder, _   = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedDefault), zstd.WithLowerEncoderMem(true))
+	encoderL2, _ = zstd.NewWriter(nil, zstd.WithEncoderLevel(zstd.SpeedBetterCompression), zstd.WithLowerEncoderMem(true))
+	decoder, _   = zstd.NewReader(nil, zstd.WithDecoderMaxMemory(maxChunkRaw), zstd.WithDecoderConcurrency(0))
 )
 
 // maxChunkRaw bounds what one chunk may decode to, so a damaged size cannot make us allocate
@@ -22,16 +26,49 @@ var (
 // most what a tool call carries.
 const maxChunkRaw = 1 << 30
 
-func compress(lines []byte) []byte {
-	return encoder.EncodeAll(lines, make([]byte, 0, len(lines)/3+64))
+func compress(lines []byte, level int) []byte {
+	enc := encoder
+	if level >= level2 {
+		enc = encoderL2
+	}
+	return enc.EncodeAll(lines, make([]byte, 0, len(lines)/3+64))
 }
 
 // chunk is one row of sessionmem_chunks as read.
 type chunk struct {
 	first, last uint64
 	raw         int64
-	sealed      bool
+	level       int
 	data        []byte
+}
+
+// chunkColumns are what scanChunks reads.
+const chunkColumns = "first_seq, last_seq, raw_bytes, level, data"
+
+// scanChunks reads every row and closes rows.
+func scanChunks(rows pgx.Rows) ([]chunk, error) {
+	defer rows.Close()
+	var out []chunk
+	for rows.Next() {
+		var c chunk
+		var first, last int64
+		var level int16
+		if err := rows.Scan(&first, &last, &c.raw, &level, &c.data); err != nil {
+			return nil, err
+		}
+		c.first, c.last, c.level = uint64(first), uint64(last), int(level)
+		out = append(out, c)
+	}
+	return out, rows.Err()
+}
+
+// decodeAppend decodes c (checked as decode does) and appends its lines to dst.
+func (c *chunk) decodeAppend(id string, dst []byte) ([]byte, error) {
+	content, err := c.decode(id, nil)
+	if err != nil {
+		return dst, err
+	}
+	return append(dst, content...), nil
 }
 
 // decode decompresses c into dst (reused) and checks it completely before anything of it is

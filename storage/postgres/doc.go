@@ -8,23 +8,32 @@
 // schema/ (schema/001_init.sql documents every column). sessionmem_schema holds the version;
 // a database at a newer version than this build knows is refused with storage.ErrNewerFormat.
 //
-//	sessionmem_sessions  one row per session: header, listing metadata, last_seq, and where
-//	                     the sealed records end; indexes (dir_key, updated_ns, id) and
-//	                     (updated_ns, id) serve List's filters and keyset paging
-//	sessionmem_chunks    the records: (sid, first_seq, last_seq, raw_bytes, sealed, data), data
+//	sessionmem_sessions  one row per session: header, listing metadata, last_seq, and which
+//	                     records sit in which level of chunk; indexes (dir_key, updated_ns,
+//	                     id) and (updated_ns, id) serve List's filters and keyset paging
+//	sessionmem_chunks    the records: (sid, first_seq, last_seq, raw_bytes, level, data), data
 //	                     one zstd frame of the records' JSONL lines; primary key
 //	                     (sid, first_seq), so Records(from) seeks to the chunk holding from
-//	sessionmem_keys      (sid, key): Record.Key, unique within a session
+//	sessionmem_keys      (sid, key_hash): Record.Key, unique within a session
 //
 // # Writes
 //
-// Update is one transaction: BEGIN; SELECT ... FOR UPDATE on the session row (every writer on
-// every server queues there, and sequence numbers are assigned under that lock); fn, whose
-// Appends each send one batch (the new chunk, the keys, the session row); COMMIT. Nothing of
-// an Update that failed is stored. An Append adds one unsealed chunk; when the unsealed
-// records reach Options.SealRecords or SealBytes (512 records or 512 KiB) they are replaced
-// by sealed chunks of that size, which compress several times better than one batch alone.
-// A Barrier record seals what is unsealed first, so it starts a chunk.
+// Update is one transaction on one pooled connection, in two round trips: BEGIN with SELECT
+// ... FOR UPDATE on the session row (every writer on every server queues there, and sequence
+// numbers are assigned under that lock), then, after fn, the statements its Appends queued
+// (the new chunk, the keys, the session row) with COMMIT. Nothing of an Update that failed is
+// stored.
+//
+// Chunks come in three levels (append.go). An Append adds a level-0 chunk holding its batch;
+// when the level-0 chunks reach Options.TailRecords or TailBytes (32 records or 32 KiB) they
+// are merged into one level-1 chunk; every MergeChunks (4) level-1 chunks are merged into the
+// session's open level-2 chunk, which grows up to ChunkRecords or ChunkBytes (1,024 records
+// or 1 MiB) and is compressed at zstd's better level. A single message compresses about 2x,
+// a level-2 chunk 6-7x on the corpus, so almost everything ends up several times smaller,
+// while a save writes only its own small chunk and, now and then, one merge. Merges delete
+// the rows they replace: autovacuum reclaims them (the schema lowers its thresholds for the
+// chunks table). A Barrier record merges what is below level 2 and closes the open level-2
+// chunk first, so it starts a chunk. A batch as large as a merge goes to level 2 at once.
 //
 // Times are Unix nanoseconds (bigint), so what was stored comes back Equal. The list text
 // filter compares columns lower-cased by Go's strings.ToLower with the lower-cased query, so

@@ -14,6 +14,7 @@ import (
 func TestMain(m *testing.M) {
 	code := m.Run()
 	pgtest.StopShared()
+	stopBench()
 	os.Exit(code)
 }
 
@@ -42,15 +43,15 @@ func openStore(t testing.TB, url string, opts Options) *Store {
 	return s
 }
 
-// TestContract runs the backend contract suite against PostgreSQL, with small seal
-// thresholds so sealing, barriers and multi-chunk reads are exercised by every subtest.
+// TestContract runs the backend contract suite against PostgreSQL, with small chunk
+// thresholds so merges, barriers and multi-chunk reads are exercised by every subtest.
 func TestContract(t *testing.T) {
 	for _, tc := range []struct {
 		name string
 		opts Options
 	}{
 		{"default", Options{}},
-		{"small-chunks", Options{SealRecords: 7, SealBytes: 600}},
+		{"small-chunks", Options{TailRecords: 3, TailBytes: 300, MergeChunks: 2, ChunkRecords: 7, ChunkBytes: 600}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			storetest.Run(t, storetest.Backend{

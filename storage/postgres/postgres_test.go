@@ -44,10 +44,10 @@ func appendN(t *testing.T, s *Store, id string, n int, barrier bool) {
 	}
 }
 
-// chunks returns (first, last, sealed) of every chunk of a session.
+// chunks returns first-last:level of every chunk of a session.
 func chunks(t *testing.T, s *Store, id string) []string {
 	t.Helper()
-	rows, err := s.pool.Query(context.Background(), `SELECT c.first_seq, c.last_seq, c.sealed FROM sessionmem_chunks c
+	rows, err := s.pool.Query(context.Background(), `SELECT c.first_seq, c.last_seq, c.level FROM sessionmem_chunks c
 		JOIN sessionmem_sessions s USING (sid) WHERE s.id = $1 ORDER BY c.first_seq`, id)
 	if err != nil {
 		t.Fatal(err)
@@ -55,45 +55,51 @@ func chunks(t *testing.T, s *Store, id string) []string {
 	var out []string
 	for rows.Next() {
 		var f, l int64
-		var sealed bool
-		if err := rows.Scan(&f, &l, &sealed); err != nil {
+		var level int16
+		if err := rows.Scan(&f, &l, &level); err != nil {
 			t.Fatal(err)
 		}
-		mark := "u"
-		if sealed {
-			mark = "s"
-		}
-		out = append(out, fmt.Sprintf("%d-%d%s", f, l, mark))
+		out = append(out, fmt.Sprintf("%d-%d:%d", f, l, level))
 	}
 	return out
 }
 
-func TestSealing(t *testing.T) {
-	s := openStore(t, newSchema(t), Options{SealRecords: 10, SealBytes: 1 << 20})
+func TestLevels(t *testing.T) {
+	s := openStore(t, newSchema(t), Options{TailRecords: 3, TailBytes: 1 << 20, MergeChunks: 2, ChunkRecords: 10, ChunkBytes: 1 << 20})
 	mustCreate(t, s, "a")
 	for _, step := range []struct {
 		n       int
 		barrier bool
 		want    string
 	}{
-		{3, false, "1-3u"},
-		{4, false, "1-3u 4-7u"},
-		{5, false, "1-10s 11-12u"},       // 12 unsealed records: 10 sealed, 2 left
-		{1, true, "1-10s 11-12s 13-13u"}, // a barrier seals what is unsealed first
-		{25, false, "1-10s 11-12s 13-22s 23-32s 33-38u"},
+		{2, false, "1-2:0"},
+		{1, false, "1-3:1"},                                 // 3 level-0 records make a level-1 chunk
+		{2, false, "1-3:1 4-5:0"},                           //
+		{2, false, "1-7:2"},                                 // 2 level-1 chunks merge into level 2
+		{1, true, "1-7:2 8-8:0"},                            // a barrier closes the open level-2 chunk
+		{3, false, "1-7:2 8-11:1"},                          //
+		{3, false, "1-7:2 8-14:2"},                          // a new level-2 chunk
+		{3, false, "1-7:2 8-14:2 15-17:1"},                  //
+		{3, false, "1-7:2 8-17:2 18-20:2"},                  // it grows up to ChunkRecords
+		{25, false, "1-7:2 8-17:2 18-27:2 28-37:2 38-45:2"}, // a big batch goes to level 2 at once
+		{1, true, "1-7:2 8-17:2 18-27:2 28-37:2 38-45:2 46-46:0"},
 	} {
 		appendN(t, s, "a", step.n, step.barrier)
 		if got := strings.Join(chunks(t, s, "a"), " "); got != step.want {
 			t.Fatalf("after appending %d: chunks %s, want %s", step.n, got, step.want)
 		}
+		rep, err := s.Verify(context.Background(), "a", false)
+		if err != nil || rep.Damaged != nil {
+			t.Fatalf("verify: %+v, %v", rep, err)
+		}
 	}
 	rep, err := s.Verify(context.Background(), "a", false)
-	if err != nil || rep.Damaged != nil || rep.Records != 38 || rep.Frames != 5 || rep.TailRecords != 6 {
+	if err != nil || rep.Damaged != nil || rep.Records != 46 || rep.Frames != 6 || rep.TailRecords != 1 {
 		t.Fatalf("verify: %+v, %v", rep, err)
 	}
-	// Byte bound: records of 200 bytes, chunks of at most 1,000 bytes (one record alone may
-	// exceed it).
-	s2 := openStore(t, newSchema(t), Options{SealRecords: 1000, SealBytes: 1000})
+	// Byte bound: records of about 200 bytes, level-2 chunks of at most 1,000 bytes (one
+	// record alone may exceed it).
+	s2 := openStore(t, newSchema(t), Options{TailRecords: 2, TailBytes: 200, MergeChunks: 2, ChunkRecords: 1000, ChunkBytes: 1000})
 	mustCreate(t, s2, "b")
 	err = s2.Update(context.Background(), "b", func(w storage.Writer) error {
 		var recs []storage.Record
@@ -110,12 +116,13 @@ func TestSealing(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if got := strings.Join(chunks(t, s2, "b"), " "); got != "1-5s 6-6s 7-11s 12-12u" {
+	if got := strings.Join(chunks(t, s2, "b"), " "); got != "1-5:2 6-6:2 7-11:2 12-12:2" {
 		t.Fatalf("byte-bounded chunks: %s", got)
 	}
 }
 
-// TestDuplicateKey: a key already stored in the session makes the whole Update roll back.
+// TestDuplicateKey: a key already stored in the session makes the whole Update roll back and
+// fail with ErrDuplicateKey.
 func TestDuplicateKey(t *testing.T) {
 	s := openStore(t, newSchema(t), Options{})
 	ctx := context.Background()
@@ -131,15 +138,9 @@ func TestDuplicateKey(t *testing.T) {
 		if _, err := w.Append([]storage.Record{{Data: []byte(`{"m":2}`), Key: "client-2"}}, storage.Meta{Messages: 2}); err != nil {
 			return err
 		}
+		// The conflict shows when the statements reach the server: at the latest at COMMIT.
 		_, err := w.Append([]storage.Record{{Data: []byte(`{"m":3}`)}, {Data: []byte(`{"m":1}`), Key: "client-1"}}, storage.Meta{Messages: 4})
-		if !errors.Is(err, storage.ErrDuplicateKey) {
-			return fmt.Errorf("append of a stored key: %v", err)
-		}
-		// The writer is unusable now: the transaction is aborted.
-		if _, err2 := w.Append([]storage.Record{{Data: []byte(`{"m":4}`)}}, storage.Meta{}); err2 == nil {
-			return errors.New("append after a failed statement succeeded")
-		}
-		return nil // even if fn ignores the error, Update must not commit
+		return err
 	})
 	if !errors.Is(err, storage.ErrDuplicateKey) {
 		t.Fatalf("Update returned %v, want ErrDuplicateKey", err)
@@ -250,13 +251,13 @@ func TestSchemaMigration(t *testing.T) {
 }
 
 func TestDamage(t *testing.T) {
-	s := openStore(t, newSchema(t), Options{SealRecords: 5})
+	s := openStore(t, newSchema(t), Options{TailRecords: 5, MergeChunks: 100})
 	ctx := context.Background()
 	mustCreate(t, s, "a")
-	for i := 0; i < 4; i++ {
+	for i := 0; i < 5; i++ {
 		appendN(t, s, "a", 3, false)
 	}
-	if got := strings.Join(chunks(t, s, "a"), " "); got != "1-5s 6-10s 11-12u" {
+	if got := strings.Join(chunks(t, s, "a"), " "); got != "1-6:1 7-12:1 13-15:0" {
 		t.Fatalf("chunks %s", got)
 	}
 	read := func(from uint64) (int, error) {
@@ -277,9 +278,9 @@ func TestDamage(t *testing.T) {
 		from      uint64 // a read from here does not touch the damage
 		undamaged int
 	}{
-		{"flipped byte", `UPDATE sessionmem_chunks SET data = overlay(data placing '\xff'::bytea from 20 for 1) WHERE first_seq = 6`, 11, 2},
-		{"wrong raw size", `UPDATE sessionmem_chunks SET raw_bytes = raw_bytes + 1 WHERE first_seq = 6`, 11, 2},
-		{"missing chunk", `DELETE FROM sessionmem_chunks WHERE first_seq = 6`, 11, 2},
+		{"flipped byte", `UPDATE sessionmem_chunks SET data = overlay(data placing '\xff'::bytea from 20 for 1) WHERE first_seq = 7`, 13, 3},
+		{"wrong raw size", `UPDATE sessionmem_chunks SET raw_bytes = raw_bytes + 1 WHERE first_seq = 7`, 13, 3},
+		{"missing chunk", `DELETE FROM sessionmem_chunks WHERE first_seq = 7`, 13, 3},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			tx, err := s.pool.Begin(ctx)
@@ -291,11 +292,11 @@ func TestDamage(t *testing.T) {
 				t.Fatal(err)
 			}
 			rep, err := s.verifyIn(ctx, tx, "a")
-			if err != nil || !errors.Is(rep.Damaged, storage.ErrCorrupt) || rep.Records != 5 {
+			if err != nil || !errors.Is(rep.Damaged, storage.ErrCorrupt) || rep.Records != 6 {
 				t.Fatalf("verify: %+v, %v", rep, err)
 			}
 			n, err := readIn(ctx, s, tx, "a", 1)
-			if !errors.Is(err, storage.ErrCorrupt) || n != 5 {
+			if !errors.Is(err, storage.ErrCorrupt) || n != 6 {
 				t.Fatalf("read from 1: %d records, %v", n, err)
 			}
 			n, err = readIn(ctx, s, tx, "a", tc.from)
@@ -304,7 +305,7 @@ func TestDamage(t *testing.T) {
 			}
 		})
 	}
-	if n, err := read(1); err != nil || n != 12 {
+	if n, err := read(1); err != nil || n != 15 {
 		t.Fatalf("after rolling back the damage: %d records, %v", n, err)
 	}
 }
@@ -468,5 +469,41 @@ func TestRedact(t *testing.T) {
 		if got := Redact(in); got != want {
 			t.Errorf("Redact(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestDuplicateKeyThenRead: a read inside the Update sends the queued statements, so the
+// conflict shows there, and the writer refuses further use.
+func TestDuplicateKeyThenRead(t *testing.T) {
+	s := openStore(t, newSchema(t), Options{})
+	ctx := context.Background()
+	mustCreate(t, s, "a")
+	err := s.Update(ctx, "a", func(w storage.Writer) error {
+		_, err := w.Append([]storage.Record{{Data: []byte(`{"m":1}`), Key: "k"}}, storage.Meta{})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	err = s.Update(ctx, "a", func(w storage.Writer) error {
+		if _, err := w.Append([]storage.Record{{Data: []byte(`{"m":2}`), Key: "k"}}, storage.Meta{}); err != nil {
+			return fmt.Errorf("append: %w", err)
+		}
+		for _, err := range w.Records(1) {
+			if !errors.Is(err, storage.ErrDuplicateKey) {
+				return fmt.Errorf("read after a conflicting append: %v", err)
+			}
+			break
+		}
+		if _, err := w.Append([]storage.Record{{Data: []byte(`{"m":3}`)}}, storage.Meta{}); !errors.Is(err, storage.ErrDuplicateKey) {
+			return fmt.Errorf("append after a failed statement: %v", err)
+		}
+		return nil // ignoring the error must not commit anything
+	})
+	if !errors.Is(err, storage.ErrDuplicateKey) {
+		t.Fatalf("Update returned %v", err)
+	}
+	if m, _ := s.Get(ctx, "a"); m.LastSeq != 1 {
+		t.Fatalf("after the rolled-back Update: %+v", m)
 	}
 }

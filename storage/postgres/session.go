@@ -7,7 +7,6 @@ import (
 	"iter"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/sessionmem/sessionmem/storage"
 )
@@ -30,30 +29,40 @@ type reader struct {
 	hdr  storage.Header
 	last uint64 // records after it are not seen (a View's snapshot; a writer's own last)
 	done bool
-	err  error // a writer's failed statement: the transaction is lost
+	// A writer's reader reads through its transaction: writing is set, flushFn sends the
+	// writer's queued statements before a read, and err is a failed statement (the
+	// transaction is lost).
+	writing bool
+	flushFn func() error
+	err     error
 }
 
 // sessionRow is what View and Update read of the session row.
-const sessionRow = `SELECT sid, format, nonce, created_ns, working_dir, parent_session, last_seq, sealed_seq, tail_bytes
-	FROM sessionmem_sessions WHERE id = $1`
+const sessionRow = `SELECT sid, format, nonce, created_ns, working_dir, parent_session, last_seq,
+	l2_end, l1_end, l1_chunks, l0_bytes, open_l2 FROM sessionmem_sessions WHERE id = $1`
 
 type rowState struct {
-	sid          int64
-	hdr          storage.Header
-	last, sealed uint64
-	tailBytes    int64
+	sid  int64
+	hdr  storage.Header
+	last uint64
+	lay  layout
 }
 
 func (s *Store) readSession(ctx context.Context, q dbtx, id, suffix string) (rowState, error) {
-	var (
-		r                  rowState
-		format             int16
-		created, last, sld int64
-	)
 	sctx, cancel := s.stmtCtx(ctx)
 	defer cancel()
-	err := q.QueryRow(sctx, sessionRow+suffix, id).Scan(&r.sid, &format, &r.hdr.Nonce, &created, &r.hdr.WorkingDir,
-		&r.hdr.ParentSession, &last, &sld, &r.tailBytes)
+	return scanSession(q.QueryRow(sctx, sessionRow+suffix, id), id)
+}
+
+// scanSession reads the columns of sessionRow.
+func scanSession(row pgx.Row, id string) (rowState, error) {
+	var (
+		r                                      rowState
+		format                                 int16
+		created, last, l2End, l1End, openL2, n int64
+	)
+	err := row.Scan(&r.sid, &format, &r.hdr.Nonce, &created, &r.hdr.WorkingDir,
+		&r.hdr.ParentSession, &last, &l2End, &l1End, &n, &r.lay.l0Bytes, &openL2)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, notFound(id)
 	}
@@ -65,7 +74,8 @@ func (s *Store) readSession(ctx context.Context, q dbtx, id, suffix string) (row
 			id, format, FormatVersion, storage.ErrNewerFormat)
 	}
 	r.hdr.Version, r.hdr.ID, r.hdr.Created = int(format), id, fromNanos(created)
-	r.last, r.sealed = uint64(last), uint64(sld)
+	r.last = uint64(last)
+	r.lay.last, r.lay.l2End, r.lay.l1End, r.lay.openL2, r.lay.l1Chunks = r.last, uint64(l2End), uint64(l1End), uint64(openL2), int(n)
 	return r, nil
 }
 
@@ -105,6 +115,12 @@ func (r *reader) Records(from uint64) iter.Seq2[storage.Record, error] {
 		if r.err != nil {
 			yield(storage.Record{}, r.err)
 			return
+		}
+		if r.flushFn != nil {
+			if err := r.flushFn(); err != nil {
+				yield(storage.Record{}, err)
+				return
+			}
 		}
 		next := max(from, 1)
 		last := r.last
@@ -168,25 +184,15 @@ func indexNL(b []byte) int {
 func (r *reader) page(next, last uint64) ([]chunk, error) {
 	ctx, cancel := r.s.stmtCtx(r.ctx)
 	defer cancel()
-	rows, err := r.q.Query(ctx, `SELECT first_seq, last_seq, raw_bytes, sealed, data FROM sessionmem_chunks
+	rows, err := r.q.Query(ctx, `SELECT `+chunkColumns+` FROM sessionmem_chunks
 		WHERE sid = $1 AND first_seq <= $3 AND first_seq >= coalesce(
 			(SELECT max(first_seq) FROM sessionmem_chunks WHERE sid = $1 AND first_seq <= $2), 1)
 		ORDER BY first_seq LIMIT $4`, r.sid, int64(next), int64(last), pageRows)
 	if err != nil {
 		return nil, r.fail(r.s.wrap(r.ctx, "read session "+r.hdr.ID, err))
 	}
-	defer rows.Close()
-	var out []chunk
-	for rows.Next() {
-		var c chunk
-		var first, lastSeq int64
-		if err := rows.Scan(&first, &lastSeq, &c.raw, &c.sealed, &c.data); err != nil {
-			return nil, r.fail(r.s.wrap(r.ctx, "read session "+r.hdr.ID, err))
-		}
-		c.first, c.last = uint64(first), uint64(lastSeq)
-		out = append(out, c)
-	}
-	if err := rows.Err(); err != nil {
+	out, err := scanChunks(rows)
+	if err != nil {
 		return nil, r.fail(r.s.wrap(r.ctx, "read session "+r.hdr.ID, err))
 	}
 	return out, nil
@@ -195,7 +201,7 @@ func (r *reader) page(next, last uint64) ([]chunk, error) {
 // fail records a failed statement of a writer: its transaction is aborted, so the Update
 // must roll back. A View's reader just returns the error.
 func (r *reader) fail(err error) error {
-	if _, ok := r.q.(pgx.Tx); ok && r.err == nil {
+	if r.writing && r.err == nil {
 		r.err = err
 	}
 	return err
@@ -238,27 +244,49 @@ func (s *Store) Update(ctx context.Context, id string, fn func(w storage.Writer)
 	}
 }
 
-// update is one attempt of Update. retry reports a failure before fn ran that happened
-// before anything reached the server.
+// update is one attempt of Update. retry reports a failure before fn ran, which wrote
+// nothing and may be tried again.
+//
+// The transaction is driven by hand on one pooled connection so that it costs two round
+// trips: BEGIN with the row lock, and the queued appends with COMMIT.
 func (s *Store) update(ctx context.Context, id string, fn func(w storage.Writer) error) (err error, retry bool) {
-	tx, err := s.begin(ctx)
+	sctx, cancel := s.stmtCtx(ctx)
+	conn, err := s.pool.Acquire(sctx)
+	cancel()
 	if err != nil {
-		return s.wrap(ctx, "lock session "+id, err), pgconn.SafeToRetry(err)
+		return s.wrap(ctx, "lock session "+id, err), unavailable(err)
 	}
-	committed := false
+	open := true
 	defer func() {
-		if !committed {
+		if open {
+			// Release destroys a connection left inside a transaction, so a failed ROLLBACK
+			// cannot leak one; the server ends the transaction when the connection goes.
 			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.stmt)
-			_ = tx.Rollback(rctx)
+			_, _ = conn.Exec(rctx, "ROLLBACK")
 			cancel()
 		}
+		conn.Release()
 	}()
-	row, err := s.readSession(ctx, tx, id, " FOR UPDATE")
-	if err != nil {
-		return s.wrap(ctx, "lock session "+id, err), pgconn.SafeToRetry(err)
+	sctx, cancel = s.stmtCtx(ctx)
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(sessionRow+" FOR UPDATE", id)
+	br := conn.SendBatch(sctx, b)
+	_, err = br.Exec()
+	var row rowState
+	if err == nil {
+		row, err = scanSession(br.QueryRow(), id)
 	}
-	w := &writer{reader: reader{s: s, ctx: ctx, q: tx, sid: row.sid, hdr: row.hdr, last: row.last},
-		sealed: row.sealed, tailBytes: row.tailBytes}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	cancel()
+	if err != nil {
+		return s.wrap(ctx, "lock session "+id, err), unavailable(err)
+	}
+	w := &writer{reader: reader{s: s, ctx: ctx, q: conn, sid: row.sid, hdr: row.hdr, last: row.last, writing: true},
+		lay: row.lay, pending: &pgx.Batch{}}
+	w.flushFn = w.flush
 	ferr := fn(w)
 	w.done = true
 	if ferr != nil {
@@ -267,17 +295,10 @@ func (s *Store) update(ctx context.Context, id string, fn func(w storage.Writer)
 	if w.err != nil {
 		return w.err, false
 	}
-	cctx, cancel := s.stmtCtx(ctx)
-	defer cancel()
-	if err := tx.Commit(cctx); err != nil {
-		return s.wrap(ctx, "commit to session "+id, err), false
+	w.pending.Queue("COMMIT")
+	if err := w.flush(); err != nil {
+		return err, false
 	}
-	committed = true
+	open = false
 	return nil, false
-}
-
-func (s *Store) begin(ctx context.Context) (pgx.Tx, error) {
-	sctx, cancel := s.stmtCtx(ctx)
-	defer cancel()
-	return s.pool.Begin(sctx)
 }

@@ -19,11 +19,16 @@ const FormatVersion = 1
 
 // Defaults for Options.
 const (
-	// DefaultSealRecords and DefaultSealBytes: the unsealed chunks of a session are merged into
-	// sealed chunks when they hold this many records or raw bytes (docs/BENCHMARKS.md has the
-	// ratio at other sizes).
-	DefaultSealRecords = 512
-	DefaultSealBytes   = 512 << 10
+	// DefaultTailRecords and DefaultTailBytes: a session's level-0 chunks (one per Append)
+	// are merged into a level-1 chunk when they hold this many records or raw bytes.
+	DefaultTailRecords = 32
+	DefaultTailBytes   = 32 << 10
+	// DefaultMergeChunks: that many level-1 chunks are merged into the open level-2 chunk.
+	DefaultMergeChunks = 4
+	// DefaultChunkRecords and DefaultChunkBytes bound a level-2 chunk, so a read from any
+	// record decodes at most this much before it (docs/BENCHMARKS.md has the ratios).
+	DefaultChunkRecords = 1024
+	DefaultChunkBytes   = 1 << 20
 	// DefaultStatementTimeout bounds every statement on the server (statement_timeout) and,
 	// with a few seconds of slack, on the client.
 	DefaultStatementTimeout = 15 * time.Second
@@ -43,9 +48,13 @@ const clientSlack = 5 * time.Second
 
 // Options tune a Store. The zero value is ready to use.
 type Options struct {
-	// SealRecords and SealBytes: see DefaultSealRecords. Tests lower them.
-	SealRecords int
-	SealBytes   int
+	// TailRecords, TailBytes, MergeChunks, ChunkRecords and ChunkBytes: see the defaults of
+	// the same names. Tests lower them.
+	TailRecords  int
+	TailBytes    int
+	MergeChunks  int
+	ChunkRecords int
+	ChunkBytes   int
 	// StatementTimeout overrides DefaultStatementTimeout; a statement_timeout in the URL
 	// wins over both.
 	StatementTimeout time.Duration
@@ -90,11 +99,14 @@ func New(url string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("parse PostgreSQL URL: %s", scrub(err.Error(), passwordOf(url)))
 	}
-	if opts.SealRecords <= 0 {
-		opts.SealRecords = DefaultSealRecords
-	}
-	if opts.SealBytes <= 0 {
-		opts.SealBytes = DefaultSealBytes
+	for _, o := range []struct {
+		v   *int
+		def int
+	}{{&opts.TailRecords, DefaultTailRecords}, {&opts.TailBytes, DefaultTailBytes}, {&opts.MergeChunks, DefaultMergeChunks},
+		{&opts.ChunkRecords, DefaultChunkRecords}, {&opts.ChunkBytes, DefaultChunkBytes}} {
+		if *o.v <= 0 {
+			*o.v = o.def
+		}
 	}
 	if opts.StatementTimeout <= 0 {
 		opts.StatementTimeout = DefaultStatementTimeout

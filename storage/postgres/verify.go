@@ -14,7 +14,7 @@ import (
 // Verify reads every chunk of a session in one read-only snapshot and checks that each
 // decodes (zstd checksum, size), that every line is the JSON record its seq says, that the
 // chunks run from 1 to the session's last_seq with no gap or overlap, and that the session
-// row's bookkeeping (sealed_seq, tail_bytes) agrees with them. A transaction commits whole
+// row's bookkeeping (which records are in which level of chunk) agrees with them. A transaction commits whole
 // or not at all, so nothing can be torn and repair has nothing to cut: the report's Torn is
 // always false and repair changes nothing. Damage is reported in Damaged, wrapping
 // storage.ErrCorrupt; the error result is for the database being unreachable and the like.
@@ -54,31 +54,22 @@ func (s *Store) verifyChunks(ctx context.Context, tx pgx.Tx, row rowState, rep *
 		return fmt.Errorf("session %s: %s: %w", id, fmt.Sprintf(format, a...), storage.ErrCorrupt)
 	}
 	expect := uint64(1)
-	var tail int64
+	lay := row.lay
+	var l0 int64
+	var l1 int
+	var lastL2 uint64
 	var buf []byte
 	for {
 		sctx, cancel := s.stmtCtx(ctx)
-		rows, err := tx.Query(sctx, `SELECT first_seq, last_seq, raw_bytes, sealed, data FROM sessionmem_chunks
+		rows, err := tx.Query(sctx, `SELECT `+chunkColumns+` FROM sessionmem_chunks
 			WHERE sid = $1 AND first_seq >= $2 ORDER BY first_seq LIMIT $3`, row.sid, int64(expect), pageRows)
 		if err != nil {
 			cancel()
 			return nil, err
 		}
-		var page []chunk
-		for rows.Next() {
-			var c chunk
-			var first, last int64
-			if err := rows.Scan(&first, &last, &c.raw, &c.sealed, &c.data); err != nil {
-				rows.Close()
-				cancel()
-				return nil, err
-			}
-			c.first, c.last = uint64(first), uint64(last)
-			page = append(page, c)
-		}
-		rows.Close()
+		page, err := scanChunks(rows)
 		cancel()
-		if err := rows.Err(); err != nil {
+		if err != nil {
 			return nil, err
 		}
 		for i := range page {
@@ -97,11 +88,21 @@ func (s *Store) verifyChunks(ctx context.Context, tx pgx.Tx, row rowState, rep *
 				}
 				rest = rest[nl+1:]
 			}
-			if c.sealed != (c.last <= row.sealed) {
-				return damaged("chunk %d-%d is marked sealed=%v, the session's sealed_seq is %d", c.first, c.last, c.sealed, row.sealed), nil
+			want := level0
+			switch {
+			case c.last <= lay.l2End:
+				want = level2
+			case c.last <= lay.l1End:
+				want = level1
+				l1++
+			default:
+				l0 += c.raw
 			}
-			if !c.sealed {
-				tail += c.raw
+			if c.level != want || (c.first <= lay.l2End && c.last > lay.l2End) || (c.first <= lay.l1End && c.last > lay.l1End) {
+				return damaged("chunk %d-%d of level %d does not fit the session's layout %+v", c.first, c.last, c.level, lay), nil
+			}
+			if c.level == level2 {
+				lastL2 = c.first
 			}
 			rep.Frames++
 			rep.Records += int(c.last - c.first + 1)
@@ -115,9 +116,10 @@ func (s *Store) verifyChunks(ctx context.Context, tx pgx.Tx, row rowState, rep *
 	if rep.LastSeq != row.last {
 		return damaged("the session row says last_seq %d, its records end at %d", row.last, rep.LastSeq), nil
 	}
-	if tail != row.tailBytes {
-		return damaged("the session row says %d unsealed bytes, its unsealed chunks hold %d", row.tailBytes, tail), nil
+	if l0 != lay.l0Bytes || l1 != lay.l1Chunks || (lay.openL2 != 0 && lay.openL2 != lastL2) {
+		return damaged("the session row's layout %+v disagrees with its chunks (%d level-0 bytes, %d level-1 chunks, last level-2 chunk at %d)",
+			lay, l0, l1, lastL2), nil
 	}
-	rep.TailRecords = int(row.last - row.sealed)
+	rep.TailRecords = int(row.last - lay.l1End)
 	return nil, nil
 }

@@ -42,7 +42,7 @@ func localBackend() backend {
 
 func pgBackend() backend {
 	return backend{"postgres", func(t *testing.T) storage.Store {
-		s, err := postgres.Open(context.Background(), pgtest.Shared(t).NewSchema(t), postgres.Options{SealRecords: 40, SealBytes: 16 << 10})
+		s, err := postgres.Open(context.Background(), pgtest.Shared(t).NewSchema(t), postgres.Options{TailRecords: 8, MergeChunks: 3, ChunkRecords: 40, ChunkBytes: 16 << 10})
 		if err != nil {
 			t.Fatal(err)
 		}
