@@ -9,6 +9,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/storage/local"
@@ -56,8 +57,9 @@ func both(t *testing.T, dir, pg string, stdin string, args ...string) cliResult 
 		return r
 	}
 	a, b := run(dir), run(pg)
-	// A compaction made by a command has a random entry id and the real time on each store.
-	a.stdout, b.stdout = compactionRE.ReplaceAllString(a.stdout, "COMPACTION"), compactionRE.ReplaceAllString(b.stdout, "COMPACTION")
+	// A compaction made by a command has a random entry id and the real time (commands run
+	// memory with the real clock), a little apart on the two stores.
+	a.stdout, b.stdout = normalize(a.stdout), normalize(b.stdout)
 	if a.code != b.code || a.stdout != b.stdout || a.stderr != b.stderr {
 		t.Fatalf("%v differs between the stores:\nlocal exit %d\n%s%s\npostgres exit %d\n%s%s", args, a.code, a.stdout, a.stderr, b.code, b.stdout, b.stderr)
 	}
@@ -65,7 +67,16 @@ func both(t *testing.T, dir, pg string, stdin string, args ...string) cliResult 
 	return b
 }
 
-var compactionRE = regexp.MustCompile(`"type":"compaction","entry_id":"[0-9a-f]+","ts":"[^"]+"`)
+var (
+	compactionRE = regexp.MustCompile(`"type":"compaction","entry_id":"[0-9a-f]+","ts":"[^"]+"`)
+	realTimeRE   = regexp.MustCompile(regexp.QuoteMeta(time.Now().UTC().Format("2006-01-02")) + `[ T][0-9:.]+(Z| UTC)?`)
+)
+
+// normalize hides what differs between two stores that ran the same commands a little apart.
+func normalize(s string) string {
+	s = compactionRE.ReplaceAllString(s, "COMPACTION")
+	return realTimeRE.ReplaceAllString(s, "NOW")
+}
 
 func noSecret(t *testing.T, text string) {
 	t.Helper()
@@ -163,7 +174,7 @@ func TestCLIOnPostgres(t *testing.T) {
 	if !strings.Contains(r.stdout, "0 records copied (0 created, 0 completed, 1 already up to date)") {
 		t.Fatalf("second migrate:\n%s", r.stdout)
 	}
-	if a, b := runCLI(t, "", "show", seedAlpha, "--all", "--store", into).must(t).stdout, runCLI(t, "", "show", seedAlpha, "--all", "--store", dir).must(t).stdout; a != b {
+	if a, b := normalize(runCLI(t, "", "show", seedAlpha, "--all", "--store", into).must(t).stdout), normalize(runCLI(t, "", "show", seedAlpha, "--all", "--store", dir).must(t).stdout); a != b {
 		t.Fatalf("show differs after local → postgres → local → postgres:\n%s\n---\n%s", a, b)
 	}
 }

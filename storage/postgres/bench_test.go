@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
 	"sync"
@@ -198,4 +199,87 @@ func BenchmarkCommitFloor(b *testing.B) {
 		ds = append(ds, time.Since(start))
 	}
 	medianOf(b, ds)
+}
+
+// BenchmarkAtScale: the same calls on a database already holding 10,000 sessions and 10
+// million messages (synthetic rows written by SQL: 10,000 session rows, 10 million key rows,
+// and ~14 chunk rows per 1,000 messages, the proportions TestPGCorpusSizeAtScale measured,
+// with small payloads: row counts and index depths are what matter here). It takes several
+// minutes and about 2 GB of disk: it runs with SESSIONMEM_MEASURE=1.
+func BenchmarkAtScale(b *testing.B) {
+	if os.Getenv("SESSIONMEM_MEASURE") == "" {
+		b.Skip("set SESSIONMEM_MEASURE=1 to run")
+	}
+	u := benchDB(b)
+	s := openStore(b, u, Options{})
+	ctx := context.Background()
+	start := time.Now()
+	seed, err := pgx.Connect(ctx, u)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer seed.Close(ctx)
+	for _, q := range []string{
+		`SET statement_timeout = 0`,
+		`INSERT INTO sessionmem_sessions (id, format, nonce, created_ns, working_dir, dir_key, name, updated_ns,
+			messages, preview, match_name, match_preview, last_seq, l2_end, l1_end)
+		 SELECT 'syn-' || g, 1, md5(g::text), 1767225600000000000 + g * 60000000000, '/proj/' || (g % 100), '/proj/' || (g % 100),
+			'session ' || g, 1767225600000000000 + g * 60000000000, 1000, 'fix the build of package ' || g,
+			'session ' || g, 'fix the build of package ' || g, 1000, 1000, 1000
+		 FROM generate_series(1, 10000) g`,
+		`INSERT INTO sessionmem_keys (sid, key_hash)
+		 SELECT s.sid, ('x' || substr(md5(s.sid::text || '-' || k), 1, 16))::bit(64)::bigint
+		 FROM sessionmem_sessions s, generate_series(1, 1000) k`,
+		`INSERT INTO sessionmem_chunks (sid, first_seq, last_seq, raw_bytes, level, data)
+		 SELECT s.sid, c * 72 + 1, least(c * 72 + 72, 1000), 100, 2, decode(md5(c::text), 'hex')
+		 FROM sessionmem_sessions s, generate_series(0, 13) c`,
+		`VACUUM ANALYZE`,
+	} {
+		if _, err := seed.Exec(ctx, q); err != nil {
+			b.Fatal(err)
+		}
+	}
+	var keys, chunks int64
+	_ = s.pool.QueryRow(ctx, "SELECT (SELECT count(*) FROM sessionmem_keys), (SELECT count(*) FROM sessionmem_chunks)").Scan(&keys, &chunks)
+	u2, _ := s.Usage(ctx)
+	b.Logf("seeded %d sessions, %d key rows, %d chunk rows (%d MB) in %v", u2.Sessions, keys, chunks, u2.Total>>20, time.Since(start).Round(time.Second))
+	if err := s.Create(ctx, storage.Header{ID: "live", WorkingDir: "/proj/7"}, storage.Meta{}); err != nil {
+		b.Fatal(err)
+	}
+	for _, m := range []struct {
+		name string
+		fn   func(i int) error
+	}{
+		{"append", func(i int) error {
+			return s.Update(ctx, "live", func(w storage.Writer) error {
+				_, err := w.Append([]storage.Record{{Data: message(i), Key: fmt.Sprintf("m%d", i)}}, storage.Meta{Messages: i + 1})
+				return err
+			})
+		}},
+		{"list-page", func(int) error { _, err := s.List(ctx, storage.ListQuery{Limit: 21}); return err }},
+		{"list-dir-text", func(int) error {
+			_, err := s.List(ctx, storage.ListQuery{WorkingDir: "/proj/7", Text: "BUILD", Limit: 21})
+			return err
+		}},
+		{"get", func(i int) error { _, err := s.Get(ctx, fmt.Sprintf("syn-%d", i%10000+1)); return err }},
+		{"read-20", func(i int) error {
+			return s.View(ctx, "live", func(r storage.Reader) error {
+				for _, err := range r.Records(uint64(i%max(int(r.LastSeq()), 1) + 1)) {
+					return err
+				}
+				return nil
+			})
+		}},
+	} {
+		var ds []time.Duration
+		for i := range 500 {
+			t0 := time.Now()
+			if err := m.fn(i); err != nil {
+				b.Fatalf("%s: %v", m.name, err)
+			}
+			ds = append(ds, time.Since(t0))
+		}
+		slices.Sort(ds)
+		b.Logf("%s: median %v, p99 %v", m.name, ds[len(ds)/2].Round(time.Microsecond), ds[len(ds)*99/100].Round(time.Microsecond))
+	}
 }
