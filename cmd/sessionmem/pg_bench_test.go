@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"slices"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/tidwall/gjson"
 
@@ -152,4 +154,50 @@ func BenchmarkStdioPGList1000(b *testing.B) {
 	st.Close()
 	c := stdioClient(b, url)
 	benchCall(b, c, "session_list", func(int) obj { return obj{} })
+}
+
+// BenchmarkServiceSaveCorpus: memory's Save of one ~2 KB corpus message in process (no MCP,
+// no pipes), on PostgreSQL and on a local store: the server's own cost of a save.
+func BenchmarkServiceSaveCorpus(b *testing.B) {
+	msgs := corpusMessages(b)
+	for _, name := range []string{"postgres", "local"} {
+		b.Run(name, func(b *testing.B) {
+			var st storage.Store
+			var err error
+			if name == "postgres" {
+				st, err = postgres.Open(context.Background(), benchDatabase(b), postgres.Options{})
+			} else {
+				st, err = local.Open(b.TempDir(), local.Options{Summarize: memory.Summarize})
+			}
+			if err != nil {
+				b.Fatal(err)
+			}
+			defer st.Close()
+			svc := memory.New(st, memory.Options{})
+			message := func(i int) memory.Message {
+				raw, _ := json.Marshal(corpusMessage(msgs, i))
+				var m memory.Message
+				if err := json.Unmarshal(raw, &m); err != nil {
+					b.Fatal(err)
+				}
+				return m
+			}
+			res, err := svc.Save(context.Background(), memory.SaveRequest{WorkingDir: "/bench", Messages: []memory.Message{message(-1)}})
+			if err != nil {
+				b.Fatal(err)
+			}
+			var ds []time.Duration
+			for i := 0; b.Loop(); i++ {
+				m := message(i)
+				start := time.Now()
+				if _, err := svc.Save(context.Background(), memory.SaveRequest{SessionID: res.SessionID, Messages: []memory.Message{m}}); err != nil {
+					b.Fatal(err)
+				}
+				ds = append(ds, time.Since(start))
+			}
+			b.StopTimer()
+			slices.Sort(ds)
+			b.ReportMetric(float64(ds[len(ds)/2].Nanoseconds())/1e3, "median-us")
+		})
+	}
 }
