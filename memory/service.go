@@ -113,6 +113,8 @@ func mapStoreErr(id string, err error) error {
 		return notFoundf("call session_list to see existing sessions", "no session %q", clip(id, 80))
 	case errors.Is(err, storage.ErrInvalidID):
 		return checkSessionID("session_id", id)
+	case errors.Is(err, storage.ErrNewerFormat) && id == "":
+		return &Error{Kind: ErrUnavailable, Msg: clip(err.Error(), 400), Hint: "upgrade sessionmem"}
 	case errors.Is(err, storage.ErrNewerFormat):
 		return &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("session %s was written by a newer sessionmem", id),
 			Hint: "upgrade sessionmem to read it"}
