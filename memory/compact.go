@@ -298,7 +298,7 @@ func (s *Service) commitCompaction(ctx context.Context, pl *plan, text, summariz
 	// The result shows the summary exactly as the gate stores it.
 	summary := s.redact(compaction.AppendLedger(withFiles, &pl.ledger))
 	var res CompactResult
-	err := s.store.Update(ctx, id, func(w storage.Writer) error {
+	err := s.update(ctx, id, func(w storage.Writer) error {
 		st, err := s.current(id, w)
 		if err != nil {
 			return err

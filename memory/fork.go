@@ -48,10 +48,10 @@ func (s *Service) Fork(ctx context.Context, req ForkRequest) (ForkResult, error)
 	id := s.newSessionID()
 	h := storage.Header{ID: id, Created: now, WorkingDir: p.header.WorkingDir, ParentSession: req.SessionID}
 	if err := s.create(ctx, h, storage.Meta{ID: id, WorkingDir: h.WorkingDir, ParentSession: req.SessionID, Created: now, Updated: now}); err != nil {
-		return ForkResult{}, fmt.Errorf("create fork: %w", err)
+		return ForkResult{}, mapStoreErr(id, fmt.Errorf("create fork: %w", err))
 	}
 	var res ForkResult
-	err = s.store.Update(ctx, id, func(w storage.Writer) error {
+	err = s.update(ctx, id, func(w storage.Writer) error {
 		st, err := s.current(id, w)
 		if err != nil {
 			return err

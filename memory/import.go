@@ -57,11 +57,11 @@ func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 		h := storage.Header{ID: req.SessionID, Created: created, WorkingDir: req.WorkingDir}
 		err := s.create(ctx, h, storage.Meta{ID: req.SessionID, WorkingDir: req.WorkingDir, Created: created, Updated: created})
 		if err != nil && !isExists(err) {
-			return ImportResult{}, fmt.Errorf("create session %s: %w", req.SessionID, err)
+			return ImportResult{}, mapStoreErr(req.SessionID, fmt.Errorf("create session %s: %w", req.SessionID, err))
 		}
 		res.Created = err == nil
 	}
-	err := s.store.Update(ctx, req.SessionID, func(w storage.Writer) error {
+	err := s.update(ctx, req.SessionID, func(w storage.Writer) error {
 		st, err := s.current(req.SessionID, w)
 		if err != nil {
 			return err

@@ -113,9 +113,20 @@ func mapStoreErr(id string, err error) error {
 		return notFoundf("call session_list to see existing sessions", "no session %q", clip(id, 80))
 	case errors.Is(err, storage.ErrInvalidID):
 		return checkSessionID("session_id", id)
+	case errors.Is(err, storage.ErrNewerFormat) && id == "":
+		return &Error{Kind: ErrUnavailable, Msg: clip(err.Error(), 400), Hint: "upgrade sessionmem"}
 	case errors.Is(err, storage.ErrNewerFormat):
 		return &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("session %s was written by a newer sessionmem", id),
 			Hint: "upgrade sessionmem to read it"}
+	case errors.Is(err, storage.ErrUnavailable):
+		msg := err.Error()
+		if i := strings.Index(msg, "the database is unreachable"); i >= 0 {
+			msg = msg[i:]
+		} else {
+			msg = "the store is unavailable: " + msg
+		}
+		return &Error{Kind: ErrUnavailable, Msg: clip(msg, 400),
+			Hint: "retry in a few seconds; a retried session_save with the same message ids stores nothing twice"}
 	case errors.Is(err, storage.ErrCorrupt):
 		return &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("session %s is damaged beyond automatic repair", id),
 			Hint: "run 'sessionmem verify' to see what can be recovered"}
@@ -164,11 +175,11 @@ func (s *Service) Save(ctx context.Context, req SaveRequest) (SaveResult, error)
 		h := storage.Header{ID: id, Created: now, WorkingDir: req.WorkingDir}
 		m := storage.Meta{ID: id, WorkingDir: req.WorkingDir, Created: now, Updated: now}
 		if err := s.create(ctx, h, m); err != nil {
-			return SaveResult{}, fmt.Errorf("create session: %w", err)
+			return SaveResult{}, mapStoreErr(id, fmt.Errorf("create session: %w", err))
 		}
 	}
 	var res SaveResult
-	err := s.store.Update(ctx, id, func(w storage.Writer) error {
+	err := s.update(ctx, id, func(w storage.Writer) error {
 		st, err := s.current(id, w)
 		if err != nil {
 			return err
@@ -304,7 +315,7 @@ func (s *Service) commit(w storage.Writer, st *state, b *batch, updated time.Tim
 				return err
 			}
 		}
-		r := storage.Record{Seq: st.lastSeq + 1, Kind: e.Type, Data: data, Barrier: barrier}
+		r := storage.Record{Seq: st.lastSeq + 1, Kind: e.Type, Data: data, Barrier: barrier, Key: entryKey(e)}
 		if err := st.apply(r); err != nil {
 			s.forget(id)
 			return err
@@ -371,7 +382,7 @@ func (s *Service) listMetas(ctx context.Context, q storage.ListQuery) ([]storage
 	q.WorkingDir = s.redact(q.WorkingDir) // stored working dirs went through the gate
 	metas, err := s.store.List(ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("list sessions: %w", err)
+		return nil, mapStoreErr("", fmt.Errorf("list sessions: %w", err))
 	}
 	return metas, nil
 }

@@ -8,6 +8,8 @@
 //
 //	storage/local     the local store: append-only JSONL logs compressed with zstd in a
 //	                  directory, shared by the processes of one machine
+//	storage/postgres  a PostgreSQL database shared by any number of processes on any
+//	                  number of machines
 //
 // The contract suite in storage/storetest runs unchanged against every backend; a behaviour
 // that differs between backends is a bug in one of them.
@@ -27,6 +29,7 @@
 //
 // # Imports
 //
-// storage imports only the standard library. Backends import storage; memory imports storage
-// and never a backend (cmd chooses the backend).
+// storage imports the standard library and gjson (AppendRecord reads a record's "type" and
+// "seq" with it, as every backend must). Backends import storage; memory imports storage and
+// never a backend (cmd chooses the backend).
 package storage

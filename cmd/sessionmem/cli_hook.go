@@ -39,8 +39,8 @@ empty, and the exit code is 0.
 
 Flags:
   --timeout D   give up after D (default 20s)
-  --store DIR   store directory (default $SESSIONMEM_STORE, else $XDG_DATA_HOME/sessionmem,
-                else ~/.local/share/sessionmem)
+  --store LOC   store directory or PostgreSQL URL (postgres://...) (default $SESSIONMEM_STORE,
+                else $XDG_DATA_HOME/sessionmem, else ~/.local/share/sessionmem)
 
 Configuration: see hooks/claude-code-settings.json and hooks/codex-hooks.json.
 `
@@ -154,7 +154,7 @@ func hook(ctx context.Context, e *env, storeFlag string, format transcript.Forma
 	}
 	var importErr error
 	if in.TranscriptPath != "" {
-		im := &transcript.Importer{Svc: cs.svc, StateDir: filepath.Join(cs.dir, "imports")}
+		im := &transcript.Importer{Svc: cs.svc, StateDir: importStateDir(cs.dir, e.getenv)}
 		res, err := im.ImportFile(ctx, in.TranscriptPath, format)
 		switch {
 		case err == nil:

@@ -25,8 +25,8 @@ Flags:
   --all         show tool results, thinking and tool arguments in full
   --json        print the whole transcript as JSON (session, summary, read_files,
                 modified_files, messages in the contract's message shape)
-  --store DIR   store directory (default $SESSIONMEM_STORE, else $XDG_DATA_HOME/sessionmem,
-                else ~/.local/share/sessionmem)
+  --store LOC   store directory or PostgreSQL URL (postgres://...) (default $SESSIONMEM_STORE,
+                else $XDG_DATA_HOME/sessionmem, else ~/.local/share/sessionmem)
 
 Examples:
   sessionmem show 01a196fb-1dd0-7135-9f31-cc1d42fe7a38 | less

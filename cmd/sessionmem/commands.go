@@ -11,6 +11,7 @@ func commands() []command {
 		deleteCommand(),
 		importCommand(),
 		exportCommand(),
+		migrateCommand(),
 		statsCommand(),
 		verifyCommand(),
 		redactCommand(),

@@ -188,9 +188,9 @@ var (
 	normToken = regexp.MustCompile(`\b[rlc]1\.[A-Za-z0-9_-]{10,}`)
 )
 
-// normalize replaces what differs between two runs of the same requests (new session ids,
+// normalizeAnswers replaces what differs between two runs of the same requests (new session ids,
 // entry ids, times, opaque cursors) by stable names in order of first appearance.
-func normalize(answers []string) []string {
+func normalizeAnswers(answers []string) []string {
 	names := map[string]string{}
 	rename := func(kind string) func(string) string {
 		return func(s string) string {
@@ -262,7 +262,7 @@ func TestPipelinedStdioMatchesSequential(t *testing.T) {
 		}
 		pipeAnswers = append(pipeAnswers, a)
 	}
-	ns, np := normalize(seqAnswers), normalize(pipeAnswers)
+	ns, np := normalizeAnswers(seqAnswers), normalizeAnswers(pipeAnswers)
 	for i := range ns {
 		if ns[i] != np[i] {
 			t.Errorf("request %s answered differently\nsequential: %.600s\npipelined:  %.600s", ids[i], ns[i], np[i])

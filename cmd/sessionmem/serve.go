@@ -76,7 +76,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		}
 	}
 
-	store, err := openStore(ctx, cfg.Store, logger)
+	store, err := openServeStore(ctx, cfg.Store, logger)
 	if err != nil {
 		return err
 	}
