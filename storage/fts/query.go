@@ -8,15 +8,16 @@ import (
 	"unicode/utf8"
 )
 
-// Limits of the query language. They keep every query cheap for the index: a one-letter
-// prefix would merge the posting lists of thousands of terms.
+// Limits of the query language. They keep every query cheap for the index: a prefix stands
+// for every term that starts with it, and FTS5 merges all their posting lists before
+// anything else (at 1 GB of messages: co* 0.5 s, con* 0.17 s, conf* 0.016 s).
 const (
 	// MaxQueryBytes is the longest query accepted.
 	MaxQueryBytes = 1000
 	// MaxQueryTerms is the most words and phrases (included and excluded) in one query.
 	MaxQueryTerms = 32
 	// MinPrefixRunes is the fewest characters before a trailing *.
-	MinPrefixRunes = 2
+	MinPrefixRunes = 3
 )
 
 // ErrBadQuery is matched (errors.Is) by every *Error Parse returns.
@@ -91,7 +92,7 @@ func (q *Query) String() string {
 //
 //	word        every word must occur (any order, case-insensitive)
 //	"a phrase"  the words must occur in this order, next to each other
-//	pars*       a trailing * makes the word a prefix (at least MinPrefixRunes characters)
+//	pars*       a trailing * makes the word a prefix (of at least MinPrefixRunes characters)
 //	-word       entries containing the word are left out; -"a phrase" and -pref* too
 //
 // Punctuation inside a word splits it into terms searched as a phrase: auth/login.go finds

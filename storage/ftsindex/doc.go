@@ -14,14 +14,25 @@
 //
 // A directory (the store's "search" directory) holding one SQLite database,
 // fts-<unix nanoseconds>.db with its -wal and -shm files. The table fts is a contentless FTS5
-// table (empty content option, contentless_delete=1): it keeps the inverted index only, no copy of the
-// text; snippets are cut from text read back from the store. Its tokenizer is FTS5's ascii
-// tokenizer with '_' as a token character, fed with the space-separated terms of
+// table (empty content option, contentless_delete=1): it keeps the inverted index only, no
+// copy of the text; snippets are cut from text read back from the store. Its tokenizer is
+// FTS5's ascii tokenizer with '_' as a token character, fed with the space-separated terms of
 // fts.AppendTerms, so FTS5 sees exactly the terms storage/fts defines (and PostgreSQL gets
-// the same ones). Beside it: sessions (id, created, working_dir, name, and through: every
-// record with seq <= through is indexed), docs (one row per indexed record: session, seq,
-// entry id, kind, role, time; its id is the FTS5 rowid), paths and doc_files (the files each
-// record's tool calls touched), and tombstones (deleted sessions).
+// the same ones). It has two columns: body, the doc's terms, and meta, one term per filter
+// value (session, working directory, role, kind, each file touched; a prefix letter and a
+// 64-bit hash), weighted 0 in bm25. Filters are thus FTS5 terms intersected with the words,
+// skipping through posting lists, instead of a join that tests every match. Beside it:
+// sessions (id, created, working_dir, name, and through: every record with seq <= through is
+// indexed), docs (one row per indexed record: session, seq, entry id, kind, role, time; its
+// id is the FTS5 rowid) and tombstones (deleted sessions).
+//
+// # Ranking
+//
+// bm25 over the body column, then newest, then last indexed. FTS5 computes bm25 for every
+// match before sorting, about 3 µs each (it reads each match's length), and counts each
+// term's matches over the whole index for its rarity. A query matching more than
+// Options.RankWindow entries (20,000 by default) therefore ranks only the newest of them, by
+// index order, and says so (Result.Windowed); ranking is exact below that.
 //
 // # Derived data
 //

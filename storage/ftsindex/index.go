@@ -49,6 +49,10 @@ type Options struct {
 	// MaxTextBytes is how much of a Doc's text is indexed (default 1 MiB); the rest of a
 	// giant tool output is not searchable.
 	MaxTextBytes int
+	// RankWindow is how many of the newest matches a query ranks when more match (default
+	// 20,000; negative: no limit). It bounds the cost of a very common word: ranking takes
+	// about 3 µs per match, 0.7 s for a word in half of a 1 GB store's 500,000 entries.
+	RankWindow int
 }
 
 func (o *Options) defaults() {
@@ -60,6 +64,9 @@ func (o *Options) defaults() {
 	}
 	if o.MaxTextBytes <= 0 {
 		o.MaxTextBytes = 1 << 20
+	}
+	if o.RankWindow == 0 {
+		o.RankWindow = 20000
 	}
 }
 
@@ -81,9 +88,6 @@ type database struct {
 	ino  uint64
 	w    *sql.DB // one connection; BEGIN IMMEDIATE
 	r    *sql.DB
-	// paths caches path ids committed in this database.
-	pathMu sync.Mutex
-	paths  map[string]int64
 }
 
 const filePrefix, fileSuffix = "fts-", ".db"
@@ -296,7 +300,7 @@ func (ix *Index) openFile(ctx context.Context, name string) (*database, error) {
 	}
 	r.SetMaxOpenConns(ix.opts.ReadConns)
 	r.SetMaxIdleConns(ix.opts.ReadConns)
-	db := &database{name: name, path: path, dev: dev, ino: ino, w: w, r: r, paths: map[string]int64{}}
+	db := &database{name: name, path: path, dev: dev, ino: ino, w: w, r: r}
 	if err := db.initSchema(ctx); err != nil {
 		db.close()
 		return nil, err
@@ -305,7 +309,8 @@ func (ix *Index) openFile(ctx context.Context, name string) (*database, error) {
 }
 
 // schema creates every table of SchemaVersion. AUTOINCREMENT keeps doc ids growing, so a
-// cursor's snapshot (the highest id at its first page) never admits a later doc.
+// cursor's snapshot (the highest id at its first page) never admits a later doc, and id order
+// is indexing order (the ranking window counts from the newest).
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS sessions (
 		id INTEGER PRIMARY KEY,
@@ -327,10 +332,11 @@ var schema = []string{
 		time INTEGER NOT NULL,
 		UNIQUE (session, seq)
 	)`,
-	`CREATE TABLE IF NOT EXISTS paths (id INTEGER PRIMARY KEY, path TEXT NOT NULL UNIQUE)`,
-	`CREATE TABLE IF NOT EXISTS doc_files (path INTEGER NOT NULL, doc INTEGER NOT NULL, PRIMARY KEY (path, doc)) WITHOUT ROWID`,
-	`CREATE INDEX IF NOT EXISTS doc_files_doc ON doc_files(doc)`,
-	`CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, content='', contentless_delete=1, tokenize="ascii tokenchars '_'", detail=full)`,
+	// body: the doc's terms; meta: one filter term per property (see metaTerms), weight 0
+	// in bm25. Filters as terms let FTS5 intersect them with the words by skipping through
+	// posting lists, instead of a join testing every match (40 times faster for a common
+	// word within one session at 1 GB).
+	`CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, meta, content='', contentless_delete=1, tokenize="ascii tokenchars '_'", detail=full)`,
 }
 
 // initSchema checks the database's version and creates the schema in a new one.

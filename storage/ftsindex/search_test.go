@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -361,7 +362,7 @@ func TestSearchOracle(t *testing.T) {
 func TestMatchExpr(t *testing.T) {
 	tests := []struct{ q, want string }{
 		{"a b", `"a" AND "b"`},
-		{`"a b" cc*`, `"a b" AND "cc"*`},
+		{`"a b" ccc*`, `"a b" AND "ccc"*`},
 		{"auth/log* -x -\"y z\"", `("auth log"*) NOT ("x" OR "y z")`},
 		{"AND OR NOT", `"and" AND "or" AND "not"`},
 	}
@@ -373,3 +374,65 @@ func TestMatchExpr(t *testing.T) {
 }
 
 var _ = context.Background
+
+func TestRankWindow(t *testing.T) {
+	ix, err := Open(t.Context(), t.TempDir(), Options{RankWindow: 5})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer ix.Close()
+	var docs []fts.Doc
+	for i := 1; i <= 20; i++ {
+		text := "common word"
+		if i <= 3 {
+			text = "common common common common" // the best matches, but old
+		}
+		docs = append(docs, doc("rw", uint64(i), "user", text))
+	}
+	feed(t, ix, sess("rw"), docs...)
+	// More than 5 match: only the 5 newest are ranked, and the result says so.
+	res, err := ix.Search(t.Context(), Query{Match: mustParse(t, "common"), Limit: 3})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if !res.Windowed {
+		t.Fatal("Windowed not set")
+	}
+	got := searchAll(t, ix, Query{Match: mustParse(t, "common")})
+	slices.Sort(got)
+	if want := []string{"rw-e16", "rw-e17", "rw-e18", "rw-e19", "rw-e20"}; !slices.Equal(got, want) {
+		t.Fatalf("windowed hits %v, want %v", got, want)
+	}
+	// Pages of a windowed search stay within the window chosen by the first page.
+	page1, _ := ix.Search(t.Context(), Query{Match: mustParse(t, "common"), Limit: 3})
+	feed(t, ix, sess("rw"), doc("rw", 21, "user", "common"))
+	page2, err := ix.Search(t.Context(), Query{Match: mustParse(t, "common"), Limit: 3, Cursor: page1.NextCursor})
+	if err != nil || len(page1.Hits)+len(page2.Hits) != 5 || page2.NextCursor != "" {
+		t.Fatalf("pages: %d + %d hits, next %q, %v", len(page1.Hits), len(page2.Hits), page2.NextCursor, err)
+	}
+	// A narrower query (filters and words intersect before the window) ranks everything.
+	res, err = ix.Search(t.Context(), Query{Match: mustParse(t, `"common common"`), Limit: 10})
+	if err != nil || res.Windowed || len(res.Hits) != 3 {
+		t.Fatalf("narrow query: %+v, %v", res, err)
+	}
+	// The window counts the matches within the time filter.
+	res, err = ix.Search(t.Context(), Query{Match: mustParse(t, "common"), Until: t0.Add(4 * time.Minute), Limit: 10})
+	if err != nil || res.Windowed || len(res.Hits) != 4 || res.Hits[0].EntryID != "rw-e3" && res.Hits[0].EntryID != "rw-e2" && res.Hits[0].EntryID != "rw-e1" {
+		t.Fatalf("time-filtered: %+v, %v", res, err)
+	}
+	// Without a window every match is ranked: the old, better matches come first.
+	all, err := Open(t.Context(), filepath.Dir(ix.File()), Options{RankWindow: -1})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer all.Close()
+	res, err = all.Search(t.Context(), Query{Match: mustParse(t, "common"), Limit: 3})
+	if err != nil || res.Windowed {
+		t.Fatalf("%+v %v", res, err)
+	}
+	for _, h := range res.Hits {
+		if h.Seq > 3 {
+			t.Fatalf("unwindowed best hits %+v", res.Hits)
+		}
+	}
+}

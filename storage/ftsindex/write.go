@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
+	"hash/fnv"
 	"path"
 	"runtime"
 	"sync"
@@ -67,9 +68,8 @@ func (ix *Index) Index(ctx context.Context, batches ...Batch) ([]Progress, error
 	defer release()
 	bodies := termBodies(batches, ix.opts.MaxTextBytes)
 	out := make([]Progress, 0, len(batches))
-	newPaths := map[string]int64{}
 	err = db.write(ctx, func(tx *sql.Tx) error {
-		w := writer{ctx: ctx, tx: tx, db: db, stmts: map[string]*sql.Stmt{}, newPaths: newPaths}
+		w := writer{ctx: ctx, tx: tx, stmts: map[string]*sql.Stmt{}}
 		for i, b := range batches {
 			p, err := w.batch(b, bodies[i])
 			if err != nil {
@@ -82,11 +82,6 @@ func (ix *Index) Index(ctx context.Context, batches ...Batch) ([]Progress, error
 	if err != nil {
 		return nil, err
 	}
-	db.pathMu.Lock()
-	for p, id := range newPaths {
-		db.paths[p] = id
-	}
-	db.pathMu.Unlock()
 	return out, nil
 }
 
@@ -163,11 +158,9 @@ func (db *database) write(ctx context.Context, fn func(*sql.Tx) error) error {
 }
 
 type writer struct {
-	ctx      context.Context
-	tx       *sql.Tx
-	db       *database
-	stmts    map[string]*sql.Stmt // prepared in this transaction, closed by its end
-	newPaths map[string]int64
+	ctx   context.Context
+	tx    *sql.Tx
+	stmts map[string]*sql.Stmt // prepared in this transaction, closed by its end
 }
 
 // stmt returns q prepared in the transaction: preparing costs as much as running an insert.
@@ -231,8 +224,9 @@ func (w *writer) batch(b Batch, bodies []string) (Progress, error) {
 		return p, err
 	}
 	var id, oldCreated int64
+	var oldDir string
 	var through uint64
-	switch err := w.queryRow(`SELECT id, created, through FROM sessions WHERE sid = ?`, s.ID).Scan(&id, &oldCreated, &through); {
+	switch err := w.queryRow(`SELECT id, created, working_dir, through FROM sessions WHERE sid = ?`, s.ID).Scan(&id, &oldCreated, &oldDir, &through); {
 	case errors.Is(err, sql.ErrNoRows):
 		res, err := w.exec(`INSERT INTO sessions (sid, created, working_dir, name, through) VALUES (?, ?, ?, ?, 0)`, s.ID, created, s.WorkingDir, s.Name)
 		if err != nil {
@@ -243,8 +237,9 @@ func (w *writer) batch(b Batch, bodies []string) (Progress, error) {
 		}
 	case err != nil:
 		return p, err
-	case oldCreated != created:
-		// The id was deleted and created again: the old incarnation's docs go.
+	case oldCreated != created || oldDir != s.WorkingDir:
+		// The id was deleted and created again: the old incarnation's docs go. A changed
+		// working directory is treated alike: it is in every doc's filter terms.
 		if err := deleteDocs(w.ctx, w.tx, id); err != nil {
 			return p, err
 		}
@@ -253,7 +248,7 @@ func (w *writer) batch(b Batch, bodies []string) (Progress, error) {
 			return p, err
 		}
 	default:
-		if _, err := w.exec(`UPDATE sessions SET working_dir = ?, name = ? WHERE id = ? AND (working_dir != ? OR name != ?)`, s.WorkingDir, s.Name, id, s.WorkingDir, s.Name); err != nil {
+		if _, err := w.exec(`UPDATE sessions SET name = ? WHERE id = ? AND name != ?`, s.Name, id, s.Name); err != nil {
 			return p, err
 		}
 	}
@@ -265,7 +260,7 @@ func (w *writer) batch(b Batch, bodies []string) (Progress, error) {
 		if have[d.Seq] {
 			continue
 		}
-		if err := w.doc(id, d, bodies[i]); err != nil {
+		if err := w.doc(id, s, d, bodies[i]); err != nil {
 			return p, err
 		}
 		have[d.Seq] = true
@@ -301,7 +296,7 @@ func (w *writer) indexedSeqs(session int64, b Batch) (map[uint64]bool, error) {
 	return have, rows.Err()
 }
 
-func (w *writer) doc(session int64, d fts.Doc, body string) error {
+func (w *writer) doc(session int64, s Session, d fts.Doc, body string) error {
 	// No RETURNING: it makes SQLite open a statement savepoint, and FTS5 writes its pending
 	// terms to disk as a new segment at every savepoint (one segment per doc, then merges:
 	// three times slower).
@@ -314,52 +309,52 @@ func (w *writer) doc(session int64, d fts.Doc, body string) error {
 	if err != nil {
 		return err
 	}
-	if _, err := w.exec(`INSERT INTO fts (rowid, body) VALUES (?, ?)`, id, body); err != nil {
-		return err
-	}
+	_, err = w.exec(`INSERT INTO fts (rowid, body, meta) VALUES (?, ?, ?)`, id, body, metaTerms(s, d))
+	return err
+}
+
+// Filter terms of the meta column: a prefix letter and 16 hex digits of a 64-bit FNV-1a
+// hash of the value (a collision needs about 2^32 distinct values to become likely).
+const (
+	metaSession = "s_"
+	metaDir     = "w_"
+	metaRole    = "r_"
+	metaKind    = "k_"
+	metaFile    = "f_"
+)
+
+// metaTerms is the meta column of a doc: its session, working directory, role, kind and the
+// files its tool calls touched (absolute, cleaned).
+func metaTerms(s Session, d fts.Doc) string {
+	b := make([]byte, 0, 20*(4+len(d.Files)))
+	b = appendMeta(b, metaSession, s.ID)
+	b = appendMeta(b, metaDir, s.WorkingDir)
+	b = appendMeta(b, metaRole, d.Role)
+	b = appendMeta(b, metaKind, d.Kind)
 	for _, f := range d.Files {
-		pid, err := w.pathID(path.Clean(f))
-		if err != nil {
-			return err
-		}
-		if _, err := w.exec(`INSERT OR IGNORE INTO doc_files (path, doc) VALUES (?, ?)`, pid, id); err != nil {
-			return err
-		}
+		b = appendMeta(b, metaFile, path.Clean(f))
 	}
-	return nil
+	return string(b)
 }
 
-// pathID returns the id of a path, adding it when new. Ids found or created in this
-// transaction reach the shared cache only after it commits.
-func (w *writer) pathID(p string) (int64, error) {
-	if id, ok := w.newPaths[p]; ok {
-		return id, nil
+func appendMeta(b []byte, prefix, value string) []byte {
+	if len(b) > 0 {
+		b = append(b, ' ')
 	}
-	w.db.pathMu.Lock()
-	id, ok := w.db.paths[p]
-	w.db.pathMu.Unlock()
-	if ok {
-		return id, nil
-	}
-	err := w.queryRow(`SELECT id FROM paths WHERE path = ?`, p).Scan(&id)
-	if errors.Is(err, sql.ErrNoRows) {
-		var res sql.Result
-		if res, err = w.exec(`INSERT INTO paths (path) VALUES (?)`, p); err == nil {
-			id, err = res.LastInsertId()
-		}
-	}
-	if err != nil {
-		return 0, err
-	}
-	w.newPaths[p] = id
-	return id, nil
+	return append(b, metaTerm(prefix, value)...)
 }
 
-// deleteDocs removes every doc of a session (index rows, files, doc rows).
+// metaTerm is the filter term for one value.
+func metaTerm(prefix, value string) string {
+	h := fnv.New64a()
+	h.Write([]byte(value))
+	return fmt.Sprintf("%s%016x", prefix, h.Sum64())
+}
+
+// deleteDocs removes every doc of a session (index rows and doc rows).
 func deleteDocs(ctx context.Context, tx *sql.Tx, session int64) error {
 	for _, q := range []string{
 		`DELETE FROM fts WHERE rowid IN (SELECT id FROM docs WHERE session = ?)`,
-		`DELETE FROM doc_files WHERE doc IN (SELECT id FROM docs WHERE session = ?)`,
 		`DELETE FROM docs WHERE session = ?`,
 	} {
 		if _, err := tx.ExecContext(ctx, q, session); err != nil {

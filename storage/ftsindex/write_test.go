@@ -64,13 +64,28 @@ func TestIndexUpdatesSessionMetadata(t *testing.T) {
 	ix := openTest(t, "")
 	s := sess("m")
 	feed(t, ix, s, doc("m", 1, "user", "hello"))
-	s.Name, s.WorkingDir = "renamed", "/moved"
+	// A new name is taken as is.
+	s.Name = "renamed"
 	if _, err := ix.Index(t.Context(), Batch{Session: s, From: 2, Through: 2}); err != nil {
 		t.Fatal(err)
 	}
-	res, _ := ix.Search(t.Context(), Query{Match: mustParse(t, "hello"), WorkingDir: "/moved"})
+	res, _ := ix.Search(t.Context(), Query{Match: mustParse(t, "hello"), WorkingDir: "/w/m"})
 	if len(res.Hits) != 1 || res.Hits[0].SessionName != "renamed" {
 		t.Fatalf("hits %+v", res.Hits)
+	}
+	// A new working directory is in every doc's filter terms: the session starts over, and
+	// the progress tells the caller to feed it from the start.
+	s.WorkingDir = "/moved"
+	p, err := ix.Index(t.Context(), Batch{Session: s, From: 3, Through: 3})
+	if err != nil || p[0].Through != 0 {
+		t.Fatalf("progress %+v, %v; want 0", p, err)
+	}
+	feed(t, ix, s, doc("m", 1, "user", "hello"))
+	if got := search(t, ix, Query{Match: mustParse(t, "hello"), WorkingDir: "/moved"}); len(got) != 1 {
+		t.Fatalf("after the move: %v", got)
+	}
+	if got := search(t, ix, Query{Match: mustParse(t, "hello"), WorkingDir: "/w/m"}); len(got) != 0 {
+		t.Fatalf("old directory still finds: %v", got)
 	}
 }
 
