@@ -74,29 +74,69 @@ func ellipsis(b bool) string {
 	return ""
 }
 
-// findSpans lists the occurrences of q's Include terms in text, in text order.
+// findSpans lists the occurrences of q's Include terms in text, in text order. It runs
+// once over the text without allocating per term: each term is looked up among the query's
+// terms as it is lowered, and phrases are then matched on those ids.
 func findSpans(text string, q *Query) []span {
 	if q == nil || len(q.Include) == 0 {
 		return nil
 	}
-	toks := Tokenize(text)
-	terms := make([]string, len(toks))
-	for i, t := range toks {
-		terms[i] = t.Term
+	// ids of the exact terms the query needs; prefixes (at most MaxQueryTerms) as bits.
+	ids := map[string]int32{}
+	var prefixes []string
+	for _, t := range q.Include {
+		for j, term := range t.Terms {
+			if j == len(t.Terms)-1 && t.Prefix {
+				prefixes = append(prefixes, term)
+			} else if _, ok := ids[term]; !ok {
+				ids[term] = int32(len(ids))
+			}
+		}
+	}
+	var toks []tok
+	var buf []byte
+	scan(text, func(start, end int) {
+		var ok bool
+		if buf, ok = appendLower(buf[:0], text[start:end]); !ok {
+			return
+		}
+		t := tok{start: start, end: end, id: -1}
+		if id, ok := ids[string(buf)]; ok {
+			t.id = id
+		}
+		for i, p := range prefixes {
+			if len(buf) >= len(p) && string(buf[:len(p)]) == p {
+				t.pre |= 1 << i
+			}
+		}
+		toks = append(toks, t)
+	})
+	// Each Include term as ids, its prefix (if any) as a bit number.
+	want := make([][]int32, len(q.Include))
+	bit := make([]int, len(q.Include))
+	pi := 0
+	for k, t := range q.Include {
+		for j, term := range t.Terms {
+			if j == len(t.Terms)-1 && t.Prefix {
+				bit[k] = pi
+				pi++
+			} else {
+				want[k] = append(want[k], ids[term])
+			}
+		}
 	}
 	var spans []span
-	for i := range terms {
+	for i := range toks {
 		for k, t := range q.Include {
-			if t.matchAt(terms, i) {
-				spans = append(spans, span{start: toks[i].Start, end: toks[i+len(t.Terms)-1].End, term: k})
+			if n := len(t.Terms); i+n <= len(toks) && matchIDs(t, toks[i:i+n], want[k], bit[k]) {
+				spans = append(spans, span{start: toks[i].start, end: toks[i+n-1].end, term: k})
 			}
 		}
 		if len(spans) >= maxSpans {
 			break
 		}
 	}
-	// Rune offsets, counted once along the text (spans are ordered by start; ends may
-	// interleave, so count them separately).
+	// Rune offsets, counted once along the text (spans are ordered by start).
 	pos, runes := 0, 0
 	for i := range spans {
 		runes += utf8.RuneCountInString(text[pos:spans[i].start])
@@ -105,6 +145,24 @@ func findSpans(text string, q *Query) []span {
 		spans[i].rend = runes + utf8.RuneCountInString(text[spans[i].start:spans[i].end])
 	}
 	return spans
+}
+
+// tok is a term of the text as findSpans sees it.
+type tok struct {
+	start, end int
+	id         int32  // the exact query term it is, or -1
+	pre        uint64 // bit i: it starts with the query's i-th prefix
+}
+
+// matchIDs reports whether toks (as many as t has terms) match t: the exact terms by their
+// ids (want), a last prefix term by its bit.
+func matchIDs(t Term, toks []tok, want []int32, bit int) bool {
+	for j := range want {
+		if toks[j].id != want[j] {
+			return false
+		}
+	}
+	return !t.Prefix || toks[len(want)].pre&(1<<bit) != 0
 }
 
 // bestWindow picks the byte range [start, end) covering a run of spans no longer than limit

@@ -120,3 +120,13 @@ func BenchmarkSnippet(b *testing.B) {
 		Snippet(text, q)
 	}
 }
+
+func BenchmarkSnippetToolOutput(b *testing.B) {
+	// A 100 KB tool output with the match near the end, as a file read would be.
+	text := strings.Repeat("func handler(w http.ResponseWriter, r *http.Request) {\n\tlog.Printf(\"request %s\", r.URL)\n}\n", 1100) + " parseConfig(path) " + strings.Repeat("x ", 100)
+	q, _ := Parse("parseconfig path")
+	b.SetBytes(int64(len(text)))
+	for b.Loop() {
+		Snippet(text, q)
+	}
+}
