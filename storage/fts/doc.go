@@ -12,6 +12,9 @@
 //   - Snippet extraction: plain text of at most 300 characters around the best match, cut
 //     from a document's text (which the store, not the index, keeps).
 //   - Doc, what an index receives for one stored record.
+//   - The PostgreSQL encoding of the token model: TSVector and Query.TSQuery build tsvector
+//     and tsquery literals from the same terms (checked against a real server by
+//     TestPostgresOracle when SESSIONMEM_TEST_POSTGRES is set).
 //
 // # Token model
 //
@@ -45,5 +48,5 @@
 // # Imports
 //
 // Standard library only. Backends (storage/ftsindex for the local store, storage/postgres)
-// translate a Query into their own syntax; nothing here knows SQL.
+// run the queries; nothing here talks to a database.
 package fts

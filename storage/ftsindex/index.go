@@ -11,7 +11,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"time"
 
 	"modernc.org/sqlite"
@@ -173,6 +172,9 @@ func (db *database) close() error {
 // openNewest opens the newest database file in the directory, or creates one when there is
 // none or it cannot be used (damaged, older format). skip names a file known to be bad.
 func (ix *Index) openNewest(ctx context.Context, skip string) (*database, error) {
+	if err := os.MkdirAll(ix.dir, 0o700); err != nil { // removed with everything in it
+		return nil, fmt.Errorf("open search index: %w", err)
+	}
 	for attempt := 0; ; attempt++ {
 		names, err := ix.list()
 		if err != nil {
@@ -423,16 +425,4 @@ func classify(err error) error {
 // escapePath makes a file name safe inside a file: URI.
 func escapePath(p string) string {
 	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(p)
-}
-
-func statID(path string) (dev, ino uint64, err error) {
-	fi, err := os.Stat(path)
-	if err != nil {
-		return 0, 0, err
-	}
-	st, ok := fi.Sys().(*syscall.Stat_t)
-	if !ok {
-		return 0, 0, fmt.Errorf("stat %s: no inode", path)
-	}
-	return uint64(st.Dev), st.Ino, nil
 }

@@ -217,3 +217,21 @@ func TestCorruptPagesReported(t *testing.T) {
 		t.Fatalf("after Reset: %v", err)
 	}
 }
+
+// TestDirectoryRemovedWhileOpen: the whole search directory removed (rm -rf) while an
+// Index uses it; the next call recreates it.
+func TestDirectoryRemovedWhileOpen(t *testing.T) {
+	dir := filepath.Join(t.TempDir(), "search")
+	ix := openTest(t, dir)
+	feed(t, ix, sess("s"), doc("s", 1, "user", "doomed"))
+	if err := os.RemoveAll(dir); err != nil {
+		t.Fatal(err)
+	}
+	feed(t, ix, sess("s"), doc("s", 1, "user", "phoenix"))
+	if got := search(t, ix, Query{Match: mustParse(t, "phoenix")}); len(got) != 1 {
+		t.Fatalf("%v", got)
+	}
+	if files := dbFiles(t, dir); len(files) != 1 {
+		t.Fatalf("files %v", files)
+	}
+}
