@@ -184,7 +184,7 @@ func (ix *Index) openNewest(ctx context.Context, skip string) (*database, error)
 			if attempt > 8 {
 				return nil, fmt.Errorf("open search index in %s: gave up after %d new files", ix.dir, attempt)
 			}
-			if _, err := ix.create(); err != nil {
+			if _, err := ix.create(ctx); err != nil {
 				return nil, err
 			}
 			continue
@@ -243,25 +243,73 @@ func fileStamp(name string) (int64, bool) {
 	return n, err == nil && n > 0
 }
 
-// create makes a new, empty database file named after the current time; O_EXCL makes the
-// name unique even when two processes create one at the same moment. The file is closed
-// before SQLite opens it: a POSIX lock belongs to the process, and closing any descriptor of
-// the file drops all of the process's locks on it.
-func (ix *Index) create() (string, error) {
-	for {
-		name := fmt.Sprintf("%s%d%s", filePrefix, time.Now().UnixNano(), fileSuffix)
-		f, err := os.OpenFile(filepath.Join(ix.dir, name), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+// create makes a new, empty index database, complete with its schema, and returns its file
+// name (fts-<unix nanoseconds>.db). It is built under a temporary name and linked into place
+// (link fails if the name exists, so two processes never share a name), so no process ever
+// opens a half-made index, and incremental auto-vacuum, which only a new file can take,
+// is always set.
+func (ix *Index) create(ctx context.Context) (string, error) {
+	stamp := time.Now().UnixNano()
+	tmp := filepath.Join(ix.dir, fmt.Sprintf("%s%d%s", tmpPrefix, stamp, tmpSuffix))
+	defer removeDB(tmp)
+	if err := initFile(ctx, tmp); err != nil {
+		return "", fmt.Errorf("create search index: %w", err)
+	}
+	for ; ; stamp++ {
+		name := fmt.Sprintf("%s%d%s", filePrefix, stamp, fileSuffix)
+		err := os.Link(tmp, filepath.Join(ix.dir, name))
 		if errors.Is(err, os.ErrExist) {
 			continue
 		}
 		if err != nil {
 			return "", fmt.Errorf("create search index: %w", err)
 		}
-		return name, f.Close()
+		return name, nil
 	}
 }
 
-// removeOlder deletes the database files older than keep (with their -wal and -shm).
+const tmpPrefix, tmpSuffix = ".fts-", ".tmp"
+
+// initFile creates a database at path with the current schema and closes it (its WAL is
+// checkpointed and removed on close).
+func initFile(ctx context.Context, path string) error {
+	// _auto_vacuum is applied before journal_mode fixes the file header: incremental
+	// auto-vacuum lets Optimize give back the pages merges free (a merge writes the new
+	// segment before freeing the old ones, so without it the file only grows).
+	db, err := sql.Open("sqlite", "file:"+escapePath(path)+"?_auto_vacuum=INCREMENTAL&_pragma=journal_mode(WAL)&_txlock=immediate")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, stmt := range schema {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion)); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	return db.Close()
+}
+
+// removeDB deletes a database file and its -wal and -shm files; the -wal and -shm first: a
+// database without them is a consistent (if older) database for anyone who opens it
+// meanwhile, the reverse would not be.
+func removeDB(path string) {
+	os.Remove(path + "-wal")
+	os.Remove(path + "-shm")
+	os.Remove(path)
+}
+
+// removeOlder deletes the database files older than keep, and temporary files a crash left.
 func (ix *Index) removeOlder(keep string) {
 	names, err := ix.list()
 	if err != nil {
@@ -270,12 +318,15 @@ func (ix *Index) removeOlder(keep string) {
 	k, _ := fileStamp(keep)
 	for _, n := range names {
 		if s, _ := fileStamp(n); s < k {
-			p := filepath.Join(ix.dir, n)
-			// The -wal and -shm first: a database without them is a consistent (if older)
-			// database for anyone who opens it meanwhile; the reverse would not be.
-			os.Remove(p + "-wal")
-			os.Remove(p + "-shm")
-			os.Remove(p)
+			removeDB(filepath.Join(ix.dir, n))
+		}
+	}
+	tmps, _ := filepath.Glob(filepath.Join(ix.dir, tmpPrefix+"*"+tmpSuffix))
+	for _, t := range tmps {
+		var stamp int64
+		name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(t), tmpPrefix), tmpSuffix)
+		if stamp, err = strconv.ParseInt(name, 10, 64); err == nil && time.Since(time.Unix(0, stamp)) > time.Minute {
+			removeDB(t)
 		}
 	}
 }
@@ -303,7 +354,7 @@ func (ix *Index) openFile(ctx context.Context, name string) (*database, error) {
 	r.SetMaxOpenConns(ix.opts.ReadConns)
 	r.SetMaxIdleConns(ix.opts.ReadConns)
 	db := &database{name: name, path: path, dev: dev, ino: ino, w: w, r: r}
-	if err := db.initSchema(ctx); err != nil {
+	if err := db.checkVersion(ctx); err != nil {
 		db.close()
 		return nil, err
 	}
@@ -341,8 +392,9 @@ var schema = []string{
 	`CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, meta, content='', contentless_delete=1, tokenize="ascii tokenchars '_'", detail=full)`,
 }
 
-// initSchema checks the database's version and creates the schema in a new one.
-func (db *database) initSchema(ctx context.Context) error {
+// checkVersion checks the database's format version. Index files are created complete
+// (create), so version 0 means a file that is not ours or was damaged.
+func (db *database) checkVersion(ctx context.Context) error {
 	var v int
 	if err := db.r.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
 		return classify(fmt.Errorf("read search index version: %w", err))
@@ -355,38 +407,7 @@ func (db *database) initSchema(ctx context.Context) error {
 	case v > 0:
 		return fmt.Errorf("%w: version %d", errOlderFormat, v)
 	}
-	// Version 0: new, or being created by another process right now. The IMMEDIATE
-	// transaction serialises creators; the second finds the version set.
-	tx, err := db.w.BeginTx(ctx, nil)
-	if err != nil {
-		return classify(fmt.Errorf("create search index: %w", err))
-	}
-	defer tx.Rollback()
-	if err := tx.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
-		return classify(fmt.Errorf("create search index: %w", err))
-	}
-	if v != 0 {
-		tx.Rollback()
-		return db.initSchema(ctx)
-	}
-	var n int
-	if err := tx.QueryRowContext(ctx, `SELECT count(*) FROM sqlite_schema`).Scan(&n); err != nil {
-		return classify(fmt.Errorf("create search index: %w", err))
-	}
-	if n != 0 {
-		// Tables without a version: not a file of ours, or a creation that crashed in the
-		// middle (impossible with one transaction, but cheap to treat as damage).
-		return fmt.Errorf("%w: %s has tables but no version", ErrCorrupt, db.path)
-	}
-	for _, stmt := range schema {
-		if _, err := tx.ExecContext(ctx, stmt); err != nil {
-			return classify(fmt.Errorf("create search index: %w", err))
-		}
-	}
-	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion)); err != nil {
-		return classify(fmt.Errorf("create search index: %w", err))
-	}
-	return classify(tx.Commit())
+	return fmt.Errorf("%w: %s has no version", ErrCorrupt, db.path)
 }
 
 // Reset replaces the index by an empty one, in every process sharing the directory (each
@@ -398,7 +419,7 @@ func (ix *Index) Reset(ctx context.Context) error {
 	if ix.closed {
 		return ErrClosed
 	}
-	if _, err := ix.create(); err != nil {
+	if _, err := ix.create(ctx); err != nil {
 		return err
 	}
 	db, err := ix.openNewest(ctx, "")

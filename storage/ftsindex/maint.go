@@ -107,16 +107,36 @@ func (ix *Index) Verify(ctx context.Context) error {
 	return nil
 }
 
-// Optimize merges the full-text index into one segment: smaller and faster to search. Worth
-// running after a full rebuild; it rewrites the whole index, so not on every save.
+// Optimize merges the full-text index into one segment and gives the freed pages back to
+// the file system: smaller and faster to search. Worth running after a full rebuild; it
+// rewrites the whole index (one write transaction), so not on every save.
 func (ix *Index) Optimize(ctx context.Context) error {
 	db, release, err := ix.acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer release()
-	return db.write(ctx, func(tx *sql.Tx) error {
+	err = db.write(ctx, func(tx *sql.Tx) error {
 		_, err := tx.ExecContext(ctx, `INSERT INTO fts(fts) VALUES ('optimize')`)
 		return err
 	})
+	if err != nil {
+		return err
+	}
+	return db.vacuum(ctx)
+}
+
+// vacuum returns free pages to the file system (incremental auto-vacuum) and truncates the
+// WAL, so that the file's size is the index's.
+func (db *database) vacuum(ctx context.Context) error {
+	conn, err := db.w.Conn(ctx)
+	if err != nil {
+		return classify(err)
+	}
+	defer conn.Close()
+	if _, err := conn.ExecContext(ctx, `PRAGMA incremental_vacuum`); err != nil {
+		return classify(err)
+	}
+	_, err = conn.ExecContext(ctx, `PRAGMA wal_checkpoint(TRUNCATE)`)
+	return classify(err)
 }

@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"testing"
 
 	_ "modernc.org/sqlite"
@@ -25,7 +26,7 @@ func TestOpenRebuildsDamagedIndex(t *testing.T) {
 	tests := []struct {
 		name   string
 		damage func(t *testing.T, file string)
-		reuse  bool // the damaged file may serve again (an empty file is a new database)
+		reuse  bool // the damaged file may serve again
 	}{
 		{"deleted", func(t *testing.T, file string) {
 			for _, suffix := range []string{"", "-wal", "-shm"} {
@@ -48,7 +49,7 @@ func TestOpenRebuildsDamagedIndex(t *testing.T) {
 			if err := os.Truncate(file, 0); err != nil {
 				t.Fatal(err)
 			}
-		}, true},
+		}, false},
 		{"older format", func(t *testing.T, file string) {
 			// This release pretends to be the next one, to which the file is old.
 			schemaVersion = SchemaVersion + 1
@@ -96,6 +97,12 @@ func TestOpenRebuildsDamagedIndex(t *testing.T) {
 			}
 			if err := ix.Verify(t.Context()); err != nil {
 				t.Fatal(err)
+			}
+			entries, _ := os.ReadDir(dir)
+			for _, e := range entries {
+				if !strings.HasPrefix(e.Name(), filePrefix) {
+					t.Fatalf("stray file %s", e.Name())
+				}
 			}
 		})
 	}
