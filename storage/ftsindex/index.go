@@ -252,6 +252,15 @@ func (ix *Index) create(ctx context.Context) (string, error) {
 	stamp := time.Now().UnixNano()
 	tmp := filepath.Join(ix.dir, fmt.Sprintf("%s%d%s", tmpPrefix, stamp, tmpSuffix))
 	defer removeDB(tmp)
+	// Made empty first, 0600: SQLite keeps a new file's mode from the umask (0644 here) and
+	// gives the -wal and -shm files the database's.
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("create search index: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("create search index: %w", err)
+	}
 	if err := initFile(ctx, tmp); err != nil {
 		return "", fmt.Errorf("create search index: %w", err)
 	}

@@ -103,6 +103,9 @@ func TestOpenRebuildsDamagedIndex(t *testing.T) {
 				if !strings.HasPrefix(e.Name(), filePrefix) {
 					t.Fatalf("stray file %s", e.Name())
 				}
+				if fi, _ := e.Info(); fi.Mode().Perm() != 0o600 {
+					t.Fatalf("%s has mode %v, want 0600", e.Name(), fi.Mode())
+				}
 			}
 		})
 	}

@@ -392,6 +392,31 @@ func (ix *Index) DeleteSession(ctx context.Context, id string, created time.Time
 	})
 }
 
+// ForgetSession removes a session's docs and progress without a tombstone, so that it can be
+// fed again from seq 1: for a session whose store history no longer matches the index (say,
+// restored from a backup to an older state, when Progress.Through exceeds its last seq).
+func (ix *Index) ForgetSession(ctx context.Context, id string) error {
+	db, release, err := ix.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return db.write(ctx, func(tx *sql.Tx) error {
+		var sid int64
+		switch err := tx.QueryRowContext(ctx, `SELECT id FROM sessions WHERE sid = ?`, id).Scan(&sid); {
+		case errors.Is(err, sql.ErrNoRows):
+			return nil
+		case err != nil:
+			return err
+		}
+		if err := deleteDocs(ctx, tx, sid); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, sid)
+		return err
+	})
+}
+
 // Progress returns how far a session is indexed (zero Through when it is not).
 func (ix *Index) Progress(ctx context.Context, id string) (Progress, error) {
 	db, release, err := ix.acquire(ctx)

@@ -163,6 +163,20 @@ func TestDeleteSession(t *testing.T) {
 	if st, _ := ix.Stats(ctx); st.Docs != 2 {
 		t.Fatalf("docs %d, want 2", st.Docs)
 	}
+	// Forgetting a session drops its docs and progress but leaves no tombstone.
+	if err := ix.ForgetSession(ctx, "a"); err != nil {
+		t.Fatal(err)
+	}
+	if pr, _ := ix.Progress(ctx, "a"); pr.Through != 0 || pr.Deleted {
+		t.Fatalf("after ForgetSession: %+v", pr)
+	}
+	feed(t, ix, a3, doc("a", 1, "user", "fed again"))
+	if got := search(t, ix, Query{Match: mustParse(t, "fed")}); len(got) != 1 {
+		t.Fatalf("after ForgetSession and feeding: %v", got)
+	}
+	if err := ix.ForgetSession(ctx, "unknown"); err != nil {
+		t.Fatal(err)
+	}
 	// Deleting an unknown session is fine.
 	if err := ix.DeleteSession(ctx, "never", t0); err != nil {
 		t.Fatal(err)
