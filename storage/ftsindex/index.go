@@ -28,13 +28,13 @@ var (
 	// ErrNewerFormat is returned by Open when the newest index in the directory was written
 	// by a newer sessionmem: rebuilding it would downgrade it under that newer version.
 	ErrNewerFormat = errors.New("search index has a newer format")
-	// ErrCorrupt wraps SQLite's report that the database is damaged. Call Reset, then feed
-	// the index again from the store.
+	// ErrCorrupt wraps SQLite's report that the database is damaged (from any call, and from
+	// Verify). Call Reset, then feed the index again from the store.
 	ErrCorrupt = errors.New("search index is damaged")
 	// ErrClosed is returned by calls on a closed Index.
 	ErrClosed = errors.New("search index is closed")
-	// ErrInvalid is wrapped by Search for a query it cannot run (bad limit, cursor or filter);
-	// the message says what to fix.
+	// ErrInvalid is wrapped by Search for a query it cannot run (bad limit, cursor or filter)
+	// and by Index for a malformed batch; the message says what to fix.
 	ErrInvalid = errors.New("invalid search")
 )
 
@@ -176,14 +176,14 @@ func (ix *Index) openNewest(ctx context.Context, skip string) (*database, error)
 		return nil, fmt.Errorf("open search index: %w", err)
 	}
 	for attempt := 0; ; attempt++ {
+		if attempt > 8 { // files vanishing or failing faster than they are made
+			return nil, fmt.Errorf("open search index in %s: gave up after %d attempts", ix.dir, attempt)
+		}
 		names, err := ix.list()
 		if err != nil {
 			return nil, err
 		}
 		if len(names) == 0 || names[len(names)-1] == skip {
-			if attempt > 8 {
-				return nil, fmt.Errorf("open search index in %s: gave up after %d new files", ix.dir, attempt)
-			}
 			if _, err := ix.create(ctx); err != nil {
 				return nil, err
 			}

@@ -244,7 +244,7 @@ func ftsExpr(ctx context.Context, tx *sql.Tx, q Query) (string, bool, error) {
 		meta = append(meta, quote(metaTerm(metaSession, q.SessionID)))
 	}
 	if q.WorkingDir != "" {
-		meta = append(meta, quote(metaTerm(metaDir, q.WorkingDir)))
+		meta = append(meta, quote(metaTerm(metaDir, normDir(q.WorkingDir))))
 	}
 	if q.Role != "" {
 		meta = append(meta, quote(metaTerm(metaRole, q.Role)))
@@ -264,7 +264,7 @@ func ftsExpr(ctx context.Context, tx *sql.Tx, q Query) (string, bool, error) {
 			var pairs []string
 			for _, wd := range dirs {
 				if path.IsAbs(wd) {
-					pairs = append(pairs, "("+quote(metaTerm(metaDir, wd))+" AND "+quote(metaTerm(metaFile, path.Join(wd, rel)))+")")
+					pairs = append(pairs, "("+quote(metaTerm(metaDir, normDir(wd)))+" AND "+quote(metaTerm(metaFile, path.Join(wd, rel)))+")")
 				}
 			}
 			if len(pairs) == 0 {

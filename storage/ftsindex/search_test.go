@@ -170,6 +170,7 @@ func TestSearchFilters(t *testing.T) {
 		{"no filter", Query{Match: w}, []string{"p1-e1", "p1-e2", "p1-e3", "p2-e1", "p2-e4"}},
 		{"working_dir", Query{Match: w, WorkingDir: "/home/me/proj"}, []string{"p1-e1", "p1-e2", "p1-e3"}},
 		{"working_dir unknown", Query{Match: w, WorkingDir: "/nowhere"}, nil},
+		{"working_dir with trailing slash", Query{Match: w, WorkingDir: "/home/me/proj/"}, []string{"p1-e1", "p1-e2", "p1-e3"}},
 		{"session_id", Query{Match: w, SessionID: "p2"}, []string{"p2-e1", "p2-e4"}},
 		{"role", Query{Match: w, Role: "assistant"}, []string{"p1-e2", "p2-e4"}},
 		{"kind summary", Query{Match: w, Kind: fts.KindSummary}, nil},

@@ -8,6 +8,7 @@ import (
 	"hash/fnv"
 	"path"
 	"runtime"
+	"strings"
 	"sync"
 	"time"
 
@@ -22,9 +23,11 @@ type Session struct {
 	// indexed one means the session was deleted and created again, and replaces it.
 	Created time.Time
 	// WorkingDir (absolute) serves the working_dir filter and resolves relative file
-	// filters; Name is returned with hits. Both are updated by every Batch.
+	// filters. It is in every doc's filter terms, so a Batch with another WorkingDir
+	// restarts the session like a new Created (progress 0: feed it again from seq 1).
 	WorkingDir string
-	Name       string
+	// Name is returned with hits; every Batch updates it.
+	Name string
 }
 
 // Batch is what a store hands the index for one session: the docs among the records
@@ -237,7 +240,7 @@ func (w *writer) batch(b Batch, bodies []string) (Progress, error) {
 		}
 	case err != nil:
 		return p, err
-	case oldCreated != created || oldDir != s.WorkingDir:
+	case oldCreated != created || normDir(oldDir) != normDir(s.WorkingDir):
 		// The id was deleted and created again: the old incarnation's docs go. A changed
 		// working directory is treated alike: it is in every doc's filter terms.
 		if err := deleteDocs(w.ctx, w.tx, id); err != nil {
@@ -328,7 +331,7 @@ const (
 func metaTerms(s Session, d fts.Doc) string {
 	b := make([]byte, 0, 20*(4+len(d.Files)))
 	b = appendMeta(b, metaSession, s.ID)
-	b = appendMeta(b, metaDir, s.WorkingDir)
+	b = appendMeta(b, metaDir, normDir(s.WorkingDir))
 	b = appendMeta(b, metaRole, d.Role)
 	b = appendMeta(b, metaKind, d.Kind)
 	for _, f := range d.Files {
@@ -342,6 +345,14 @@ func appendMeta(b []byte, prefix, value string) []byte {
 		b = append(b, ' ')
 	}
 	return append(b, metaTerm(prefix, value)...)
+}
+
+// normDir drops trailing separators from a working directory, as memory compares them.
+func normDir(dir string) string {
+	if d := strings.TrimRight(dir, `/\`); d != "" || dir == "" {
+		return d
+	}
+	return dir[:1] // the root
 }
 
 // metaTerm is the filter term for one value.
