@@ -27,7 +27,7 @@ type Queue struct {
 	flushed *sync.Cond    // signalled after each flush; guarded by mu
 	gen     uint64        // batches added so far (counter)
 	done    uint64        // batches indexed (or dropped) so far
-	urgent  bool          // a Flush waits: do not wait for company
+	want    uint64        // a Flush waits for gen to reach this: do not wait for company
 	closed  bool
 	stopped chan struct{}
 }
@@ -68,15 +68,21 @@ func (q *Queue) Add(batches ...Batch) error {
 		q.mu.Unlock()
 		return ErrClosed
 	}
+	wasEmpty := len(q.pending) == 0
 	for _, b := range batches {
 		q.pending = append(q.pending, b)
 		q.docs += len(b.Docs)
 	}
 	q.gen += uint64(len(batches))
-	// Under the lock: Close closes wake under it, and a send on a closed channel panics.
-	select {
-	case q.wake <- struct{}{}:
-	default:
+	// Wake the indexer only when it has something new to time (the first batch since the
+	// last flush) or must not wait (MaxDocs): waking a goroutine costs about ten times the
+	// rest of Add. Under the lock: Close closes wake under it, and a send on a closed
+	// channel panics.
+	if wasEmpty || q.docs >= q.opts.MaxDocs {
+		select {
+		case q.wake <- struct{}{}:
+		default:
+		}
 	}
 	q.mu.Unlock()
 	return nil
@@ -91,7 +97,7 @@ func (q *Queue) Flush(ctx context.Context) error {
 	q.mu.Lock()
 	target := q.gen
 	if q.done < target && !q.closed {
-		q.urgent = true
+		q.want = max(q.want, target)
 		select {
 		case q.wake <- struct{}{}:
 		default:
@@ -144,7 +150,7 @@ func (q *Queue) run() {
 	wait:
 		for ok {
 			q.mu.Lock()
-			full := q.docs >= q.opts.MaxDocs || q.urgent
+			full := q.docs >= q.opts.MaxDocs || q.want > q.done
 			q.mu.Unlock()
 			if full {
 				break
@@ -168,7 +174,7 @@ func (q *Queue) run() {
 func (q *Queue) flush() {
 	q.mu.Lock()
 	batches, n := q.pending, uint64(len(q.pending))
-	q.pending, q.docs, q.urgent = nil, 0, false
+	q.pending, q.docs = nil, 0
 	q.mu.Unlock()
 	if len(batches) > 0 {
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
