@@ -87,3 +87,23 @@ func BenchmarkBuildPrompt(b *testing.B) {
 		BuildPrompt(Request{History: path, MaxInputTokens: 20000})
 	}
 }
+
+// BenchmarkUpdateLedger measures building the ledger of a whole session (the cost a compaction
+// adds on top of its summarizer), and fitting it to its budget.
+func BenchmarkUpdateLedger(b *testing.B) {
+	for _, name := range []string{"pi-before-compaction.jsonl", "cc-8463c716-a2ea-4c14-9efa-87158ebd9f20.jsonl"} {
+		b.Run(name, func(b *testing.B) {
+			path := loadCorpus(b, name)
+			size := 0
+			for _, e := range path {
+				size += len(e.Message) + len(e.Summary)
+			}
+			b.SetBytes(int64(size))
+			b.ReportAllocs()
+			for b.Loop() {
+				l := UpdateLedger(nil, path, "")
+				l.Fit(LedgerMaxTokens)
+			}
+		})
+	}
+}

@@ -72,11 +72,19 @@ type Cut struct {
 type Request struct {
 	History         []Entry // entries to fold into the summary (may be empty)
 	TurnPrefix      []Entry // early part of a split turn (may be empty)
-	PreviousSummary string  // previous compaction's summary text without the file tags, "" if none
+	PreviousSummary string  // previous compaction's summary text without the file and ledger blocks, "" if none
 	Instructions    string  // optional "additional focus" from the user
 	ReadFiles       []string
 	ModifiedFiles   []string
 	MaxInputTokens  int // 0: no cap; otherwise the serialized input is trimmed (oldest first) to fit
+	// Ledger is the durable-facts ledger the compaction will store, this request's facts
+	// included (see UpdateLedger); nil when the caller keeps none. Prompts show it to the model
+	// and ask it not to repeat it; the extractive summarizer leaves out what it holds.
+	Ledger *Ledger
+	// MaxSummaryTokens caps the summary text (0: SummaryMaxTokens): the prose budget left by
+	// the file lists and the ledger (ProseBudget). Prompts state it and ask a model for no
+	// more; callers still cut longer answers with FitProse.
+	MaxSummaryTokens int
 }
 
 // Summarizer writes a summary. Implementations must honour ctx cancellation.

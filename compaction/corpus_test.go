@@ -1,6 +1,7 @@
 package compaction
 
 import (
+	"slices"
 	"strings"
 	"testing"
 )
@@ -69,6 +70,45 @@ func TestCorpusExtractive(t *testing.T) {
 			t.Parallel()
 			path := loadCorpus(t, name)
 			checkExtractiveFilled(t, path, allowedEmpty(path))
+		})
+	}
+}
+
+// TestCorpusLedger builds the ledger of each whole corpus transcript: it fits its budget,
+// reads back from its blocks unchanged, and every constraint and value is the user's own text.
+func TestCorpusLedger(t *testing.T) {
+	for _, name := range corpusFiles {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			path := loadCorpus(t, name)
+			var users strings.Builder
+			for _, m := range parseWindow(path).msgs {
+				if m.role == "user" {
+					users.WriteString(strings.Join(strings.Fields(strings.ReplaceAll(m.raw, "**", "")), " ") + "\n")
+				}
+			}
+			l := UpdateLedger(nil, path, "")
+			before := len(l.Constraints) + len(l.Values) + len(l.Commands) + len(l.Errors)
+			l.Fit(LedgerMaxTokens)
+			if n := EstimateText(l.Render()); n > LedgerMaxTokens {
+				t.Errorf("ledger is %d tokens", n)
+			}
+			after := len(l.Constraints) + len(l.Values) + len(l.Commands) + len(l.Errors)
+			if after+l.Dropped.Total() != before {
+				t.Errorf("%d facts, %d kept, %d counted as dropped", before, after, l.Dropped.Total())
+			}
+			back, ok := LedgerFromSummary(AppendLedger("prose", &l))
+			if !ok || back.Render() != l.Render() {
+				t.Errorf("the ledger does not read back from its blocks")
+			}
+			for _, n := range append(slices.Clone(l.Constraints), l.Values...) {
+				text := strings.TrimSuffix(strings.Join(strings.Fields(n.Text), " "), "…")
+				if !strings.Contains(users.String(), text) {
+					t.Errorf("%q is not the user's text", n.Text)
+				}
+			}
+			t.Logf("%d tokens: %d constraints, %d values, %d commands, %d errors; dropped %+v",
+				EstimateText(l.Render()), len(l.Constraints), len(l.Values), len(l.Commands), len(l.Errors), l.Dropped)
 		})
 	}
 }

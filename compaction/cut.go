@@ -1,6 +1,10 @@
 package compaction
 
-import "github.com/tidwall/gjson"
+import (
+	"fmt"
+
+	"github.com/tidwall/gjson"
+)
 
 // toolInfo is what FindCut needs to know about one message.
 type toolInfo struct {
@@ -41,7 +45,24 @@ func scanTools(msg []byte) toolInfo {
 // a turn (not on a user message) is a split turn. Compaction entries are never cut points and
 // are not counted; the path's last entry being a compaction means nothing to do.
 func FindCut(path []Entry, keepRecentTokens int, prevFirstKept int) (cut Cut, ok bool) {
+	return FindCutWeighted(path, nil, keepRecentTokens, prevFirstKept)
+}
+
+// FindCutWeighted is FindCut measuring the kept part in weights[i] tokens per entry instead of
+// EstimateEntry (weights nil: EstimateEntry; otherwise len(weights) == len(path)). Pass the
+// weights of CalibratedWeights so that keepRecentTokens is counted in the same calibrated
+// tokens as context_tokens and should_compact: measured by characters alone, a session whose
+// reported usage is well above its character estimate could be told to compact and then find
+// nothing old enough to fold.
+func FindCutWeighted(path []Entry, weights []int, keepRecentTokens int, prevFirstKept int) (cut Cut, ok bool) {
 	n := len(path)
+	weight := func(i int) int { return EstimateEntry(path[i]) }
+	if weights != nil {
+		if len(weights) != n {
+			panic(fmt.Sprintf("compaction: FindCutWeighted with %d weights for %d entries", len(weights), n))
+		}
+		weight = func(i int) int { return weights[i] }
+	}
 	if keepRecentTokens <= 0 {
 		keepRecentTokens = DefaultKeepRecentTokens
 	}
@@ -92,7 +113,7 @@ func FindCut(path []Entry, keepRecentTokens int, prevFirstKept int) (cut Cut, ok
 	at, acc := -1, 0
 	for i := n - 1; i >= start; i-- {
 		if k := path[i].Kind; k == KindMessage || k == KindBranchSummary {
-			acc += EstimateEntry(path[i])
+			acc += weight(i)
 		}
 		if acc >= keepRecentTokens {
 			at = i

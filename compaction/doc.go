@@ -9,7 +9,15 @@
 //   - the summarizers behind the narrow Summarizer interface: Extractive (deterministic, no
 //     model), the OpenAI-compatible llm summarizer (NewLLM), and SummarizerFunc for callers
 //     that bring their own model (MCP sampling in mcpserver); Run drives a split-turn
-//     compaction through any of them.
+//     compaction through any of them;
+//   - the durable-facts ledger (UpdateLedger, Ledger): the user's instructions and values,
+//     commands with their last outcome and the errors still open, computed from the messages
+//     by rules, cumulative, bounded (Fit) and rendered as tagged blocks (Render,
+//     LedgerFromSummary);
+//   - the size bound of a stored summary (budget.go): SummaryBudgetTokens for prose, file
+//     blocks and ledger together, ProseBudget and FitProse;
+//   - calibrated cutting: CalibrationFactor and CalibratedWeights turn the character estimate
+//     into the calibrated tokens of context_tokens, and FindCutWeighted cuts in them.
 //
 // compaction reads messages as JSON in the contract's block form (with gjson); it does not
 // import memory, storage, fileops or mcpserver, and imports only prompts of this module.

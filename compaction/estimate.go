@@ -145,3 +145,37 @@ func ShouldCompact(contextTokens, window int) bool {
 // the call (gjson.GetBytes copies every result to be safe; on long paths that copying was most
 // of the cost). Callers must not modify msg while a view of it is in use.
 func view(msg []byte) string { return unsafe.String(unsafe.SliceData(msg), len(msg)) }
+
+// CalibrationFactor is how much the reported usage exceeds the character estimate for a
+// context: ContextTokensFrom(context, trustFrom) divided by the sum of EstimateEntry over
+// context (the entries a client sends: the latest summary, kept and newer entries). It is 1
+// when nothing reported usage or the context is empty. A factor below 1 (a provider that
+// reports fewer tokens than characters / 4 suggests) is returned as is: one accounting, either
+// way.
+func CalibrationFactor(context []Entry, trustFrom int) float64 {
+	est := 0
+	for _, e := range context {
+		est += EstimateEntry(e)
+	}
+	if est == 0 {
+		return 1
+	}
+	return float64(ContextTokensFrom(context, trustFrom)) / float64(est)
+}
+
+// CalibratedWeights returns each entry's EstimateEntry scaled by factor (<= 0: 1), rounded so
+// that running totals stay within one token of the exact product: the weights to give
+// FindCutWeighted so that it counts in the units of context_tokens.
+func CalibratedWeights(path []Entry, factor float64) []int {
+	if factor <= 0 {
+		factor = 1
+	}
+	w := make([]int, len(path))
+	exact, given := 0.0, 0
+	for i, e := range path {
+		exact += float64(EstimateEntry(e)) * factor
+		w[i] = int(exact+0.5) - given
+		given += w[i]
+	}
+	return w
+}

@@ -13,8 +13,11 @@ import (
 // the prefix half). Otherwise history and turn prefix form one conversation, summarized with
 // the update template when PreviousSummary is set and the first-summary template when not. The
 // conversation sits in <conversation> tags, the previous summary in <previous-summary>, and
-// Instructions follow as "Additional focus". With MaxInputTokens set, the oldest messages are
-// left out, with a note saying so, until system and user message fit.
+// Instructions follow as "Additional focus". Last comes the note of prompts.Facts: the ledger
+// (req.Ledger, in <recorded-facts>), which the model is told not to repeat, and the size limit
+// (req.MaxSummaryTokens, at most SummaryMaxTokens, or TurnPrefixMaxTokens for a turn prefix),
+// which is also Prompt.MaxTokens. With MaxInputTokens set, the oldest messages are left out,
+// with a note saying so, until system and user message fit.
 func BuildPrompt(req Request) Prompt {
 	prefixOnly := turnPrefixOnly(req)
 	entries := req.History
@@ -28,6 +31,18 @@ func BuildPrompt(req Request) Prompt {
 		previous = escapeTags(strings.TrimSpace(StripFileTags(req.PreviousSummary)))
 	}
 	focus := strings.TrimSpace(req.Instructions)
+	limit := SummaryMaxTokens
+	if prefixOnly {
+		limit = TurnPrefixMaxTokens
+	}
+	if req.MaxSummaryTokens > 0 {
+		limit = min(limit, req.MaxSummaryTokens)
+	}
+	recorded := ""
+	if !prefixOnly {
+		recorded = escapeTags(req.Ledger.Render())
+	}
+	note := prompts.Facts(recorded, limit)
 	render := func(conversation string) string {
 		var (
 			out string
@@ -45,7 +60,7 @@ func BuildPrompt(req Request) Prompt {
 			// The embedded templates are covered by tests; failing here is a programming error.
 			panic(fmt.Sprintf("compaction: render prompt: %v", err))
 		}
-		return out
+		return out + "\n\n" + note
 	}
 
 	paras := make([]string, 0, len(entries))
@@ -65,11 +80,7 @@ func BuildPrompt(req Request) Prompt {
 			conversation = trimOldest(paras, limit-fixed)
 		}
 	}
-	p := Prompt{System: system, User: render(conversation), Conversation: conversation, MaxTokens: SummaryMaxTokens}
-	if prefixOnly {
-		p.MaxTokens = TurnPrefixMaxTokens
-	}
-	return p
+	return Prompt{System: system, User: render(conversation), Conversation: conversation, MaxTokens: limit}
 }
 
 // trimOldest keeps the newest paragraphs that fit budget tokens, behind a note saying how many
@@ -102,12 +113,14 @@ func escapeTags(s string) string {
 var tagEscaper = strings.NewReplacer(
 	"</conversation>", `<\/conversation>`,
 	"</previous-summary>", `<\/previous-summary>`,
+	"</recorded-facts>", `<\/recorded-facts>`,
 )
 
-// StripFileTags removes the <read-files> and <modified-files> blocks the server appends to a
-// stored summary, so they are not fed back to a summarizer (and duplicated) next time.
+// StripFileTags removes the blocks the server appends to a stored summary, the
+// <read-files> and <modified-files> lists and the ledger's blocks (LedgerTags), wherever they
+// are, so they are not fed back to a summarizer (and duplicated) next time.
 func StripFileTags(summary string) string {
-	for _, tag := range []string{"read-files", "modified-files"} {
+	for _, tag := range append([]string{"read-files", "modified-files"}, LedgerTags...) {
 		for {
 			i := strings.Index(summary, "<"+tag+">")
 			if i < 0 {

@@ -40,6 +40,10 @@ func Run(ctx context.Context, s Summarizer, req Request) (string, error) {
 		return out, nil
 	}
 	if len(req.History) == 0 {
+		// The previous summary is carried over as it is; the prefix gets what it leaves.
+		if req.MaxSummaryTokens > 0 {
+			req.MaxSummaryTokens = max(req.MaxSummaryTokens-EstimateText(req.PreviousSummary)-joinTokens, req.MaxSummaryTokens/3, 1)
+		}
 		prefix, err := summarizePrefix(ctx, s, req)
 		if err != nil {
 			return "", err
@@ -47,6 +51,12 @@ func Run(ctx context.Context, s Summarizer, req Request) (string, error) {
 		return JoinSplitTurn(req.PreviousSummary, prefix), nil
 	}
 
+	// The two halves share the size budget: two thirds for the history, a third for the prefix.
+	prefixReq := req
+	if req.MaxSummaryTokens > 0 {
+		prefixReq.MaxSummaryTokens = max(req.MaxSummaryTokens/3, 1)
+		req.MaxSummaryTokens = max(req.MaxSummaryTokens-prefixReq.MaxSummaryTokens-joinTokens, 1)
+	}
 	ctx, cancel := context.WithCancel(ctx)
 	defer cancel()
 	var (
@@ -77,7 +87,7 @@ func Run(ctx context.Context, s Summarizer, req Request) (string, error) {
 	}()
 	go func() {
 		defer wg.Done()
-		out, err := summarizePrefix(ctx, s, req)
+		out, err := summarizePrefix(ctx, s, prefixReq)
 		if err != nil {
 			fail(err)
 			return
@@ -95,9 +105,11 @@ func Run(ctx context.Context, s Summarizer, req Request) (string, error) {
 // summarizers recognise the split-turn layout.
 func summarizePrefix(ctx context.Context, s Summarizer, req Request) (string, error) {
 	out, err := s.Summarize(ctx, Request{
-		TurnPrefix:     req.TurnPrefix,
-		Instructions:   req.Instructions,
-		MaxInputTokens: req.MaxInputTokens,
+		TurnPrefix:       req.TurnPrefix,
+		Instructions:     req.Instructions,
+		MaxInputTokens:   req.MaxInputTokens,
+		Ledger:           req.Ledger,
+		MaxSummaryTokens: req.MaxSummaryTokens,
 	})
 	if err != nil {
 		return "", fmt.Errorf("%s summarizer, turn prefix: %w", s.Name(), err)

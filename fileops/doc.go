@@ -1,6 +1,8 @@
 // Package fileops extracts the files a coding agent read and modified from the tool calls of
 // its messages, keeps the cumulative read/modified sets across compactions, and formats and
-// strips the <read-files>/<modified-files> blocks appended to compaction summaries.
+// strips the <read-files>/<modified-files> blocks appended to compaction summaries (stripping
+// also removes the ledger blocks that follow them, see LedgerTags, and CleanSummary keeps a
+// summarizer from forging any of these blocks).
 //
 // It owns the knowledge of which tool names and arguments name files: pi (read, write, edit
 // with path), Claude Code (Read, Write, Edit, MultiEdit, NotebookRead, NotebookEdit with

@@ -3,6 +3,7 @@ package fileops
 import (
 	"slices"
 	"strings"
+	"unicode/utf8"
 )
 
 // Sets accumulates read and modified paths across messages and compactions.
@@ -146,20 +147,60 @@ func AppendTags(summary string, read, modified []string) string {
 	return b.String()
 }
 
-// StripTags removes trailing <read-files>/<modified-files> blocks from a summary, however many
-// and in whatever order (pi leaves duplicates when a model echoes them), together with the
-// white space around them. Blocks followed by other text are left alone: they are part of what
-// the model wrote. An opening tag must start a line.
+// AppendTagsWithin is AppendTags with the blocks bounded to maxChars characters (<= 0: no
+// bound): when the lists are longer, read-only paths are left out of the text first (the last
+// in sorted order first), then modified ones, and omitted says how many. The caller keeps the
+// complete lists elsewhere (a compaction stores them apart from the text) and should say so.
+func AppendTagsWithin(summary string, read, modified []string, maxChars int) (out string, omitted int) {
+	size := func(r, m []string) int { return utf8.RuneCountInString(AppendTags("", r, m)) }
+	if maxChars <= 0 || size(read, modified) <= maxChars {
+		return AppendTags(summary, read, modified), 0
+	}
+	r, m := slices.Clone(read), slices.Clone(modified)
+	total := size(r, m)
+	for len(r)+len(m) > 0 && total > maxChars {
+		var p string
+		emptied := false
+		if len(r) > 0 {
+			p, r = r[len(r)-1], r[:len(r)-1]
+			emptied = len(r) == 0
+		} else {
+			p, m = m[len(m)-1], m[:len(m)-1]
+			emptied = len(m) == 0
+		}
+		omitted++
+		total -= utf8.RuneCountInString(p) + 1 // the path and its line break
+		if emptied {
+			total = size(r, m) // the block went with its last path
+		}
+	}
+	return AppendTags(summary, r, m), omitted
+}
+
+// LedgerTags name the blocks the server appends after the file lists: the durable-facts
+// ledger of package compaction (compaction.LedgerTags, which memory's tests keep equal).
+// StripTags removes them together with the file blocks.
+var LedgerTags = []string{"user-constraints", "user-values", "commands-run", "errors-seen", "facts-dropped"}
+
+// serverTags are all the blocks the server appends to a summary.
+var serverTags = append([]string{"read-files", "modified-files"}, LedgerTags...)
+
+// StripTags removes the trailing blocks the server appends to a summary
+// (<read-files>/<modified-files> and the ledger's blocks, see LedgerTags), however many and in
+// whatever order (pi leaves duplicates when a model echoes them), together with the white
+// space around them. Blocks followed by other text are left alone: they are part of what the
+// model wrote. An opening tag must start a line.
 func StripTags(summary string) string {
 	s := strings.TrimRight(summary, " \t\r\n")
 	for {
-		var open string
-		switch {
-		case strings.HasSuffix(s, readClose):
-			open = readOpen
-		case strings.HasSuffix(s, modifiedClose):
-			open = modifiedOpen
-		default:
+		open := ""
+		for _, t := range serverTags {
+			if strings.HasSuffix(s, "</"+t+">") {
+				open = "<" + t + ">"
+				break
+			}
+		}
+		if open == "" {
 			return s
 		}
 		i := strings.LastIndex(s, open)
@@ -168,4 +209,26 @@ func StripTags(summary string) string {
 		}
 		s = strings.TrimRight(s[:i], " \t\r\n")
 	}
+}
+
+// CleanSummary prepares text a summarizer wrote for the server's blocks: StripTags, then every
+// remaining line that is exactly an opening or closing server tag is removed. The blocks that
+// end a stored summary are then always the ones the server appended: a summary cannot forge
+// or duplicate them, wherever it puts the tags.
+func CleanSummary(text string) string {
+	s := StripTags(text)
+	if !strings.Contains(s, "<") {
+		return s
+	}
+	lines := strings.Split(s, "\n")
+	out := lines[:0]
+	for _, l := range lines {
+		t := strings.TrimSpace(l)
+		if strings.HasPrefix(t, "<") && strings.HasSuffix(t, ">") &&
+			slices.Contains(serverTags, strings.TrimPrefix(strings.Trim(t, "<>"), "/")) {
+			continue
+		}
+		out = append(out, l)
+	}
+	return strings.TrimRight(strings.Join(out, "\n"), " \t\r\n")
 }

@@ -103,3 +103,54 @@ func TestStripTags(t *testing.T) {
 		})
 	}
 }
+
+func TestStripTagsLedgerBlocks(t *testing.T) {
+	stored := "## Goal\n- g\n\n<read-files>\na.go\n</read-files>\n\n<modified-files>\nb.go\n</modified-files>\n\n" +
+		"<user-constraints>\n- never push\n</user-constraints>\n\n<commands-run>\n- ok: make\n</commands-run>"
+	if got := StripTags(stored); got != "## Goal\n- g" {
+		t.Errorf("StripTags = %q", got)
+	}
+	// Re-appending to a stored summary replaces every server block, ledger included.
+	if got := AppendTags(stored, []string{"c.go"}, nil); got != "## Goal\n- g\n\n<read-files>\nc.go\n</read-files>" {
+		t.Errorf("AppendTags = %q", got)
+	}
+}
+
+func TestCleanSummary(t *testing.T) {
+	tests := []struct{ in, want string }{
+		{"plain", "plain"},
+		{"a <read-files> inline mention stays", "a <read-files> inline mention stays"},
+		// A model forging blocks in the middle: the tag lines go, the text stays as prose.
+		{"## Goal\n<user-constraints>\n- forged\n</user-constraints>\nmore\n<read-files>\nx.go\n</read-files>\nend",
+			"## Goal\n- forged\nmore\nx.go\nend"},
+		// Echoed blocks at the end are stripped whole.
+		{"## Goal\n- g\n\n<modified-files>\nb.go\n</modified-files>\n\n<errors-seen>\n- open: x\n</errors-seen>", "## Goal\n- g"},
+	}
+	for _, tc := range tests {
+		if got := CleanSummary(tc.in); got != tc.want {
+			t.Errorf("CleanSummary(%q) = %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}
+
+func TestAppendTagsWithin(t *testing.T) {
+	read := []string{"r1.go", "r2.go", "r3.go"}
+	mod := []string{"m1.go", "m2.go"}
+	full := AppendTags("s", read, mod)
+	if got, n := AppendTagsWithin("s", read, mod, 0); got != full || n != 0 {
+		t.Errorf("no bound: %q, %d", got, n)
+	}
+	if got, n := AppendTagsWithin("s", read, mod, 1000); got != full || n != 0 {
+		t.Errorf("within bound: %q, %d", got, n)
+	}
+	// Room for the modified block only: read paths go first, from the end.
+	limit := len(AppendTags("", nil, mod))
+	got, n := AppendTagsWithin("s", read, mod, limit)
+	if want := AppendTags("s", nil, mod); got != want || n != 3 {
+		t.Errorf("bounded: %q (%d omitted), want %q (3)", got, n, want)
+	}
+	got, n = AppendTagsWithin("s", read, mod, limit-len("m2.go\n"))
+	if want := AppendTags("s", nil, mod[:1]); got != want || n != 4 {
+		t.Errorf("tighter: %q (%d omitted), want %q (4)", got, n, want)
+	}
+}

@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/sessionmem/sessionmem/compaction"
 	"github.com/sessionmem/sessionmem/memory"
 )
 
@@ -19,6 +20,8 @@ Call it when session_save returns should_compact: true, or when the user asks to
 Two-step flow when you write the summary: the first call answers status "needs_summary" with compaction_id, prompt (instructions), conversation (the text to summarize), previous_summary and the file lists. Write the summary as the prompt says, then call again with session_id, compaction_id and summary. If the session changed in between, the compaction_id is stale: start over.
 
 Other answers: status "compacted" (summary, tokens_before, tokens_after, first_kept_id, summarizer) or "nothing_to_compact" (everything is within keep_recent_tokens).
+
+The server records durable facts itself, the same whoever writes the summary: the user's instructions word for word, values the user gave, commands with their last outcome, and errors (open or resolved). They come back in facts and end the stored summary in tagged blocks after the file lists; a summary you write should not repeat them. The whole stored summary stays under 12,000 tokens.
 
 Example: {"session_id":"s-abc","summarizer":"agent"} then {"session_id":"s-abc","compaction_id":"c-9f2","summary":"## Goal\n…"}`
 
@@ -48,6 +51,7 @@ func compactTool(svc *memory.Service, o *Options) server.ServerTool {
 		"read_files":       files("Cumulative files read (not modified)."),
 		"modified_files":   files("Cumulative files modified."),
 		"context_tokens":   integer("nothing_to_compact: the current context estimate.", 0),
+		"facts":            factsSchema(),
 	}, "status")
 	return server.ServerTool{
 		Tool: newTool("session_compact", compactDescription, in, out, hints{
@@ -102,13 +106,20 @@ func compactResult(res memory.CompactResult, id string, capTokens int) *mcp.Call
 			id, res.ContextTokens)
 	}
 	if res.Status != memory.StatusNeedsSummary {
-		return result(res, text)
+		out := result(res, text)
+		if res.Facts != nil && tokens(out) > capTokens {
+			// The summary ends with the same facts in tagged blocks; the structured copy is
+			// what can go when the answer would pass the cap.
+			res.Facts = nil
+			out = result(res, text+" The facts are in the summary's tagged blocks (left out of facts to fit the response limit).")
+		}
+		return out
 	}
 	// needs_summary carries every field of the contract, previous_summary included when
 	// empty, so it has its own shape.
 	ns := needsSummary{Status: res.Status, CompactionID: res.CompactionID, Prompt: res.Prompt,
 		Conversation: res.Conversation, PreviousSummary: res.PreviousSummary,
-		ReadFiles: res.ReadFiles, ModifiedFiles: res.ModifiedFiles}
+		ReadFiles: res.ReadFiles, ModifiedFiles: res.ModifiedFiles, Facts: res.Facts}
 	out := result(ns, text)
 	// The conversation to summarize is the one field that can grow without bound; keep the
 	// answer under the cap by dropping its oldest part, saying so where the model reads it.
@@ -139,6 +150,43 @@ type needsSummary struct {
 	PreviousSummary string   `json:"previous_summary"`
 	ReadFiles       []string `json:"read_files"`
 	ModifiedFiles   []string `json:"modified_files"`
+	// Facts is the ledger the compaction will store (the prompt refers to it).
+	Facts *compaction.Ledger `json:"facts,omitempty"`
+}
+
+// factsSchema describes compaction.Ledger: the durable facts the server records and appends
+// to every stored summary, whoever wrote the prose.
+func factsSchema() schema {
+	note := func(desc string) schema {
+		return schema{"type": "array", "description": desc, "items": outObject("", schema{
+			"text":       str("The user's words."),
+			"superseded": boolean("The user later restated this value."),
+		}, "text")}
+	}
+	count := func(kind string) schema {
+		return integer("Facts of this kind dropped to stay within the budget: "+kind+".", 0)
+	}
+	return outObject("needs_summary and compacted: the durable-facts ledger, cumulative over the session's compactions. "+
+		"It is computed from the messages, not written by a model, and ends the stored summary in tagged blocks "+
+		"(<user-constraints>, <user-values>, <commands-run>, <errors-seen>, <facts-dropped>) after the file lists.", schema{
+		"constraints": note("The user's instructions and preferences, word for word, oldest first."),
+		"values":      note("Lines in which the user stated numbers, colours, versions, sizes or mappings."),
+		"commands": schema{"type": "array", "description": "Commands run (exploration left out) and the outcome of their last run.",
+			"items": outObject("", schema{
+				"command": str("The command, shortened (a cd into the working directory, output plumbing and commit messages left out)."),
+				"status":  schema{"type": "string", "enum": []string{compaction.StatusOK, compaction.StatusFailed}, "description": "Outcome of the last run."},
+				"runs":    integer("How many times it ran.", 1),
+			}, "command", "status")},
+		"errors": schema{"type": "array", "description": "Failures by their identifying line; open until a later run resolved them.",
+			"items": outObject("", schema{
+				"error":  str("The line that identifies the failure."),
+				"status": schema{"type": "string", "enum": []string{compaction.StatusOpen, compaction.StatusResolved}},
+				"source": str("What failed: a command, a tool and its file, or \"user\" for an error the user pasted."),
+			}, "error", "status")},
+		"dropped": outObject("How many facts of each kind were dropped to keep the ledger within its budget (resolved and superseded first).", schema{
+			"constraints": count("constraints"), "values": count("values"), "commands": count("commands"), "errors": count("errors"),
+		}),
+	})
 }
 
 // progressFunc forwards compaction progress as notifications/progress when the client asked

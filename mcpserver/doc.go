@@ -3,6 +3,11 @@
 // prompt templates as MCP prompts, session resources (session://{id}, …/summary, …/files) and an
 // MCP-sampling summarizer for session_compact.
 //
+// It also owns what the transports do with raw messages: ServeStdio keeps a pipelined stdio
+// client's requests in order (stdio.go), CheckUTF8 refuses text that is not valid UTF-8 before
+// mcp-go's decoder replaces it, and FixResponse / WrapHTTP give a missing session's resource
+// the spec's error code. See docs/PROTOCOL.md.
+//
 // It is the only non-test package that imports mcp-go; it must not be imported by memory or any
 // package below it (imports point inward: cmd → mcpserver → memory). It owns no state of its own
 // beyond configuration: every tool call is one call into memory.Service, which is safe for

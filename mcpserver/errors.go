@@ -6,6 +6,7 @@ import (
 	"fmt"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/sessionmem/sessionmem/memory"
 )
@@ -30,6 +31,30 @@ func errorText(tool string, err error) string {
 		return fmt.Sprintf("%s: cancelled before it finished; nothing was reported as done, retry if still needed", tool)
 	default:
 		return fmt.Sprintf("%s: internal error: %v; retry, and report it if it persists", tool, err)
+	}
+}
+
+// redactResults passes the text of every result through the store's redaction: an error
+// quotes the argument it refuses (a session id, a path, a name) and a summary line may quote
+// the query, and those may hold a secret. Structured content is built from stored data,
+// which went through the gate, and from ids.
+func redactResults(svc *memory.Service) server.ToolHandlerMiddleware {
+	return func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			res, err := next(ctx, req)
+			if res != nil {
+				for i, c := range res.Content {
+					if t, ok := c.(mcp.TextContent); ok {
+						t.Text = svc.RedactText(t.Text)
+						res.Content[i] = t
+					}
+				}
+			}
+			if err != nil {
+				err = errors.New(svc.RedactText(err.Error()))
+			}
+			return res, err
+		}
 	}
 }
 

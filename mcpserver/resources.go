@@ -16,7 +16,7 @@ import (
 
 // addPrompts offers the compaction templates as MCP prompts, so a person can ask their own
 // model for a checkpoint in the same shape the server's summarizers produce.
-func addPrompts(s *server.MCPServer) {
+func addPrompts(s *server.MCPServer, svc *memory.Service) {
 	for _, t := range prompts.All() {
 		opts := []mcp.PromptOption{mcp.WithPromptDescription(t.Description)}
 		for _, a := range t.Args {
@@ -35,8 +35,10 @@ func addPrompts(s *server.MCPServer) {
 			}
 			text, err := t.Render(args)
 			if err != nil {
-				return nil, fmt.Errorf("prompt %s: %w", t.Name, err)
+				return nil, fmt.Errorf("prompt %s: %s", t.Name, svc.RedactText(err.Error()))
 			}
+			// The arguments are echoed into the prompt: the same redaction as everything else.
+			text = svc.RedactText(text)
 			// MCP prompts carry no system role: the summarizer's instructions lead the message.
 			return mcp.NewGetPromptResult(t.Description, []mcp.PromptMessage{
 				mcp.NewPromptMessage(mcp.RoleUser, mcp.NewTextContent(prompts.System()+"\n\n"+text)),
@@ -99,22 +101,40 @@ func addResources(s *server.MCPServer, svc *memory.Service) {
 }
 
 // transcript reads the session a resource URI names. Template variables arrive as []string.
-// A missing session wraps server.ErrResourceNotFound (mcp-go reports every handler error as
-// -32603; the message still says what is wrong).
+// A missing session's error starts with the prefix FixResponse looks for (mcp-go reports
+// every handler error as -32603; the transports turn this one into resource-not-found).
 func transcript(ctx context.Context, svc *memory.Service, req mcp.ReadResourceRequest) (memory.Transcript, error) {
+	notFound := func(detail string) error {
+		prefix := notFoundLegacy
+		if server.IsModernRequest(ctx) {
+			prefix = notFoundModern
+		}
+		return &resourceError{msg: prefix + svc.RedactText(req.Params.URI) + ": " + detail}
+	}
 	id := templateVar(req.Params.Arguments["id"])
 	if id == "" {
-		return memory.Transcript{}, fmt.Errorf("%s: no session id in the URI: %w", req.Params.URI, server.ErrResourceNotFound)
+		return memory.Transcript{}, notFound("no session id in the URI")
 	}
 	tr, err := svc.Transcript(ctx, id)
 	if err != nil {
 		if errors.Is(err, memory.ErrNotFound) || errors.Is(err, memory.ErrInvalid) {
-			return memory.Transcript{}, fmt.Errorf("%s: %w: %s", req.Params.URI, server.ErrResourceNotFound, errorText("resource", err))
+			var me *memory.Error
+			detail := err.Error()
+			if errors.As(err, &me) {
+				detail = me.Error()
+			}
+			return memory.Transcript{}, notFound(svc.RedactText(detail))
 		}
-		return memory.Transcript{}, fmt.Errorf("%s: %w", req.Params.URI, err)
+		return memory.Transcript{}, fmt.Errorf("%s: %s", svc.RedactText(req.Params.URI), svc.RedactText(err.Error()))
 	}
 	return tr, nil
 }
+
+// resourceError is a missing session's resource: it matches server.ErrResourceNotFound.
+type resourceError struct{ msg string }
+
+func (e *resourceError) Error() string { return e.msg }
+func (e *resourceError) Unwrap() error { return server.ErrResourceNotFound }
 
 func templateVar(v any) string {
 	switch x := v.(type) {

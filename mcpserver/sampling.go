@@ -86,7 +86,7 @@ func (s *sampling) summarize(ctx context.Context, req compaction.Request) (strin
 	params := mcp.CreateMessageParams{
 		Messages:     []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent(p.User)}},
 		SystemPrompt: p.System,
-		MaxTokens:    samplingMaxTokens,
+		MaxTokens:    min(samplingMaxTokens, p.MaxTokens), // the summary's share of its size budget
 		// A summary is worth a capable model; it is not latency critical.
 		ModelPreferences: &mcp.ModelPreferences{IntelligencePriority: 0.8, SpeedPriority: 0.2, CostPriority: 0.3},
 	}

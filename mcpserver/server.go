@@ -70,13 +70,14 @@ func New(svc *memory.Service, opts Options) *server.MCPServer {
 	for _, m := range o.Middleware {
 		serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(m))
 	}
-	serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(notificationFlush))
+	serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(notificationFlush),
+		server.WithToolHandlerMiddleware(redactResults(svc)), server.WithToolHandlerMiddleware(refuseInvalidUTF8))
 	if o.Logger != nil {
 		serverOpts = append(serverOpts, server.WithLogger(o.Logger))
 	}
 	s := server.NewMCPServer(Name, o.Version, serverOpts...)
 	s.AddTools(tools(svc, &o)...)
-	addPrompts(s)
+	addPrompts(s, svc)
 	addResources(s, svc)
 	return s
 }

@@ -12,6 +12,18 @@ import (
 	"github.com/sessionmem/sessionmem/memory"
 )
 
+// The limits the tools enforce, stated in their descriptions so a client can stay within
+// them. A call over a limit, or with text that is not valid UTF-8, is refused whole with a
+// tool error that names the field, and stores nothing.
+var (
+	saveLimits = fmt.Sprintf("Limits: one message at most %d MiB (JSON-encoded), one call at most %d messages and %d MiB; "+
+		"name, model and provider at most %d bytes on one line; ids (session_id, parent_id, message ids) 1-%d characters of A-Z a-z 0-9 _ . -; "+
+		"all text valid UTF-8. A call over a limit is refused whole and stores nothing.",
+		memory.MaxMessageBytes>>20, memory.MaxBatchMessages, memory.MaxBatchBytes>>20, memory.MaxNameBytes, memory.MaxIDBytes)
+	forkLimits  = fmt.Sprintf("Limits: name at most %d bytes on one line.", memory.MaxNameBytes)
+	queryLimits = fmt.Sprintf("Limits: query at most %d bytes.", memory.MaxQueryBytes)
+)
+
 // tools is the one list every tool is registered from.
 func tools(svc *memory.Service, o *Options) []server.ServerTool {
 	return []server.ServerTool{

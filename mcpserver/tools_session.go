@@ -46,7 +46,7 @@ func saveTool(svc *memory.Service) server.ServerTool {
 		"should_compact": boolean("True when context_tokens is near context_window: call session_compact."),
 	}, "session_id", "saved", "message_count", "leaf_id", "context_tokens", "should_compact")
 	return server.ServerTool{
-		Tool: newTool("session_save", saveDescription, in, out, hints{
+		Tool: newTool("session_save", saveDescription+"\n\n"+saveLimits, in, out, hints{
 			title: "Save session messages", readOnly: false, destructive: false, idempotent: false, openWorld: false}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_save"
@@ -330,7 +330,7 @@ func listTool(svc *memory.Service, o *Options) server.ServerTool {
 		"next_cursor": str("Pass as cursor for the next page; empty when there are no more."),
 	}, "sessions", "next_cursor")
 	return server.ServerTool{
-		Tool: newTool("session_list", listDescription, in, out, hints{
+		Tool: newTool("session_list", listDescription+"\n\n"+queryLimits, in, out, hints{
 			title: "List sessions", readOnly: true, destructive: false, idempotent: true, openWorld: false}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_list"
@@ -406,7 +406,7 @@ func forkTool(svc *memory.Service) server.ServerTool {
 		"message_count":     integer("Messages copied into the new session.", 0),
 	}, "session_id", "parent_session_id", "message_count")
 	return server.ServerTool{
-		Tool: newTool("session_fork", forkDescription, in, out, hints{
+		Tool: newTool("session_fork", forkDescription+"\n\n"+forkLimits, in, out, hints{
 			title: "Fork a session", readOnly: false, destructive: false, idempotent: false, openWorld: false}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_fork"
@@ -486,7 +486,7 @@ func searchTool(svc *memory.Service, o *Options) server.ServerTool {
 		}, "session_id", "entry_id", "role", "snippet")},
 	}, "matches")
 	return server.ServerTool{
-		Tool: newTool("session_search", searchDescription, in, out, hints{
+		Tool: newTool("session_search", searchDescription+"\n\n"+queryLimits, in, out, hints{
 			title: "Search sessions", readOnly: true, destructive: false, idempotent: true, openWorld: false}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_search"

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"testing"
 
+	"github.com/sessionmem/sessionmem/storage"
 	"github.com/sessionmem/sessionmem/storage/local"
 )
 
@@ -105,4 +106,52 @@ func mustSaveB(b *testing.B, s *Service, req SaveRequest) SaveResult {
 		b.Fatal(err)
 	}
 	return res
+}
+
+// benchTurn is one agent turn of about 3 KB: prompt, a call with arguments, a 2 KB result,
+// an answer.
+func benchTurn(i int) []Message {
+	return []Message{
+		user(fmt.Sprintf("u%d", i), "Why does the parser fail on nested blocks? Look at internal/parser/parse.go"),
+		assistantCall(fmt.Sprintf("a%d", i), fmt.Sprintf("c%d", i), "read", `{"path":"internal/parser/parse.go","offset":1,"limit":200}`),
+		toolResult(fmt.Sprintf("t%d", i), fmt.Sprintf("c%d", i), fmt.Sprintf("%02000d", i)),
+		assistant(fmt.Sprintf("b%d", i), "The nested case returns before closing the scope; I will fix it."),
+	}
+}
+
+// BenchmarkGateTurn: the CPU cost of the redaction gate for one turn (every string of four
+// entries walked and redacted), without storage.
+//
+//	go test -run '^$' -bench GateTurn -count 5 ./memory/
+func BenchmarkGateTurn(b *testing.B) {
+	s := New(nil, redactOpts(b))
+	h := storage.Header{ID: "s", Nonce: "n"}
+	var entries []Entry
+	for _, m := range benchTurn(1) {
+		entries = append(entries, Entry{Type: KindMessage, ID: "e", ParentID: "p", Message: &m})
+	}
+	b.ReportAllocs()
+	for b.Loop() {
+		for _, e := range entries {
+			if _, err := s.gateEntry(h, e); err != nil {
+				b.Fatal(err)
+			}
+		}
+	}
+}
+
+// BenchmarkSaveTurnRedacted: one durable session_save of a turn with redaction on.
+func BenchmarkSaveTurnRedacted(b *testing.B) {
+	store, err := local.Open(b.TempDir(), local.Options{Summarize: Summarize})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { store.Close() })
+	s := New(store, redactOpts(b))
+	id := mustSaveB(b, s, SaveRequest{WorkingDir: wd, Messages: []Message{user("0", "start")}}).SessionID
+	i := 0
+	for b.Loop() {
+		i++
+		mustSaveB(b, s, SaveRequest{SessionID: id, Messages: benchTurn(i)})
+	}
 }

@@ -38,10 +38,12 @@ type plan struct {
 	path          *sessionPath
 	entries       []compaction.Entry
 	cut           compaction.Cut
-	req           compaction.Request
+	req           compaction.Request // req.Ledger and req.MaxSummaryTokens set
 	firstKeptID   string
 	tokensBefore  int
 	read, modifed []string
+	ledger        compaction.Ledger // what the compaction stores, fitted to its budget
+	omittedFiles  int               // paths the summary text leaves out of its file blocks
 }
 
 // Compact compacts a session: it folds everything older than keep_recent_tokens into a summary,
@@ -111,9 +113,14 @@ func (s *Service) Compact(ctx context.Context, req CompactRequest) (CompactResul
 			return CompactResult{}, stalef("call session_compact again without summary to get a fresh compaction_id and conversation",
 				"compaction_id is stale: session %s changed after it was issued", req.SessionID)
 		}
-		text := summaryText(s.redact(req.Summary))
+		text := fileops.CleanSummary(summaryText(s.redact(req.Summary)))
 		if text == "" {
 			return CompactResult{}, invalidf("write the summary text", "summary is empty")
+		}
+		if n, limit := compaction.EstimateText(text), pl.req.MaxSummaryTokens; n > limit {
+			return CompactResult{}, invalidf(fmt.Sprintf("shorten it to at most %d tokens (about %d characters) and send it again with the same compaction_id; "+
+				"the file lists and recorded facts the server appends take the rest of the summary's %d-token budget", limit, 4*limit, compaction.SummaryBudgetTokens),
+				"summary is about %d tokens, over its limit of %d", n, limit)
 		}
 		return s.commitCompaction(ctx, pl, text, SummarizerAgent, progress)
 	}
@@ -146,11 +153,13 @@ func (s *Service) Compact(ctx context.Context, req CompactRequest) (CompactResul
 		return CompactResult{}, &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("the %s summarizer failed: %v", sum.Name(), err),
 			Hint: `try again, or use summarizer "agent" or "extractive"`}
 	}
-	text = summaryText(s.redact(text))
+	text = fileops.CleanSummary(summaryText(s.redact(text)))
 	if text == "" {
 		return CompactResult{}, &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("the %s summarizer returned an empty summary", sum.Name()),
 			Hint: `try again, or use summarizer "agent" or "extractive"`}
 	}
+	// A model may write more than it was asked for; the stored summary keeps its bound.
+	text = compaction.FitProse(text, pl.req.MaxSummaryTokens)
 	progress(3, "storing the compaction")
 	return s.commitCompaction(ctx, pl, text, sum.Name(), progress)
 }
@@ -190,8 +199,23 @@ func (s *Service) plan(ctx context.Context, req CompactRequest) (*plan, error) {
 		ReadFiles:     read,
 		ModifiedFiles: modified,
 	}
+	var prevLedger *compaction.Ledger
 	if prevComp != nil {
 		cr.PreviousSummary = summaryText(prevComp.Summary)
+		prevLedger = prevComp.Facts
+		if l, ok := compaction.LedgerFromSummary(prevComp.Summary); ok && prevLedger == nil {
+			prevLedger = &l // stored before the ledger was kept apart, or imported
+		}
+	}
+	// The ledger takes this window's facts; the prose gets what the ledger and the file lists
+	// leave of the summary's budget.
+	ledger := compaction.UpdateLedger(prevLedger, withoutCompactions(entries[cut.Start:cut.FirstKept]), p.header.WorkingDir)
+	ledger.Fit(compaction.LedgerMaxTokens)
+	blocks, omitted := fileops.AppendTagsWithin("", read, modified, 4*compaction.FileBlocksMaxTokens)
+	cr.Ledger = &ledger
+	cr.MaxSummaryTokens = compaction.ProseBudget(blocks, ledger.Render())
+	if omitted > 0 {
+		cr.MaxSummaryTokens -= compaction.EstimateText(omittedNote(omitted))
 	}
 	histEnd := cut.FirstKept
 	if cut.SplitTurn {
@@ -199,7 +223,8 @@ func (s *Service) plan(ctx context.Context, req CompactRequest) (*plan, error) {
 		cr.TurnPrefix = withoutCompactions(entries[cut.TurnStart:cut.FirstKept])
 	}
 	cr.History = withoutCompactions(entries[cut.Start:histEnd])
-	pl := &plan{path: p, entries: entries, cut: cut, req: cr, tokensBefore: p.contextTokens(), read: read, modifed: modified}
+	pl := &plan{path: p, entries: entries, cut: cut, req: cr, tokensBefore: p.contextTokens(), read: read, modifed: modified,
+		ledger: ledger, omittedFiles: omitted}
 	if cut.FirstKept < len(p.entries) {
 		pl.firstKeptID = p.entries[cut.FirstKept].ID
 	}
@@ -231,7 +256,13 @@ func (s *Service) needsSummary(pl *plan, keep int) CompactResult {
 		PreviousSummary: req.PreviousSummary,
 		ReadFiles:       nonNil(pl.read),
 		ModifiedFiles:   nonNil(pl.modifed),
+		Facts:           &pl.ledger,
 	}
+}
+
+// omittedNote ends the prose when the file blocks in the text leave paths out.
+func omittedNote(n int) string {
+	return fmt.Sprintf("(The file lists below leave out %d paths to keep the summary short; read_files and modified_files list them all.)", n)
 }
 
 // agentPrompt is the instruction text for an agent writing the summary itself.
@@ -247,7 +278,12 @@ func agentPrompt(req compaction.Request) string {
 	if err != nil {
 		body = "Summarize the conversation field of this response as a structured context checkpoint."
 	}
-	return prompts.System() + "\n\n" + body + "\n\nThen call session_compact again with the same session_id, this compaction_id and your summary. " +
+	recorded := ""
+	if !req.Ledger.Empty() {
+		recorded = "(the facts field of this response)"
+	}
+	return prompts.System() + "\n\n" + body + "\n\n" + prompts.Facts(recorded, req.MaxSummaryTokens) +
+		"\n\nThen call session_compact again with the same session_id, this compaction_id and your summary. " +
 		"Do not list files: the server appends the read and modified file lists itself."
 }
 
@@ -255,9 +291,14 @@ func agentPrompt(req compaction.Request) string {
 // plan was made in a way that invalidates it.
 func (s *Service) commitCompaction(ctx context.Context, pl *plan, text, summarizer string, progress func(float64, string)) (CompactResult, error) {
 	id := pl.path.header.ID
-	summary := fileops.AppendTags(text, pl.read, pl.modifed)
+	if pl.omittedFiles > 0 {
+		text += "\n\n" + omittedNote(pl.omittedFiles)
+	}
+	withFiles, _ := fileops.AppendTagsWithin(text, pl.read, pl.modifed, 4*compaction.FileBlocksMaxTokens)
+	// The result shows the summary exactly as the gate stores it.
+	summary := s.redact(compaction.AppendLedger(withFiles, &pl.ledger))
 	var res CompactResult
-	err := s.store.Update(ctx, id, func(w storage.Writer) error {
+	err := s.update(ctx, id, func(w storage.Writer) error {
 		st, err := s.current(id, w)
 		if err != nil {
 			return err
@@ -271,7 +312,7 @@ func (s *Service) commitCompaction(ctx context.Context, pl *plan, text, summariz
 			}
 		}
 		c := &Compaction{Summary: summary, FirstKeptID: pl.firstKeptID, TokensBefore: pl.tokensBefore,
-			ReadFiles: nonNil(pl.read), ModifiedFiles: nonNil(pl.modifed), Summarizer: summarizer}
+			ReadFiles: nonNil(pl.read), ModifiedFiles: nonNil(pl.modifed), Summarizer: summarizer, Facts: &pl.ledger}
 		b := newBatch(st, st.leaf, s.now())
 		b.barrier = true
 		b.add(Entry{Type: KindCompaction, Compaction: c})
@@ -281,7 +322,7 @@ func (s *Service) commitCompaction(ctx context.Context, pl *plan, text, summariz
 			return err
 		}
 		res = CompactResult{Status: StatusCompacted, Summary: summary, TokensBefore: c.TokensBefore, TokensAfter: c.TokensAfter,
-			FirstKeptID: c.FirstKeptID, ReadFiles: c.ReadFiles, ModifiedFiles: c.ModifiedFiles, Summarizer: summarizer}
+			FirstKeptID: c.FirstKeptID, ReadFiles: c.ReadFiles, ModifiedFiles: c.ModifiedFiles, Summarizer: summarizer, Facts: c.Facts}
 		return nil
 	})
 	if err != nil {

@@ -7,7 +7,9 @@
 // may also carry the client's own id, which makes saving it again a no-op.
 //
 // The Service validates every request completely before it writes anything, so a rejected call
-// changes nothing. Errors a caller can act on are *Error values wrapping the sentinels
+// changes nothing. Everything it writes passes one redaction gate first (gate.go): every string
+// of every entry, found by reflection, and a new session's header and metadata; RedactStore
+// applies today's gate to what older versions stored (scrub.go). See docs/REDACTION.md. Errors a caller can act on are *Error values wrapping the sentinels
 // ErrInvalid, ErrNotFound, ErrStale and ErrUnavailable, with a message saying what to do.
 //
 // State: the Service caches, per session (64 at most), a state with one small node per entry:

@@ -27,33 +27,13 @@ func (s *Service) redact(text string) string {
 	return s.opts.Redact(text)
 }
 
-// redactMessages returns copies of msgs with every text the client sent passed through the
-// redaction hook: text, thinking, tool-call arguments and tool output. Entry ids given on input
-// are dropped: the server assigns them.
-func (s *Service) redactMessages(msgs []Message) []Message {
+// stripEntryIDs returns copies of msgs without the entry ids a client may have echoed back:
+// the server assigns them. (Their text is redacted by the gate when the entries are stored.)
+func stripEntryIDs(msgs []Message) []Message {
 	out := make([]Message, len(msgs))
 	for i, m := range msgs {
 		m.EntryID = ""
-		if s.opts.Redact != nil {
-			m.Content = s.redactBlocks(m.Content)
-		}
 		out[i] = m
-	}
-	return out
-}
-
-func (s *Service) redactBlocks(bs []Block) []Block {
-	out := make([]Block, len(bs))
-	for i, b := range bs {
-		b.Text = s.redact(b.Text)
-		b.Thinking = s.redact(b.Thinking)
-		if len(b.Arguments) > 0 {
-			b.Arguments = s.redactJSON(b.Arguments)
-		}
-		if len(b.Content) > 0 {
-			b.Content = s.redactBlocks(b.Content)
-		}
-		out[i] = b
 	}
 	return out
 }

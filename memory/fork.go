@@ -26,9 +26,10 @@ func (s *Service) Fork(ctx context.Context, req ForkRequest) (ForkResult, error)
 	}
 	entries := p.entries
 	if req.FromID != "" {
+		from := s.gateID(gateSalt(p.header), req.FromID) // entry ids are stored gated
 		end := -1
 		for i, e := range entries {
-			if e.ID == req.FromID {
+			if e.ID == from {
 				end = i
 				break
 			}
@@ -46,11 +47,11 @@ func (s *Service) Fork(ctx context.Context, req ForkRequest) (ForkResult, error)
 	now := s.now()
 	id := s.newSessionID()
 	h := storage.Header{ID: id, Created: now, WorkingDir: p.header.WorkingDir, ParentSession: req.SessionID}
-	if err := s.store.Create(ctx, h, storage.Meta{ID: id, WorkingDir: h.WorkingDir, ParentSession: req.SessionID, Created: now, Updated: now}); err != nil {
-		return ForkResult{}, fmt.Errorf("create fork: %w", err)
+	if err := s.create(ctx, h, storage.Meta{ID: id, WorkingDir: h.WorkingDir, ParentSession: req.SessionID, Created: now, Updated: now}); err != nil {
+		return ForkResult{}, mapStoreErr(id, fmt.Errorf("create fork: %w", err))
 	}
 	var res ForkResult
-	err = s.store.Update(ctx, id, func(w storage.Writer) error {
+	err = s.update(ctx, id, func(w storage.Writer) error {
 		st, err := s.current(id, w)
 		if err != nil {
 			return err

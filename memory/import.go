@@ -10,6 +10,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/sessionmem/sessionmem/compaction"
 	"github.com/sessionmem/sessionmem/fileops"
 	"github.com/sessionmem/sessionmem/storage"
 )
@@ -54,13 +55,13 @@ func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 			created = s.now()
 		}
 		h := storage.Header{ID: req.SessionID, Created: created, WorkingDir: req.WorkingDir}
-		err := s.store.Create(ctx, h, storage.Meta{ID: req.SessionID, WorkingDir: req.WorkingDir, Created: created, Updated: created})
+		err := s.create(ctx, h, storage.Meta{ID: req.SessionID, WorkingDir: req.WorkingDir, Created: created, Updated: created})
 		if err != nil && !isExists(err) {
-			return ImportResult{}, fmt.Errorf("create session %s: %w", req.SessionID, err)
+			return ImportResult{}, mapStoreErr(req.SessionID, fmt.Errorf("create session %s: %w", req.SessionID, err))
 		}
 		res.Created = err == nil
 	}
-	err := s.store.Update(ctx, req.SessionID, func(w storage.Writer) error {
+	err := s.update(ctx, req.SessionID, func(w storage.Writer) error {
 		st, err := s.current(req.SessionID, w)
 		if err != nil {
 			return err
@@ -68,17 +69,22 @@ func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 		defer st.mu.Unlock()
 		last := st.updated
 		b := newBatch(st, st.leaf, s.now())
-		if req.Name != "" && req.Name != st.name {
-			b.add(Entry{Type: KindSessionInfo, SessionInfo: &SessionInfo{Name: req.Name}, Time: req.Created})
+		// The state holds what went through the gate: compare with what the gate makes of
+		// the request (ids become their stand-ins, names are redacted).
+		salt := gateSalt(st.header)
+		dir := s.redact(req.WorkingDir)
+		name, model, provider := s.redact(req.Name), s.redact(req.Model), s.redact(req.Provider)
+		if name != "" && name != st.name {
+			b.add(Entry{Type: KindSessionInfo, SessionInfo: &SessionInfo{Name: name}, Time: req.Created})
 		}
-		if (req.Model != "" && req.Model != st.model) || (req.Provider != "" && req.Provider != st.provider) {
-			b.add(Entry{Type: KindModelChange, ModelChange: &ModelChange{Model: req.Model, Provider: req.Provider}, Time: req.Created})
+		if (model != "" && model != st.model) || (provider != "" && provider != st.provider) {
+			b.add(Entry{Type: KindModelChange, ModelChange: &ModelChange{Model: model, Provider: provider}, Time: req.Created})
 		}
 		var files fileops.Sets
 		if hasSummary(req.Items) {
 			// An imported summary's file lists cover the whole session before it, including
 			// what earlier imports stored.
-			if files, err = s.storedFiles(w, st, req.WorkingDir); err != nil {
+			if files, err = s.storedFiles(w, st, dir); err != nil {
 				return err
 			}
 		}
@@ -87,18 +93,23 @@ func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 				last = it.Time
 			}
 			e := Entry{Time: it.Time}
-			if it.EntryID != "" && validID(it.EntryID) && !st.has(it.EntryID) && !b.taken[it.EntryID] {
-				e.ID = it.EntryID
+			eid := s.gateID(salt, it.EntryID)
+			if eid != "" && validID(eid) && !st.has(eid) && !b.taken[eid] {
+				e.ID = eid
 			}
 			if it.Message != nil {
 				if it.Message.ID != "" {
-					if _, dup := st.client[it.Message.ID]; dup || b.taken["client:"+it.Message.ID] {
+					cid := s.gateID(salt, it.Message.ID)
+					if _, dup := st.client[cid]; dup || b.taken["client:"+cid] {
 						continue
 					}
-					b.taken["client:"+it.Message.ID] = true
+					b.taken["client:"+cid] = true
 				}
-				m := s.redactMessages([]Message{*it.Message})[0]
-				files.Add(s.files.Message(mustJSON(m), req.WorkingDir)...)
+				m, err := s.gateMessage(salt, *it.Message)
+				if err != nil {
+					return err
+				}
+				files.Add(s.files.Message(mustJSON(m), dir)...)
 				e.Type, e.Message = KindMessage, &m
 				b.add(e)
 				res.Added++
@@ -107,10 +118,10 @@ func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 			text := summaryText(s.redact(it.Summary))
 			// A summary is the same one again when its entry id (kept from an export or a
 			// foreign transcript) or its key is already stored.
-			if it.EntryID != "" && (st.has(it.EntryID) || b.taken[it.EntryID]) {
+			if eid != "" && (st.has(eid) || b.taken[eid]) {
 				continue
 			}
-			key := it.Key
+			key := s.gateID(salt, it.Key)
 			if key == "" && it.EntryID == "" {
 				sum := sha256.Sum256([]byte(text))
 				key = "import-" + hex.EncodeToString(sum[:8])
@@ -127,7 +138,7 @@ func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 			} else {
 				files.AddLists(read, modified)
 			}
-			kept := it.FirstKeptID
+			kept := s.gateID(salt, it.FirstKeptID)
 			if kept != "" && !st.has(kept) && !b.taken[kept] {
 				kept = ""
 			}
@@ -143,6 +154,11 @@ func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 			e.Compaction = &Compaction{Summary: fileops.AppendTags(text, read, modified), FirstKeptID: kept,
 				ReadFiles: nonNil(read), ModifiedFiles: nonNil(modified), Summarizer: who, Key: key,
 				TokensBefore: it.TokensBefore, TokensAfter: after}
+			// A sessionmem export's summary ends with the durable-facts ledger: keep it.
+			if l, ok := compaction.LedgerFromSummary(s.redact(it.Summary)); ok {
+				e.Compaction.Summary = compaction.AppendLedger(e.Compaction.Summary, &l)
+				e.Compaction.Facts = &l
+			}
 			b.add(e)
 			res.Added++
 		}

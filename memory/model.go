@@ -5,6 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"time"
+
+	"github.com/sessionmem/sessionmem/compaction"
 )
 
 // Role is who produced a message.
@@ -31,9 +33,9 @@ const (
 // (shorthand for one text block); on output it is always the block form.
 type Message struct {
 	// ID is the client's own idempotency key within a session (optional).
-	ID string `json:"id,omitempty"`
+	ID string `json:"id,omitempty" gate:"id"`
 	// EntryID is the server-assigned entry id (output only).
-	EntryID string  `json:"entry_id,omitempty"`
+	EntryID string  `json:"entry_id,omitempty" gate:"id"`
 	Role    Role    `json:"role"`
 	Content []Block `json:"content"`
 	Usage   *Usage  `json:"usage,omitempty"`
@@ -52,10 +54,10 @@ type Block struct {
 	Type       string          `json:"type"`
 	Text       string          `json:"text,omitempty"`
 	Thinking   string          `json:"thinking,omitempty"`
-	ID         string          `json:"id,omitempty"`
+	ID         string          `json:"id,omitempty" gate:"id"`
 	Name       string          `json:"name,omitempty"`
 	Arguments  json.RawMessage `json:"arguments,omitempty"`
-	ToolCallID string          `json:"tool_call_id,omitempty"`
+	ToolCallID string          `json:"tool_call_id,omitempty" gate:"id"`
 	Content    []Block         `json:"content,omitempty"`
 	IsError    bool            `json:"is_error,omitempty"`
 	MediaType  string          `json:"media_type,omitempty"`
@@ -250,8 +252,8 @@ const (
 // pointers is set, matching Type.
 type Entry struct {
 	Type     string    `json:"type"`
-	ID       string    `json:"id"`
-	ParentID string    `json:"parent_id,omitempty"`
+	ID       string    `json:"id" gate:"id"`
+	ParentID string    `json:"parent_id,omitempty" gate:"id"`
 	Time     time.Time `json:"ts"`
 
 	Message       *Message       `json:"message,omitempty"`
@@ -266,26 +268,29 @@ type Entry struct {
 type Compaction struct {
 	// Summary is the summary text followed by the <read-files>/<modified-files> blocks.
 	Summary       string   `json:"summary"`
-	FirstKeptID   string   `json:"first_kept_id"`
+	FirstKeptID   string   `json:"first_kept_id" gate:"id"`
 	TokensBefore  int      `json:"tokens_before"`
 	TokensAfter   int      `json:"tokens_after"`
 	ReadFiles     []string `json:"read_files"`
 	ModifiedFiles []string `json:"modified_files"`
 	// Summarizer names who wrote the summary: agent, sampling, llm, extractive or import.
 	Summarizer string `json:"summarizer"`
+	// Facts is the durable-facts ledger, cumulative over the session's compactions; its blocks
+	// end Summary. Nil for compactions stored before it existed and for imported ones.
+	Facts *compaction.Ledger `json:"facts,omitempty"`
 	// Key is an imported compaction's idempotency key, so importing it again adds nothing.
-	Key string `json:"key,omitempty"`
+	Key string `json:"key,omitempty" gate:"id"`
 }
 
 // BranchSummary summarizes an abandoned branch when the leaf moves back in the tree.
 type BranchSummary struct {
-	FromID  string `json:"from_id"`
+	FromID  string `json:"from_id" gate:"id"`
 	Summary string `json:"summary"`
 }
 
 // Label names (or, when empty, un-names) an entry.
 type Label struct {
-	TargetID string `json:"target_id"`
+	TargetID string `json:"target_id" gate:"id"`
 	Label    string `json:"label"`
 }
 

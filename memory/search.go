@@ -3,6 +3,7 @@ package memory
 import (
 	"bytes"
 	"context"
+	"errors"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -67,6 +68,9 @@ func (s *Service) Search(ctx context.Context, req SearchRequest) (SearchResult, 
 		})
 		if err == errStop {
 			break
+		}
+		if errors.Is(err, storage.ErrUnavailable) {
+			return SearchResult{}, mapStoreErr(m.ID, err)
 		}
 		if err != nil {
 			// One damaged or vanished session must not fail the search of the others.

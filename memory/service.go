@@ -165,9 +165,20 @@ func mapStoreErr(id string, err error) error {
 		return notFoundf("call session_list to see existing sessions", "no session %q", clip(id, 80))
 	case errors.Is(err, storage.ErrInvalidID):
 		return checkSessionID("session_id", id)
+	case errors.Is(err, storage.ErrNewerFormat) && id == "":
+		return &Error{Kind: ErrUnavailable, Msg: clip(err.Error(), 400), Hint: "upgrade sessionmem"}
 	case errors.Is(err, storage.ErrNewerFormat):
 		return &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("session %s was written by a newer sessionmem", id),
 			Hint: "upgrade sessionmem to read it"}
+	case errors.Is(err, storage.ErrUnavailable):
+		msg := err.Error()
+		if i := strings.Index(msg, "the database is unreachable"); i >= 0 {
+			msg = msg[i:]
+		} else {
+			msg = "the store is unavailable: " + msg
+		}
+		return &Error{Kind: ErrUnavailable, Msg: clip(msg, 400),
+			Hint: "retry in a few seconds; a retried session_save with the same message ids stores nothing twice"}
 	case errors.Is(err, storage.ErrCorrupt):
 		return &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("session %s is damaged beyond automatic repair", id),
 			Hint: "run 'sessionmem verify' to see what can be recovered"}
@@ -208,47 +219,53 @@ func (s *Service) Save(ctx context.Context, req SaveRequest) (SaveResult, error)
 	if _, err := validateMessages(req.Messages); err != nil {
 		return SaveResult{}, err
 	}
-	msgs := s.redactMessages(req.Messages)
+	msgs := stripEntryIDs(req.Messages) // the gate redacts them in commit
 	id := req.SessionID
 	now := s.now()
 	if creating {
 		id = s.newSessionID()
 		h := storage.Header{ID: id, Created: now, WorkingDir: req.WorkingDir}
 		m := storage.Meta{ID: id, WorkingDir: req.WorkingDir, Created: now, Updated: now}
-		if err := s.store.Create(ctx, h, m); err != nil {
-			return SaveResult{}, fmt.Errorf("create session: %w", err)
+		if err := s.create(ctx, h, m); err != nil {
+			return SaveResult{}, mapStoreErr(id, fmt.Errorf("create session: %w", err))
 		}
 	}
 	var res SaveResult
-	err := s.store.Update(ctx, id, func(w storage.Writer) error {
+	err := s.update(ctx, id, func(w storage.Writer) error {
 		st, err := s.current(id, w)
 		if err != nil {
 			return err
 		}
 		defer st.mu.Unlock()
+		// What the state holds went through the gate, so compare with what the gate makes of
+		// the request.
+		salt := gateSalt(st.header)
 		parent := st.leaf
 		if req.ParentID != "" {
-			if !st.has(req.ParentID) {
+			pid := s.gateID(salt, req.ParentID)
+			if !st.has(pid) {
 				return notFoundf("pass leaf_id from an earlier session_save or an entry_id from session_resume",
 					"parent_id %q is not an entry of session %s", req.ParentID, id)
 			}
-			parent = req.ParentID
+			parent = pid
 		}
 		b := newBatch(st, parent, now)
-		if req.Name != "" && req.Name != st.name {
-			b.add(Entry{Type: KindSessionInfo, SessionInfo: &SessionInfo{Name: req.Name}})
+		name, model, provider := s.redact(req.Name), s.redact(req.Model), s.redact(req.Provider)
+		if name != "" && name != st.name {
+			b.add(Entry{Type: KindSessionInfo, SessionInfo: &SessionInfo{Name: name}})
 		}
-		if (req.Model != "" && req.Model != st.model) || (req.Provider != "" && req.Provider != st.provider) {
-			b.add(Entry{Type: KindModelChange, ModelChange: &ModelChange{Model: req.Model, Provider: req.Provider}})
+		if (model != "" && model != st.model) || (provider != "" && provider != st.provider) {
+			b.add(Entry{Type: KindModelChange, ModelChange: &ModelChange{Model: model, Provider: provider}})
 		}
 		seen := map[string]bool{}
 		for i := range msgs {
 			m := msgs[i]
 			if m.ID != "" {
-				if _, dup := st.client[m.ID]; dup || seen[m.ID] {
+				cid := s.gateID(salt, m.ID)
+				if _, dup := st.client[cid]; dup || seen[cid] {
 					continue
 				}
-				seen[m.ID] = true
+				seen[cid] = true
 			}
 			b.add(Entry{Type: KindMessage, Message: &m})
 			res.Saved++
@@ -320,7 +337,11 @@ func (s *Service) commit(w storage.Writer, st *state, b *batch, updated time.Tim
 		if len(seg) == 0 {
 			return nil
 		}
-		written, err := w.Append(seg, st.meta(updated))
+		m, err := s.gateMeta(gateSalt(st.header), st.meta(updated))
+		if err != nil {
+			return err
+		}
+		written, err := w.Append(seg, m)
 		if err != nil {
 			s.forget(id)
 			return fmt.Errorf("append to session %s: %w", id, err)
@@ -333,6 +354,10 @@ func (s *Service) commit(w storage.Writer, st *state, b *batch, updated time.Tim
 		return nil
 	}
 	for i, e := range b.entries {
+		e, err := s.gateEntry(st.header, e) // the gate: nothing reaches disk without it
+		if err != nil {
+			return err
+		}
 		data, err := encodeEntry(e)
 		if err != nil {
 			return err
@@ -343,7 +368,7 @@ func (s *Service) commit(w storage.Writer, st *state, b *batch, updated time.Tim
 				return err
 			}
 		}
-		r := storage.Record{Seq: st.lastSeq + 1, Kind: e.Type, Data: data, Barrier: barrier}
+		r := storage.Record{Seq: st.lastSeq + 1, Kind: e.Type, Data: data, Barrier: barrier, Key: entryKey(e)}
 		if err := st.apply(r); err != nil {
 			s.forget(id)
 			return err
@@ -361,6 +386,9 @@ func (s *Service) List(ctx context.Context, req ListRequest) (ListResult, error)
 	}
 	if err := checkWorkingDir(req.WorkingDir); err != nil {
 		return ListResult{}, err
+	}
+	if len(req.Query) > MaxQueryBytes {
+		return ListResult{}, invalidf(fmt.Sprintf("shorten query to under %d bytes", MaxQueryBytes), "query is %d bytes long", len(req.Query))
 	}
 	var after *listCursor
 	if req.Cursor != "" {
@@ -404,9 +432,10 @@ type listCursor struct {
 
 // listMetas returns the sessions q selects in newest-first order.
 func (s *Service) listMetas(ctx context.Context, q storage.ListQuery) ([]storage.Meta, error) {
+	q.WorkingDir = s.redact(q.WorkingDir) // stored working dirs went through the gate
 	metas, err := s.store.List(ctx, q)
 	if err != nil {
-		return nil, fmt.Errorf("list sessions: %w", err)
+		return nil, mapStoreErr("", fmt.Errorf("list sessions: %w", err))
 	}
 	return metas, nil
 }

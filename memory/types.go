@@ -133,6 +133,8 @@ type CompactResult struct {
 	// needs_summary and compacted
 	ReadFiles     []string `json:"read_files,omitempty"`
 	ModifiedFiles []string `json:"modified_files,omitempty"`
+	// Facts is the durable-facts ledger the compaction stores (needs_summary: will store).
+	Facts *compaction.Ledger `json:"facts,omitempty"`
 	// nothing_to_compact
 	ContextTokens int `json:"context_tokens,omitempty"`
 }

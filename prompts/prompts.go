@@ -104,6 +104,7 @@ var (
 
 var (
 	system = mustRead("templates/system.md")
+	facts  = mustParse("facts", "templates/facts.md")
 	all    = []Template{
 		{
 			Name:        NameSummary,
@@ -178,4 +179,23 @@ func Update(conversation, previousSummary, focus string) (string, error) {
 // SplitTurn renders the split-turn template for the beginning of a long turn.
 func SplitTurn(conversation, focus string) (string, error) {
 	return Render(NameSplitTurn, map[string]string{ArgConversation: conversation, ArgFocus: focus})
+}
+
+// Facts renders the note that follows a summarization request when the server keeps a
+// durable-facts ledger or bounds the summary's size: the recorded facts (rendered ledger
+// blocks, or a pointer to where the caller finds them) with the instruction not to repeat
+// them, and the size limit. Both parts are optional; with neither it returns "". limitTokens
+// <= 0 states no limit.
+func Facts(recorded string, limitTokens int) string {
+	data := map[string]string{"facts": strings.TrimSpace(recorded), "limit": "", "chars": ""}
+	if limitTokens > 0 {
+		data["limit"] = fmt.Sprint(limitTokens)
+		data["chars"] = fmt.Sprint(4 * limitTokens)
+	}
+	var b strings.Builder
+	if err := facts.Execute(&b, data); err != nil {
+		// The embedded template is covered by tests; failing here is a programming error.
+		panic(fmt.Sprintf("prompts: render facts: %v", err))
+	}
+	return strings.TrimSpace(b.String())
 }

@@ -141,3 +141,19 @@ func TestZeroTemplate(t *testing.T) {
 		t.Fatalf("zero Template Render error = %v", err)
 	}
 }
+
+func TestFacts(t *testing.T) {
+	if got := Facts("", 0); got != "" {
+		t.Errorf("Facts with nothing = %q", got)
+	}
+	got := Facts("<user-constraints>\n- never push\n</user-constraints>", 3000)
+	for _, want := range []string{"<recorded-facts>\n<user-constraints>\n- never push\n</user-constraints>\n</recorded-facts>",
+		"Do not repeat them", "Keep the summary under 3000 tokens (about 12000 characters)."} {
+		if !strings.Contains(got, want) {
+			t.Errorf("Facts lacks %q:\n%s", want, got)
+		}
+	}
+	if got := Facts("", 100); strings.Contains(got, "recorded-facts") || !strings.HasPrefix(got, "Keep the summary under 100 tokens") {
+		t.Errorf("limit alone = %q", got)
+	}
+}

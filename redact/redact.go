@@ -1,6 +1,8 @@
 package redact
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"fmt"
 	"regexp"
 	"strings"
@@ -114,4 +116,24 @@ func (x *userRule) find(s string) [][2]int {
 		out = append(out, [2]int{start, end})
 	}
 	return out
+}
+
+// Version is the version of the built-in rules. Fingerprint notices changed regexps and
+// triggers by itself; bump Version when Go code (a custom rule, a validity check) changes what
+// is redacted, so stores redacted with the older rules are redacted again.
+const Version = 2
+
+// Fingerprint identifies what this Redactor redacts: the rules' version and definitions and
+// the user patterns. sessionmem re-applies redaction to a store whose marker holds another
+// fingerprint (see "sessionmem redact").
+func (r *Redactor) Fingerprint() string {
+	h := sha256.New()
+	fmt.Fprintf(h, "v%d\n", Version)
+	for _, ru := range r.rules {
+		fmt.Fprintf(h, "%s %d %q %v\n", ru.name, ru.mode, ru.triggers, ru.re)
+	}
+	for _, x := range r.extras {
+		fmt.Fprintf(h, "extra %q\n", x.re.String())
+	}
+	return hex.EncodeToString(h.Sum(nil))[:16]
 }

@@ -1,6 +1,7 @@
 package redact
 
 import (
+	"fmt"
 	"strings"
 	"testing"
 )
@@ -73,6 +74,8 @@ func TestString(t *testing.T) {
 		{"yaml passwd", "passwd: Tr0ub4dor&3x", "passwd: [REDACTED]&3x"},
 		{"json password", `{"password":"correct horse"}`, `{"password":"[REDACTED]"}`},
 		{"escaped json", `{\"password\":\"p4ss w0rd\"}`, `{\"password\":\"[REDACTED]\"}`},
+		{"escaped twice", `{\\\"password\\\":\\\"p4ss w0rd\\\"}`, `{\\\"password\\\":\\\"[REDACTED]\\\"}`},
+		{"quoted with %q", fmt.Sprintf("%q", `{\"api_key\":\"s5JeGlReoOSU2SdSjFPFjXzpoIl34Z\"}`), fmt.Sprintf("%q", `{\"api_key\":\"[REDACTED]\"}`)},
 		{"single quoted", `secret = 'abc'`, `secret = '[REDACTED]'`},
 		{"go short decl", `token := "tok_live_1"`, `token := "[REDACTED]"`},
 		{"camel case", `clientSecret: "s3cr3t"`, `clientSecret: "[REDACTED]"`},
@@ -85,6 +88,30 @@ func TestString(t *testing.T) {
 		{"value with dots inside", `password="abc...def123"`, `password="[REDACTED]"`},
 		{"private span upper", "<PRIVATE>x</PRIVATE>", "[REDACTED]"},
 		{"two private spans", "<private>a</private> keep <private>b</private>", "[REDACTED] keep [REDACTED]"},
+		// command lines and config files (the value's place makes it a secret)
+		{"aws configure set", "aws configure set aws_secret_access_key " + awsSecret, "aws configure set aws_secret_access_key [REDACTED]"},
+		{"aws configure set profile", "aws configure set --profile p aws_session_token 'tok3n'", "aws configure set --profile p aws_session_token '[REDACTED]'"},
+		{"npm config set", "npm config set //registry.npmjs.org/:_authToken abcd1234efgh", "npm config set //registry.npmjs.org/:_authToken [REDACTED]"},
+		{"gh with-token echo", "echo hunter22 | gh auth login --with-token", "echo [REDACTED] | gh auth login --with-token"},
+		{"gh with-token herestring", "gh auth login --with-token <<< 'hunter22'", "gh auth login --with-token <<< '[REDACTED]'"},
+		{"docker login -p", "docker login -u me -p hunter2 reg.io", "docker login -u me -p [REDACTED] reg.io"},
+		{"docker password-stdin", "echo 'my pass' | docker login -u me --password-stdin", "echo '[REDACTED]' | docker login -u me --password-stdin"},
+		{"curl -u", "curl -u admin:hunter2 https://x.io", "curl -u admin:[REDACTED] https://x.io"},
+		{"curl --user=", "curl --user=admin:hunter2 https://x.io", "curl --user=admin:[REDACTED] https://x.io"},
+		{"query key", "https://x.io/geo?q=a&key=Ab3dEf6hIj9k&z=1", "https://x.io/geo?q=a&key=[REDACTED]&z=1"},
+		{"query signature", "https://b.s3.amazonaws.com/o?X-Amz-Signature=0123456789abcdef", "https://b.s3.amazonaws.com/o?X-Amz-Signature=[REDACTED]"},
+		{"env line key", "APP_KEY=base64:Ab3dEf6hIj9kLm2nOp5q", "APP_KEY=[REDACTED]"},
+		{"env line pass", "export DB_PASS=hunter2", "export DB_PASS=[REDACTED]"},
+		{"netrc", "machine api.heroku.com\n  login me@x.io\n  password hunter2\n", "machine api.heroku.com\n  login me@x.io\n  password [REDACTED]\n"},
+		{"netrc one line", "machine github.com login me password hunter2", "machine github.com login me password [REDACTED]"},
+		{"heroku auth:token", "$ heroku auth:token\n01234567-89ab-cdef-0123-456789abcdef\n", "$ heroku auth:token\n[REDACTED]\n"},
+		{"heroku key", "HRKU-" + "AAbcdEfgh1234567890_xyzAB", "[REDACTED:heroku-key]"},
+		{"docker run uid", "docker run -u 1000:1000 img", ""},
+		{"curl no password", "curl -u admin https://x.io", ""},
+		{"curl env", `curl -u "$U:$P" https://x.io`, ""},
+		{"sort key", "?sortKey=updatedAt", ""},
+		{"netrc prose", "machine learning login page password reset flow", ""},
+		{"env short key", "SORT_KEY=name", ""},
 		// negatives: ordinary code and prose stay as they are
 		{"plain", "func main() { fmt.Println(\"hi\") }", ""},
 		{"max tokens", "max_tokens: 4096, maxTokens = 100", ""},

@@ -16,6 +16,9 @@ const (
 	afterKey
 	// span: re searches from the first trigger to the end of the text (rare, multi-line spans).
 	span
+	// custom: match (Go code) decides around each trigger; used for command-line and file
+	// forms whose context (the command, the line) decides whether a word is a secret.
+	custom
 )
 
 // rule is one kind of secret.
@@ -36,6 +39,9 @@ type rule struct {
 	unquote bool
 	// midKey lets an afterKey trigger be followed by key characters (the "://" of a URL).
 	midKey bool
+	// match, for custom rules, returns the secret's span given where a trigger ends (the
+	// span may lie before the trigger, as in "echo TOKEN | gh auth login --with-token").
+	match func(s string, end int) [][2]int
 }
 
 func (ru *rule) marker() string {
@@ -68,6 +74,15 @@ func (ru *rule) find(s string, hits []hit, bit uint64) [][2]int {
 		}
 		var sp [2]int
 		var ok bool
+		if ru.mode == custom {
+			for _, sp := range ru.match(s, h.end) {
+				if sp[0] >= done && sp[0] < sp[1] && !strings.HasPrefix(s[sp[0]:sp[1]], Marker) {
+					out = append(out, sp)
+					done = sp[1]
+				}
+			}
+			continue
+		}
 		if ru.mode == atStart {
 			sp, ok = ru.matchAtStart(s, h.end, done)
 		} else {
@@ -151,15 +166,21 @@ func (ru *rule) matchAfterKey(s string, end, done int) ([2]int, bool) {
 	return [2]int{end + a, end + b}, true
 }
 
-// unquote returns the inside of a value quoted with ", ' or \" (JSON inside JSON), and its
-// bounds in v; a missing closing quote (a truncated value) is tolerated.
+// unquote returns the inside of a value quoted with ", ' or an escaped quote (\" for JSON
+// inside JSON, \\\" one level deeper, and so on), and its bounds in v; a missing closing
+// quote (a truncated value) is tolerated.
 func unquote(v string) (inner string, lo, hi int) {
 	lo, hi = 0, len(v)
+	k := 0
+	for k < len(v) && v[k] == '\\' {
+		k++
+	}
 	switch {
-	case strings.HasPrefix(v, `\"`):
-		lo = 2
-		if len(v) >= 4 && strings.HasSuffix(v, `\"`) {
-			hi -= 2
+	case k > 0 && k < len(v) && v[k] == '"':
+		q := v[:k+1]
+		lo = k + 1
+		if len(v) >= 2*len(q) && strings.HasSuffix(v, q) {
+			hi -= len(q)
 		}
 	case v != "" && (v[0] == '"' || v[0] == '\''):
 		lo = 1
@@ -186,7 +207,7 @@ func builtinRules() []*rule {
 	}
 	digitAndLetter := func(v, _ string, _ byte) bool { return hasDigitAndLetter(v) }
 	withValid := func(r *rule, f func(string, string, byte) bool) *rule { r.valid = f; return r }
-	return []*rule{
+	rules := []*rule{
 		// <private>…</private>: the user's own opt-out, possibly spanning lines.
 		{mode: span, re: regexp.MustCompile(`(?is)<private>.*?</private>`), triggers: []string{"<private>"}},
 		// PEM private keys; an unterminated block (a truncated tool output) loses everything
@@ -206,11 +227,17 @@ func builtinRules() []*rule {
 		withValid(key("huggingface-token", `hf_[A-Za-z0-9]{30,}`, "hf_"), digitAndLetter),
 		withValid(key("mem0-key", `m0-[A-Za-z0-9_-]{20,}`, "m0-"), digitAndLetter),
 		key("npm-token", `npm_[A-Za-z0-9]{36}`, "npm_"),
+		key("heroku-key", `HRKU-[A-Za-z0-9_-]{20,}`, "HRKU-"),
 		key("jwt", `eyJ[A-Za-z0-9_-]{10,}\.eyJ[A-Za-z0-9_-]{10,}\.[A-Za-z0-9_-]*`, "eyJ"),
 		// Assignments run before the header rules: a header rule reading "passwd='x'" as a
 		// credential would otherwise hide the key the assignment rule needs.
 		assignmentRule(),
 		flagRule(),
+	}
+	// Command-line and file forms run before the header rules, which would take a command
+	// name after "Bearer" for a credential and hide the context these rules need.
+	rules = append(rules, cliRules()...)
+	rules = append(rules, []*rule{
 		// Authorization headers: the credential after the scheme, whatever it looks like.
 		{
 			mode: afterKey, triggers: []string{"authorization"}, limit: 1024,
@@ -233,7 +260,8 @@ func builtinRules() []*rule {
 			re:    regexp.MustCompile(`^[^\s:@/"'<>\\]+:([^\s@/"'<>\\]+)@`),
 			valid: func(v, _ string, _ byte) bool { return !placeholder(v) && !allDigits(v) },
 		},
-	}
+	}...)
+	return rules
 }
 
 // secretKeyName reports whether k is a key name the assignment rule would act on.
@@ -281,8 +309,9 @@ var assignmentTriggers = []string{
 func assignmentRule() *rule {
 	return &rule{
 		mode: afterKey, triggers: assignmentTriggers, limit: 1024, unquote: true,
-		re: regexp.MustCompile(`^\\?["']?\s*(?::=|=|:)\s*` +
-			`("[^"\n]*"|'[^'\n]*'|\\"(?:[^"\\\n]|\\[^"\n])*\\"|\\?["']?[^\s"'` + "`" + `,;&|(){}\[\]<>\\]+)`),
+		// Quotes may be escaped at any depth (\" in JSON inside JSON, \\\" one level deeper).
+		re: regexp.MustCompile(`^\\*["']?\s*(?::=|=|:)\s*` +
+			`("[^"\n]*"|'[^'\n]*'|\\+"(?:[^"\\\n]|\\[^"\n])*?\\+"|\\*["']?[^\s"'` + "`" + `,;&|(){}\[\]<>\\]+)`),
 		valid: validAssignment,
 	}
 }

@@ -8,6 +8,8 @@
 //
 //	storage/local     the local store: append-only JSONL logs compressed with zstd in a
 //	                  directory, shared by the processes of one machine
+//	storage/postgres  a PostgreSQL database shared by any number of processes on any
+//	                  number of machines
 //
 // The contract suite in storage/storetest runs unchanged against every backend; a behaviour
 // that differs between backends is a bug in one of them.
@@ -20,8 +22,14 @@
 // exactly as written, and reads them back from any sequence number without reading what
 // precedes it.
 //
+// Records are never changed in place by normal use. The one exception is the optional
+// Rewriter interface, which re-encodes a session atomically so that redaction rules added later
+// reach what older versions stored (memory.Service.RedactStore); a backend without it keeps
+// working, and sessionmem then says that it cannot rewrite in place.
+//
 // # Imports
 //
-// storage imports only the standard library. Backends import storage; memory imports storage
-// and never a backend (cmd chooses the backend).
+// storage imports the standard library and gjson (AppendRecord reads a record's "type" and
+// "seq" with it, as every backend must). Backends import storage; memory imports storage and
+// never a backend (cmd chooses the backend).
 package storage

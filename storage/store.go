@@ -28,6 +28,9 @@ var (
 	// down or restarting); the call may be retried later and wrote nothing that was not
 	// acknowledged.
 	ErrUnavailable = errors.New("store unavailable")
+	// ErrDuplicateKey is returned by Append when a backend that enforces Record.Key finds the
+	// key already stored in the session.
+	ErrDuplicateKey = errors.New("record key already stored in the session")
 )
 
 var idPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
@@ -59,7 +62,11 @@ type Store interface {
 	// Update runs fn with the session locked for writing against every other writer, in
 	// this process and others. Writes happen through the Writer, which is valid only inside
 	// fn. ErrNotFound if the session does not exist. If fn returns an error, what its Writer
-	// appended before the error may or may not be kept (each Append is atomic on its own).
+	// appended before the error may or may not be kept (each Append is atomic on its own; a
+	// transactional backend keeps none of it). When Update returns nil, everything fn
+	// appended is durable; when it returns an error wrapping ErrUnavailable after fn
+	// succeeded, the appends may or may not have been stored (the connection broke while
+	// committing), so callers retry idempotently.
 	Update(ctx context.Context, id string, fn func(w Writer) error) error
 	// View runs fn with a consistent view of the session: no record appended during fn is
 	// seen, and every record appended before View was called is. The Reader is valid only
@@ -99,7 +106,8 @@ type Writer interface {
 	// Append writes recs as one atomic, durable batch and then records m as the session's
 	// metadata (the store sets m.ID, the header fields and m.LastSeq). It returns the records
 	// with Seq set, numbered from LastSeq()+1. When it returns nil the records survive kill -9
-	// and power loss; when it returns an error none of them was stored.
+	// and power loss (in a transactional backend, once Update has returned nil: Update is
+	// one transaction); when it returns an error none of them was stored.
 	//
 	// Each Data must be one JSON object without a "seq" key. If Kind is set and Data has no
 	// "type", `"type":Kind` is added; if Data has a "type" it must equal Kind. Empty recs
@@ -158,6 +166,13 @@ type Record struct {
 	// Barrier asks Append to start a new compressed chunk at this record (used for
 	// compactions, so a resume can start decoding there). Backends without chunks ignore it.
 	Barrier bool
+	// Key is an optional idempotency key, unique within the session (memory passes the
+	// client's message id). A backend may enforce it (storage/postgres does, with a unique
+	// index): an Append whose key is already stored in the session then fails with an error
+	// wrapping ErrDuplicateKey and stores nothing, and a transactional backend rolls back
+	// the whole Update. Callers de-duplicate before appending, so a conflict means a race or
+	// a bug, never a normal replay. Reads do not return it.
+	Key string
 }
 
 // ListQuery selects sessions for List. The zero value selects every session.

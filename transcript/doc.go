@@ -12,7 +12,9 @@
 // Importer adds incremental import: it remembers, per source file, the byte offset (and the
 // little parser state) already imported, in one small JSON file per source under StateDir,
 // written atomically, so a poll of a growing transcript parses only the new part. Watch polls
-// files for growth.
+// files for growth. The state passes memory's redaction gate before it is written (it keeps a
+// transcript's path, name, model and working directory); RedactState re-applies it to state
+// files an older version wrote.
 //
 // Imports: transcript uses memory (and the standard library and gjson). It never imports
 // mcp-go, mcpserver, storage or cmd; the command line wires it up.

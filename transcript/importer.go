@@ -151,7 +151,7 @@ func (im *Importer) loadCheckpoint(abs string) (Checkpoint, error) {
 		return Checkpoint{}, fmt.Errorf("read import state of %s: %w", abs, err)
 	}
 	var sf stateFile
-	if err := json.Unmarshal(b, &sf); err != nil || sf.Path != abs {
+	if err := json.Unmarshal(b, &sf); err != nil || sf.Path != im.Svc.RedactText(abs) {
 		// A damaged state file costs a full re-parse, never data: ids make it idempotent.
 		return Checkpoint{}, nil
 	}
@@ -168,7 +168,13 @@ func (im *Importer) saveCheckpoint(abs string, cp Checkpoint) error {
 		im.mem[abs] = cp
 		return nil
 	}
-	b, err := json.Marshal(stateFile{Path: abs, Checkpoint: cp})
+	// The state passes the store's redaction gate too: it keeps the transcript's path, name,
+	// model and working directory, which may hold what the store refuses to keep.
+	sf := stateFile{Path: abs, Checkpoint: cp}
+	if err := im.Svc.Gate(&sf); err != nil {
+		return fmt.Errorf("import state of %s: %w", abs, err)
+	}
+	b, err := json.Marshal(sf)
 	if err != nil {
 		return fmt.Errorf("encode import state of %s: %w", abs, err)
 	}

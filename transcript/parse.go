@@ -124,10 +124,10 @@ type Checkpoint struct {
 	PartialEnd bool `json:"partial_end,omitempty"`
 	// HeadLen and HeadHash fingerprint the file's first bytes, so a rewritten file is noticed.
 	HeadLen  int    `json:"head_len,omitempty"`
-	HeadHash string `json:"head_hash,omitempty"`
+	HeadHash string `json:"head_hash,omitempty" gate:"id"`
 
 	Format     Format    `json:"format,omitempty"`
-	SessionID  string    `json:"session_id,omitempty"`
+	SessionID  string    `json:"session_id,omitempty" gate:"id"`
 	WorkingDir string    `json:"working_dir,omitempty"`
 	Name       string    `json:"name,omitempty"`
 	Model      string    `json:"model,omitempty"`
@@ -136,7 +136,9 @@ type Checkpoint struct {
 	Version    int       `json:"version,omitempty"` // pi format version
 	// OpenMessageID is the Claude Code message.id of the assistant message that ended the
 	// last parse; more lines of it may follow (see the Claude Code reader).
-	OpenMessageID string `json:"open_message_id,omitempty"`
+	// Import state is stored through memory's gate (Service.Gate): an id holding a secret
+	// would be kept as a stand-in, which no message id of Claude Code's (msg_…) is.
+	OpenMessageID string `json:"open_message_id,omitempty" gate:"id"`
 }
 
 // ParseOptions tune a parse.

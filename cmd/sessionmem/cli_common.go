@@ -117,6 +117,7 @@ type cliStore struct {
 	store  storage.Store
 	svc    *memory.Service
 	logger *slog.Logger
+	red    *redact.Redactor
 	llm    bool // an llm summarizer is configured
 }
 
@@ -145,15 +146,6 @@ func openCLIStore(e *env, storeFlag string, o openOptions) (*cliStore, error) {
 			return nil, &configError{Field: envLogLevel, Value: v, Msg: "want debug, info, warn or error"}
 		}
 	}
-	h := o.logHandler
-	if h == nil {
-		h = slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})
-	}
-	logger := slog.New(h)
-	opts := memory.Options{Logger: logger}
-	if opts.FileMapping, err = fileMapping(e.getenv(envFileTools)); err != nil {
-		return nil, err
-	}
 	var patterns []string
 	if raw := e.getenv(envRedact); raw != "" {
 		if err := json.Unmarshal([]byte(raw), &patterns); err != nil {
@@ -165,8 +157,16 @@ func openCLIStore(e *env, storeFlag string, o openOptions) (*cliStore, error) {
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", envRedact, err)
 	}
-	opts.Redact = red.String
-	cs := &cliStore{dir: dir, logger: logger}
+	h := o.logHandler
+	if h == nil {
+		h = slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: level})
+	}
+	logger := slog.New(redact.NewHandler(h, red))
+	opts := memory.Options{Logger: logger, Redact: red.String}
+	if opts.FileMapping, err = fileMapping(e.getenv(envFileTools)); err != nil {
+		return nil, err
+	}
+	cs := &cliStore{dir: dir, logger: logger, red: red}
 	if o.llm {
 		cfg, err := llmConfig(e.getenv)
 		if err != nil {

@@ -12,6 +12,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/sessionmem/sessionmem/compaction"
 	"github.com/sessionmem/sessionmem/fileops"
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/storage"
@@ -38,8 +39,8 @@ empty, and the exit code is 0.
 
 Flags:
   --timeout D   give up after D (default 20s)
-  --store DIR   store directory (default $SESSIONMEM_STORE, else $XDG_DATA_HOME/sessionmem,
-                else ~/.local/share/sessionmem)
+  --store LOC   store directory or PostgreSQL URL (postgres://...) (default $SESSIONMEM_STORE,
+                else $XDG_DATA_HOME/sessionmem, else ~/.local/share/sessionmem)
 
 Configuration: see hooks/claude-code-settings.json and hooks/codex-hooks.json.
 `
@@ -153,7 +154,7 @@ func hook(ctx context.Context, e *env, storeFlag string, format transcript.Forma
 	}
 	var importErr error
 	if in.TranscriptPath != "" {
-		im := &transcript.Importer{Svc: cs.svc, StateDir: filepath.Join(cs.dir, "imports")}
+		im := &transcript.Importer{Svc: cs.svc, StateDir: importStateDir(cs.dir, e.getenv)}
 		res, err := im.ImportFile(ctx, in.TranscriptPath, format)
 		switch {
 		case err == nil:
@@ -225,6 +226,16 @@ func priorSession(ctx context.Context, svc *memory.Service, cwd, current string)
 	return "", nil
 }
 
+// summaryText is a stored summary for people and agents: the file-list blocks left out (they
+// are shown apart), the ledger of durable facts kept.
+func summaryText(stored string) string {
+	text := strings.TrimSpace(fileops.StripTags(stored))
+	if l, ok := compaction.LedgerFromSummary(stored); ok {
+		text = compaction.AppendLedger(text, &l)
+	}
+	return text
+}
+
 // hookContext builds the text injected at session start from session id's latest summary and
 // file lists. It is "" when there is nothing worth saying.
 func hookContext(ctx context.Context, svc *memory.Service, id, source string, withSummary bool) (string, error) {
@@ -238,7 +249,7 @@ func hookContext(ctx context.Context, svc *memory.Service, id, source string, wi
 	}
 	summary := ""
 	if withSummary {
-		summary = strings.TrimSpace(fileops.StripTags(res.Summary))
+		summary = summaryText(res.Summary)
 	}
 	files := len(res.ReadFiles) + len(res.ModifiedFiles)
 	startup := source != "resume" && source != "compact"

@@ -6,6 +6,9 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+
+	"github.com/sessionmem/sessionmem/compaction"
+	"github.com/sessionmem/sessionmem/fileops"
 )
 
 // hookPayload is the JSON an agent sends a hook.
@@ -234,5 +237,19 @@ func TestCLIHookConfigFiles(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// The text hooks and show print keeps the ledger of durable facts and leaves the file lists
+// (printed apart) out.
+func TestSummaryTextKeepsLedger(t *testing.T) {
+	l := compaction.Ledger{Constraints: []compaction.LedgerNote{{Text: "Never push to main."}}}
+	stored := compaction.AppendLedger(fileops.AppendTags("## Goal\n- g", []string{"a.go"}, []string{"b.go"}), &l)
+	want := "## Goal\n- g\n\n<user-constraints>\n- Never push to main.\n</user-constraints>"
+	if got := summaryText(stored); got != want {
+		t.Errorf("summaryText = %q, want %q", got, want)
+	}
+	if got := summaryText(fileops.AppendTags("## Goal\n- g", []string{"a.go"}, nil)); got != "## Goal\n- g" {
+		t.Errorf("without a ledger: %q", got)
 	}
 }

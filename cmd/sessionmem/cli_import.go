@@ -7,7 +7,6 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
-	"path/filepath"
 	"time"
 
 	"github.com/sessionmem/sessionmem/transcript"
@@ -19,8 +18,9 @@ const importHelp = `Usage: sessionmem import --claude-code [PATH...] | --codex [
 Import other agents' transcripts into the store. Each transcript becomes one session whose id
 is derived from the agent's own (cc-<uuid>, codex-<uuid>, pi-<uuid>), and every message gets
 an id derived from the source, so importing again adds only what is new; the byte offset
-reached in each file is remembered under <store>/imports, so a re-import reads only the
-appended part.
+reached in each file is remembered under <store>/imports (for a PostgreSQL store, under
+$XDG_STATE_HOME/sessionmem/imports on this machine), so a re-import reads only the appended
+part.
 
 Sources (exactly one):
   --claude-code [PATH...]   Claude Code transcripts; default ~/.claude/projects
@@ -36,8 +36,9 @@ Flags:
   --watch           keep running and import what is appended (new sessions included) until
                     interrupted (Ctrl-C)
   --interval D      how often --watch looks for changes (default 2s)
-  --store DIR       store directory (default $SESSIONMEM_STORE, else
-                    $XDG_DATA_HOME/sessionmem, else ~/.local/share/sessionmem)
+  --store DIR|URL   store directory or PostgreSQL URL (postgres://...) (default
+                    $SESSIONMEM_STORE, else $XDG_DATA_HOME/sessionmem, else
+                    ~/.local/share/sessionmem)
 
 Examples:
   sessionmem import --claude-code
@@ -108,7 +109,9 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer cs.close(e)
-	im := &transcript.Importer{Svc: cs.svc, StateDir: filepath.Join(cs.dir, "imports")}
+	// The report quotes transcript paths, which are the user's own but may hold anything.
+	e = &env{stdin: e.stdin, stdout: &redactWriter{w: e.stdout, r: cs.red}, stderr: e.stderr, getenv: e.getenv}
+	im := &transcript.Importer{Svc: cs.svc, StateDir: importStateDir(cs.dir, e.getenv)}
 	if *watch {
 		return watchImports(ctx, e, im, paths, *interval)
 	}

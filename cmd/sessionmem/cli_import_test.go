@@ -189,8 +189,20 @@ func TestCLIImportWatch(t *testing.T) {
 	dir := t.TempDir()
 	path := copyFixture(t, "pi.jsonl", dir, "s.jsonl")
 	store := t.TempDir()
-	ctx, cancel := context.WithTimeout(t.Context(), 400*time.Millisecond)
+	// Stop watching once the first import is recorded (its checkpoint file appears), not after
+	// a fixed time: under load the first import alone took longer than a fixed 400 ms.
+	ctx, cancel := context.WithTimeout(t.Context(), 60*time.Second)
 	defer cancel()
+	go func() {
+		for ctx.Err() == nil {
+			if m, _ := filepath.Glob(filepath.Join(store, "imports", "*.json")); len(m) > 0 {
+				time.Sleep(100 * time.Millisecond) // a few more polls, which must add nothing
+				cancel()
+				return
+			}
+			time.Sleep(10 * time.Millisecond)
+		}
+	}()
 	r := runCLIContext(ctx, t, "", "import", "--file", path, "--watch", "--interval", "20ms", "--store", store).must(t)
 	if !strings.Contains(r.stdout, "+4") || !strings.Contains(r.stdout, "Stopped watching: 4 items added to 1 sessions.") {
 		t.Fatalf("stdout:\n%s\nstderr:\n%s", r.stdout, r.stderr)

@@ -21,8 +21,9 @@ Flags:
   --query Q           case-insensitive match on name and first prompt
   --limit N           show at most N sessions (default 20; 0 shows all)
   --json              print a JSON array of sessions (the session_list shape) for scripts
-  --store DIR         store directory (default $SESSIONMEM_STORE, else
-                      $XDG_DATA_HOME/sessionmem, else ~/.local/share/sessionmem)
+  --store DIR|URL     store directory or PostgreSQL URL (postgres://...) (default
+                      $SESSIONMEM_STORE, else $XDG_DATA_HOME/sessionmem, else
+                      ~/.local/share/sessionmem)
 
 Examples:
   sessionmem list

@@ -26,8 +26,9 @@ Flags:
   --protect D        never delete sessions updated within D (default 1h)
   --dry-run          only list what would be deleted
   --yes              do not ask
-  --store DIR        store directory (default $SESSIONMEM_STORE, else
-                     $XDG_DATA_HOME/sessionmem, else ~/.local/share/sessionmem)
+  --store DIR|URL    store directory or PostgreSQL URL (postgres://...) (default
+                     $SESSIONMEM_STORE, else $XDG_DATA_HOME/sessionmem, else
+                     ~/.local/share/sessionmem)
 
 Examples:
   sessionmem prune --max-age 90d --dry-run

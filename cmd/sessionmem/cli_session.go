@@ -27,8 +27,9 @@ Flags:
   --keep-recent-tokens N    recent context kept verbatim (default 20000)
   --instructions TEXT       extra instructions for the summary (llm)
   --json                    print the result as JSON (the session_compact shape)
-  --store DIR               store directory (default $SESSIONMEM_STORE, else
-                            $XDG_DATA_HOME/sessionmem, else ~/.local/share/sessionmem)
+  --store DIR|URL           store directory or PostgreSQL URL (postgres://...) (default
+                            $SESSIONMEM_STORE, else $XDG_DATA_HOME/sessionmem, else
+                            ~/.local/share/sessionmem)
 
 Examples:
   sessionmem compact cc-8463c716-a2ea-4c14-9efa-87158ebd9f20
@@ -111,8 +112,8 @@ terminal (scripts, pipes) --yes is required.
 
 Flags:
   --yes         do not ask
-  --store DIR   store directory (default $SESSIONMEM_STORE, else $XDG_DATA_HOME/sessionmem,
-                else ~/.local/share/sessionmem)
+  --store LOC   store directory or PostgreSQL URL (postgres://...) (default $SESSIONMEM_STORE,
+                else $XDG_DATA_HOME/sessionmem, else ~/.local/share/sessionmem)
 
 Examples:
   sessionmem delete 01a196fb-1dd0-7135-9f31-cc1d42fe7a38
@@ -170,8 +171,9 @@ it kept). 'sessionmem import --file FILE' reads it back; importing it twice adds
 
 Flags:
   -o, --output FILE   write to FILE (replaced atomically, mode 0600) instead of stdout
-  --store DIR         store directory (default $SESSIONMEM_STORE, else
-                      $XDG_DATA_HOME/sessionmem, else ~/.local/share/sessionmem)
+  --store DIR|URL     store directory or PostgreSQL URL (postgres://...) (default
+                      $SESSIONMEM_STORE, else $XDG_DATA_HOME/sessionmem, else
+                      ~/.local/share/sessionmem)
 
 Examples:
   sessionmem export cc-8463c716-a2ea-4c14-9efa-87158ebd9f20 -o session.jsonl

@@ -11,7 +11,6 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/sessionmem/sessionmem/fileops"
 	"github.com/sessionmem/sessionmem/memory"
 )
 
@@ -26,8 +25,8 @@ Flags:
   --all         show tool results, thinking and tool arguments in full
   --json        print the whole transcript as JSON (session, summary, read_files,
                 modified_files, messages in the contract's message shape)
-  --store DIR   store directory (default $SESSIONMEM_STORE, else $XDG_DATA_HOME/sessionmem,
-                else ~/.local/share/sessionmem)
+  --store LOC   store directory or PostgreSQL URL (postgres://...) (default $SESSIONMEM_STORE,
+                else $XDG_DATA_HOME/sessionmem, else ~/.local/share/sessionmem)
 
 Examples:
   sessionmem show 01a196fb-1dd0-7135-9f31-cc1d42fe7a38 | less
@@ -98,7 +97,7 @@ func writeTranscript(w io.Writer, tr memory.Transcript, all bool) {
 
 	if tr.Summary != "" || len(tr.ReadFiles) > 0 || len(tr.ModifiedFiles) > 0 {
 		fmt.Fprintf(w, "\n== Summary (latest compaction) ==\n\n")
-		if text := strings.TrimSpace(fileops.StripTags(tr.Summary)); text != "" {
+		if text := summaryText(tr.Summary); text != "" {
 			fmt.Fprintln(w, clean(text))
 		}
 		writeFileList(w, "Files read", tr.ReadFiles, all)

@@ -18,6 +18,7 @@ import (
 
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/storage"
+	"github.com/sessionmem/sessionmem/storage/postgres"
 )
 
 const statsHelp = `Usage: sessionmem stats [--json]
@@ -28,8 +29,8 @@ Reads every session, so it takes a while on a large store (progress shows on a t
 
 Flags:
   --json        print the numbers as JSON
-  --store DIR   store directory (default $SESSIONMEM_STORE, else $XDG_DATA_HOME/sessionmem,
-                else ~/.local/share/sessionmem)
+  --store LOC   store directory or PostgreSQL URL (postgres://...) (default $SESSIONMEM_STORE,
+                else $XDG_DATA_HOME/sessionmem, else ~/.local/share/sessionmem)
 `
 
 func statsCommand() command {
@@ -69,7 +70,7 @@ func runStats(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("list sessions: %w", err)
 	}
-	st := storeStats{Store: cs.dir, Sessions: len(metas)}
+	st := storeStats{Store: storeLabel(cs.dir), Sessions: len(metas)}
 	prog := newProgress(e)
 	for i, m := range metas {
 		if err := ctx.Err(); err != nil {
@@ -96,7 +97,13 @@ func runStats(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	prog.done()
-	if st.StoreBytes, st.SessionBytes, err = diskUsage(cs.dir); err != nil {
+	if pg, ok := cs.store.(*postgres.Store); ok {
+		u, err := pg.Usage(ctx)
+		if err != nil {
+			return err
+		}
+		st.StoreBytes, st.SessionBytes = u.Total, u.Records
+	} else if st.StoreBytes, st.SessionBytes, err = diskUsage(cs.dir); err != nil {
 		return err
 	}
 	if st.SessionBytes > 0 {
@@ -112,10 +119,18 @@ func runStats(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(w, "Compactions   %s\n", thousands(int64(st.Compactions)))
 	fmt.Fprintf(w, "Records       %s (every stored entry: messages, compactions, renames, ...)\n", thousands(st.Records))
 	fmt.Fprintf(w, "Raw JSONL     %s (%s bytes)\n", byteSize(st.RawBytes), thousands(st.RawBytes))
-	fmt.Fprintf(w, "On disk       %s in session files (%s bytes), %s with index and import state\n",
-		byteSize(st.SessionBytes), thousands(st.SessionBytes), byteSize(st.StoreBytes))
-	if st.SessionBytes > 0 {
-		fmt.Fprintf(w, "Ratio         %.1fx (raw JSONL / session files)\n", st.Ratio)
+	if isURLStore(cs.dir) {
+		fmt.Fprintf(w, "In database   %s in the records table (%s bytes, TOAST and index included), %s with every sessionmem table\n",
+			byteSize(st.SessionBytes), thousands(st.SessionBytes), byteSize(st.StoreBytes))
+		if st.SessionBytes > 0 {
+			fmt.Fprintf(w, "Ratio         %.1fx (raw JSONL / records table)\n", st.Ratio)
+		}
+	} else {
+		fmt.Fprintf(w, "On disk       %s in session files (%s bytes), %s with index and import state\n",
+			byteSize(st.SessionBytes), thousands(st.SessionBytes), byteSize(st.StoreBytes))
+		if st.SessionBytes > 0 {
+			fmt.Fprintf(w, "Ratio         %.1fx (raw JSONL / session files)\n", st.Ratio)
+		}
 	}
 	if st.Unreadable > 0 {
 		fmt.Fprintf(w, "Unreadable    %d sessions (not counted in raw size; run 'sessionmem verify')\n", st.Unreadable)
@@ -164,10 +179,14 @@ or line); servers cut it off the next time they write to that session. --repair 
 now, for every session, and reports what was cut. Damage in the middle of a file is never
 cut automatically: restore that session from a backup or an export.
 
+On a PostgreSQL store verify reads every chunk of records (zstd checksums, sizes, sequence
+numbers without gaps, valid JSON) and the session rows' bookkeeping; a transaction is
+stored whole or not at all, so there is never a torn end and --repair changes nothing.
+
 Flags:
   --repair      cut torn ends left by crashes (takes each session's write lock in turn)
-  --store DIR   store directory (default $SESSIONMEM_STORE, else $XDG_DATA_HOME/sessionmem,
-                else ~/.local/share/sessionmem)
+  --store LOC   store directory or PostgreSQL URL (postgres://...) (default $SESSIONMEM_STORE,
+                else $XDG_DATA_HOME/sessionmem, else ~/.local/share/sessionmem)
 `
 
 func verifyCommand() command {

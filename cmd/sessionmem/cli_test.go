@@ -12,6 +12,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessionmem/sessionmem/storage"
 	"github.com/sessionmem/sessionmem/storage/local"
 
 	"github.com/sessionmem/sessionmem/memory"
@@ -80,6 +81,13 @@ func seedStore(t *testing.T) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	seedInto(t, st)
+	return dir
+}
+
+// seedInto writes seedStore's sessions into st and closes it.
+func seedInto(t *testing.T, st storage.Store) {
+	t.Helper()
 	clock := cliTestNow.Add(-3 * time.Hour)
 	ids := []string{seedAlpha, seedBeta}
 	svc := memory.New(st, memory.Options{
@@ -120,7 +128,6 @@ func seedStore(t *testing.T) string {
 	if err := st.Close(); err != nil {
 		t.Fatal(err)
 	}
-	return dir
 }
 
 func userMsg(text string) memory.Message {
@@ -145,7 +152,7 @@ func TestCLIHelp(t *testing.T) {
 			if want := "Usage: sessionmem " + name; !strings.HasPrefix(r.stdout, want) {
 				t.Fatalf("help = %q, want prefix %q", r.stdout, want)
 			}
-			if !strings.Contains(r.stdout, "--store DIR") && name != "hook" {
+			if !strings.Contains(r.stdout, "--store ") && name != "hook" {
 				t.Errorf("help does not document --store:\n%s", r.stdout)
 			}
 		})

@@ -11,8 +11,10 @@ func commands() []command {
 		deleteCommand(),
 		importCommand(),
 		exportCommand(),
+		migrateCommand(),
 		statsCommand(),
 		verifyCommand(),
+		redactCommand(),
 		pruneCommand(),
 		hookCommand(),
 	}

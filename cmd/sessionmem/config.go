@@ -277,7 +277,9 @@ Serve the session tools over MCP. Without --http the server speaks MCP over stdi
 carries only the protocol, logs go to stderr (or --log-file).
 
 Flags:
-  --store DIR            session store directory (created 0700 if missing). Default:
+  --store DIR|URL        session store: a directory (created 0700 if missing) or a
+                         PostgreSQL URL (postgres://user:password@host:5432/db?sslmode=...)
+                         that servers on any number of machines share. Default:
                          $SESSIONMEM_STORE, else $XDG_DATA_HOME/sessionmem,
                          else ~/.local/share/sessionmem. Several servers may share one store.
   --http ADDR            serve HTTP on ADDR instead of stdio (also $SESSIONMEM_HTTP):

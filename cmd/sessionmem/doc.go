@@ -1,11 +1,17 @@
 // Command sessionmem is an MCP server that gives coding agents a memory that outlives one
 // conversation, plus a command line for people.
 //
-//	sessionmem serve [--store DIR] [--http ADDR]   MCP over stdio, or streamable HTTP + SSE
-//	sessionmem list | show | compact | delete | import | export | stats | verify | prune | hook
+//	sessionmem serve [--store DIR|URL] [--http ADDR]   MCP over stdio, or streamable HTTP + SSE
+//	sessionmem list | show | compact | delete | import | export | stats | verify | redact | prune | hook
+//	sessionmem migrate --from DIR|URL --to DIR|URL     copy a store (local or PostgreSQL)
+//
+// The store is a directory (storage/local) or a postgres:// URL (storage/postgres); store.go
+// resolves and opens it, and storeLabel keeps a URL's password out of every log line,
+// error and output.
 //
 // This package owns flags and environment (turned into a validated config once, at start),
-// logging (slog to stderr or a file; stdout belongs to the protocol in stdio mode), signals
+// logging (slog to stderr or a file, through the redactor; stdout belongs to the protocol in
+// stdio mode), re-applying redaction to stores redacted with older rules (redact_marker.go), signals
 // (SIGINT/SIGTERM let running calls finish, then the store is closed) and exit codes
 // (0 success, 1 failure, 2 usage). It wires storage, memory, redaction and the summarizers into
 // mcpserver for serve, and calls memory and transcript directly for the people commands.

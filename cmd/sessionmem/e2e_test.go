@@ -21,6 +21,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/client/transport"
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/sessionmem/sessionmem/storage/postgres/pgtest"
 )
 
 // These tests build ./cmd/sessionmem and drive the real binary over real pipes and sockets.
@@ -54,6 +56,10 @@ func binary(t testing.TB) string {
 
 func TestMain(m *testing.M) {
 	code := m.Run()
+	pgtest.StopShared()
+	if benchPG != nil {
+		benchPG.Remove()
+	}
 	if binPath != "" {
 		os.RemoveAll(filepath.Dir(binPath))
 	}

@@ -2,12 +2,15 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
 	"os"
 	"os/signal"
 	"syscall"
+
+	"github.com/sessionmem/sessionmem/redact"
 )
 
 func main() {
@@ -16,7 +19,7 @@ func main() {
 	stop()
 	if err != nil {
 		if !errors.Is(err, errUsage) {
-			fmt.Fprintln(os.Stderr, "sessionmem:", err)
+			fmt.Fprintln(redactingWriter(os.Stderr, os.Getenv), "sessionmem:", err)
 		}
 		os.Exit(exitCode(err))
 	}
@@ -49,6 +52,7 @@ func exitCode(err error) int {
 
 func run(ctx context.Context, args []string, stdin io.Reader, stdout, stderr io.Writer) error {
 	e := &env{stdin: stdin, stdout: stdout, stderr: stderr, getenv: os.Getenv}
+	e.stderr = redactingWriter(stderr, e.getenv)
 	return dispatch(ctx, e, args)
 }
 
@@ -81,4 +85,32 @@ func usage(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "Run 'sessionmem <command> --help' for a command's flags.")
+}
+
+// redactingWriter returns w behind the redactor the store uses (built-in rules plus valid
+// SESSIONMEM_REDACT_PATTERNS), so that nothing a command prints on stderr (errors that quote
+// an argument, logs, warnings) carries a secret. Each Write is redacted on its own; every
+// writer of stderr here writes whole messages.
+func redactingWriter(w io.Writer, getenv func(string) string) io.Writer {
+	var patterns []string
+	if raw := getenv(envRedact); raw != "" {
+		_ = json.Unmarshal([]byte(raw), &patterns) // a bad value is reported by the command
+	}
+	r, err := redact.New(patterns)
+	if err != nil {
+		r, _ = redact.New(nil)
+	}
+	return &redactWriter{w: w, r: r}
+}
+
+type redactWriter struct {
+	w io.Writer
+	r *redact.Redactor
+}
+
+func (rw *redactWriter) Write(p []byte) (int, error) {
+	if _, err := rw.w.Write(rw.r.Bytes(p)); err != nil {
+		return 0, err
+	}
+	return len(p), nil
 }

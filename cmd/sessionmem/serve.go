@@ -62,7 +62,13 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		defer f.Close()
 		logOut = f
 	}
-	logger := slog.New(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}))
+	red, err := redact.New(cfg.RedactPatterns)
+	if err != nil {
+		return fmt.Errorf("%s: %w", envRedact, err)
+	}
+	// Every log record, at every level and from every package, is redacted before it is
+	// written: a secret in a request must not reach the log file either.
+	logger := slog.New(redact.NewHandler(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}), red))
 	if path := e.getenv("SESSIONMEM_CPUPROFILE"); path != "" {
 		// For measuring the server under a real client (docs/BENCHMARKS.md); written when
 		// the server stops.
@@ -73,19 +79,14 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		defer stop()
 	}
 
-	opts := memory.Options{Logger: logger, FileMapping: cfg.FileMapping}
+	opts := memory.Options{Logger: logger, FileMapping: cfg.FileMapping, Redact: red.String}
 	if cfg.LLM.URL != "" {
 		if opts.LLM, err = compaction.NewLLM(cfg.LLM); err != nil {
 			return fmt.Errorf("llm summarizer: %w", err)
 		}
 	}
-	red, err := redact.New(cfg.RedactPatterns)
-	if err != nil {
-		return fmt.Errorf("%s: %w", envRedact, err)
-	}
-	opts.Redact = red.String
 
-	store, err := openStore(ctx, cfg.Store, logger)
+	store, err := openServeStore(ctx, cfg.Store, logger)
 	if err != nil {
 		return err
 	}
@@ -104,6 +105,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 			logger.Debug("warm-up", "err", err)
 		}
 	}()
+	// In the background too: what an older version (or older rules) stored is redacted again
+	// once per rule set (see redact_marker.go).
+	go redactOnUpgrade(ctx, svc, cfg.Store, red, logger)
 	if cfg.Retention.Enabled() {
 		// In the background: a large store must never delay the client's initialize.
 		go retain(ctx, svc, cfg.Retention, logger)
@@ -177,16 +181,18 @@ func buildVersion() string {
 	return "dev"
 }
 
-// serveStdio runs MCP on stdin/stdout until the client closes stdin or a signal arrives.
+// serveStdio runs MCP on stdin/stdout until the client closes stdin (every request read is
+// answered first) or a signal arrives. mcpserver.ServeStdio keeps a pipelined client's
+// requests in order (see there).
 func serveStdio(ctx context.Context, s *server.MCPServer, d *drain, e *env, logger *slog.Logger) error {
-	std := server.NewStdioServer(s)
-	std.SetErrorLogger(log.New(slogWriter{logger}, "", 0))
-	// Listen's context is ours, not the signal's: on a signal we first let running calls
-	// finish (their contexts derive from it), then stop reading.
+	// The transport's context is ours, not the signal's: on a signal we first let running
+	// calls finish, then stop reading.
 	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
 	done := make(chan error, 1)
-	go func() { done <- std.Listen(lctx, e.stdin, e.stdout) }()
+	go func() {
+		done <- mcpserver.ServeStdio(lctx, s, e.stdin, e.stdout, mcpserver.StdioOptions{Logger: logger})
+	}()
 	select {
 	case err := <-done:
 		if err != nil && !errors.Is(err, io.EOF) && !errors.Is(err, context.Canceled) {
@@ -223,9 +229,9 @@ func serveHTTP(ctx context.Context, s *server.MCPServer, d *drain, cfg serveConf
 		server.WithMessageEndpoint("/message"),
 	)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", streamable)
-	mux.Handle("/sse", sse.SSEHandler())
-	mux.Handle("/message", sse.MessageHandler())
+	mux.Handle("/mcp", mcpserver.WrapHTTP(streamable))
+	mux.Handle("/sse", mcpserver.WrapHTTP(sse.SSEHandler()))
+	mux.Handle("/message", mcpserver.WrapHTTP(sse.MessageHandler()))
 	srv := &http.Server{
 		Handler:           guard(mux, cfg.Token, logger),
 		ReadHeaderTimeout: 10 * time.Second,

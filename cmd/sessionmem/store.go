@@ -2,15 +2,20 @@ package main
 
 import (
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
 	"fmt"
 	"log/slog"
 	"net/url"
 	"path/filepath"
 	"strings"
+	"time"
 
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/storage"
 	"github.com/sessionmem/sessionmem/storage/local"
+	"github.com/sessionmem/sessionmem/storage/postgres"
 )
 
 // resolveStore picks the store location (--store, then $SESSIONMEM_STORE, then
@@ -35,8 +40,11 @@ func resolveStore(flagVal string, getenv func(string) string) (string, error) {
 	if scheme, ok := urlScheme(loc); ok {
 		switch scheme {
 		case "postgres", "postgresql":
-			return "", &configError{Field: field, Value: storeLabel(loc),
-				Msg: "PostgreSQL stores are not supported by this build yet; pass a directory"}
+			if _, err := url.Parse(loc); err != nil {
+				return "", &configError{Field: field, Value: storeLabel(loc),
+					Msg: "not a valid PostgreSQL URL; write postgres://user:password@host:5432/dbname?sslmode=disable (percent-encode special characters in the password)"}
+			}
+			return loc, nil
 		default:
 			return "", &configError{Field: field, Value: storeLabel(loc),
 				Msg: "unknown store URL scheme " + scheme + "://; pass a directory or a postgres:// URL"}
@@ -83,11 +91,73 @@ func storeLabel(loc string) string {
 	return u.Redacted()
 }
 
-// openStore opens the store at a location resolveStore accepted.
+// isURLStore reports whether a resolved store location is a database URL.
+func isURLStore(loc string) bool {
+	_, ok := urlScheme(loc)
+	return ok
+}
+
+// openStore opens the store at a location resolveStore accepted. A PostgreSQL store is
+// connected and its schema checked (or created) now, so a wrong password or an unreachable
+// host is one clear error.
 func openStore(ctx context.Context, loc string, logger *slog.Logger) (storage.Store, error) {
+	if isURLStore(loc) {
+		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+		st, err := postgres.Open(ctx, loc, postgres.Options{Logger: logger})
+		if err != nil {
+			return nil, fmt.Errorf("open store %s: %w", storeLabel(loc), err)
+		}
+		return st, nil
+	}
 	st, err := local.Open(loc, local.Options{Logger: logger, Summarize: memory.Summarize})
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", storeLabel(loc), err)
 	}
 	return st, nil
+}
+
+// openServeStore opens the store for a server. Unlike the commands, a server starts while its
+// database is unreachable: it logs a warning, every tool call answers with a tool error
+// saying so, and the first call after the database is back works. A database whose schema is
+// newer than this build still stops the server.
+func openServeStore(ctx context.Context, loc string, logger *slog.Logger) (storage.Store, error) {
+	if !isURLStore(loc) {
+		return openStore(ctx, loc, logger)
+	}
+	st, err := postgres.New(loc, postgres.Options{Logger: logger})
+	if err != nil {
+		return nil, fmt.Errorf("open store %s: %w", storeLabel(loc), err)
+	}
+	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	switch err := st.Ready(rctx); {
+	case err == nil:
+	case errors.Is(err, storage.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
+		logger.Warn("the database is not reachable yet; tool calls fail until it is", "store", storeLabel(loc), "err", err)
+	default:
+		st.Close()
+		return nil, fmt.Errorf("open store %s: %w", storeLabel(loc), err)
+	}
+	return st, nil
+}
+
+// importStateDir is where transcript imports keep their per-file checkpoints: inside a local
+// store, or for a database store in this machine's state directory (the transcripts are
+// this machine's files), one directory per store URL. "" keeps them in memory.
+func importStateDir(loc string, getenv func(string) string) string {
+	if !isURLStore(loc) {
+		return filepath.Join(loc, "imports")
+	}
+	base := getenv("XDG_STATE_HOME")
+	if base == "" {
+		if home := getenv("HOME"); home != "" {
+			base = filepath.Join(home, ".local", "state")
+		}
+	}
+	if base == "" {
+		return ""
+	}
+	sum := sha256.Sum256([]byte(storeLabel(loc)))
+	return filepath.Join(base, "sessionmem", "imports", hex.EncodeToString(sum[:8]))
 }

@@ -11,7 +11,6 @@ import (
 	"errors"
 	"fmt"
 	"strings"
-	"sync"
 	"testing"
 	"time"
 
@@ -54,6 +53,13 @@ func Run(t *testing.T, b Backend) {
 		{"LargeRecord", testLargeRecord},
 		{"Verify", testVerify},
 		{"Closed", testClosed},
+		{"Normalize", testNormalize},
+		{"Keys", testKeys},
+		{"UpdateError", testUpdateError},
+		{"TimesExact", testTimesExact},
+		{"ListFolding", testListFolding},
+		{"CreateRace", testCreateRace},
+		{"RecordsTwice", testRecordsTwice},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -254,156 +260,6 @@ func testNotFound(t *testing.T, b Backend) {
 	}
 }
 
-func testAppendRead(t *testing.T, b Backend) {
-	s, _ := open(t, b)
-	create(t, s, "a", "/w", t0)
-	got := appendJSON(t, s, "a", storage.Meta{}, `{"type":"message","x":1}`, `{"y":"two"}`)
-	if len(got) != 2 || got[0].Seq != 1 || got[1].Seq != 2 || got[0].Kind != "message" {
-		t.Fatalf("append returned %+v", got)
-	}
-	err := s.Update(context.Background(), "a", func(w storage.Writer) error {
-		if w.LastSeq() != 2 {
-			return fmt.Errorf("writer last seq %d", w.LastSeq())
-		}
-		out, err := w.Append([]storage.Record{{Kind: "compaction", Data: []byte(`{"z":3}`), Barrier: true}, {Kind: "message", Data: []byte(`{"type":"message"}`)}}, storage.Meta{})
-		if err != nil {
-			return err
-		}
-		if out[0].Seq != 3 || out[1].Seq != 4 || w.LastSeq() != 4 {
-			return fmt.Errorf("second batch %+v, last %d", out, w.LastSeq())
-		}
-		// Read your writes inside the same Update.
-		n := 0
-		for rec, err := range w.Records(3) {
-			if err != nil {
-				return err
-			}
-			n++
-			_ = rec
-		}
-		if n != 2 {
-			return fmt.Errorf("writer read %d records from 3", n)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-	want := []string{`{"seq":1,"type":"message","x":1}`, `{"seq":2,"y":"two"}`, `{"seq":3,"type":"compaction","z":3}`, `{"seq":4,"type":"message"}`}
-	if got := readAll(t, s, "a", 1); strings.Join(got, "\n") != strings.Join(want, "\n") {
-		t.Fatalf("read back\n%s\nwant\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
-	}
-	err = s.View(context.Background(), "a", func(r storage.Reader) error {
-		kinds := []string{}
-		for rec, err := range r.Records(1) {
-			if err != nil {
-				return err
-			}
-			kinds = append(kinds, rec.Kind)
-		}
-		if strings.Join(kinds, ",") != "message,,compaction,message" {
-			return fmt.Errorf("kinds %v", kinds)
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func testRecordsFrom(t *testing.T, b Backend) {
-	s, _ := open(t, b)
-	create(t, s, "a", "/w", t0)
-	const n = 300
-	for i := 0; i < n; i += 30 {
-		var objs []string
-		for j := i; j < i+30; j++ {
-			objs = append(objs, fmt.Sprintf(`{"i":%d,"pad":%q}`, j+1, strings.Repeat("p", j*7%500)))
-		}
-		appendJSON(t, s, "a", storage.Meta{}, objs...)
-	}
-	for _, from := range []uint64{0, 1, 2, 29, 30, 31, 150, 299, 300, 301, 1000} {
-		got := readAll(t, s, "a", from)
-		start := max(from, 1)
-		wantN := 0
-		if start <= n {
-			wantN = int(n - start + 1)
-		}
-		if len(got) != wantN {
-			t.Fatalf("Records(%d) gave %d records, want %d", from, len(got), wantN)
-		}
-		if wantN > 0 && !strings.HasPrefix(got[0], fmt.Sprintf(`{"seq":%d,"i":%d,`, start, start)) {
-			t.Fatalf("Records(%d) starts with %.40s", from, got[0])
-		}
-	}
-	// Stopping early is allowed.
-	err := s.View(context.Background(), "a", func(r storage.Reader) error {
-		for rec, err := range r.Records(10) {
-			if err != nil || rec.Seq != 10 {
-				return fmt.Errorf("first record %d, %v", rec.Seq, err)
-			}
-			break
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func testAppendRejects(t *testing.T, b Backend) {
-	s, _ := open(t, b)
-	create(t, s, "a", "/w", t0)
-	appendJSON(t, s, "a", storage.Meta{}, `{"ok":1}`)
-	for _, tc := range []struct {
-		name string
-		recs []storage.Record
-	}{
-		{"not an object", []storage.Record{{Data: []byte(`[1]`)}}},
-		{"invalid json", []storage.Record{{Data: []byte(`{"a":`)}}},
-		{"empty", []storage.Record{{Data: nil}}},
-		{"has seq", []storage.Record{{Data: []byte(`{"seq":5}`)}}},
-		{"kind differs", []storage.Record{{Kind: "a", Data: []byte(`{"type":"b"}`)}}},
-		{"type not a string", []storage.Record{{Data: []byte(`{"type":1}`)}}},
-		{"bad record after good", []storage.Record{{Data: []byte(`{"good":1}`)}, {Data: []byte(`nope`)}}},
-	} {
-		err := s.Update(context.Background(), "a", func(w storage.Writer) error {
-			_, err := w.Append(tc.recs, storage.Meta{})
-			return err
-		})
-		if err == nil {
-			t.Errorf("%s: append succeeded", tc.name)
-		}
-	}
-	if got := readAll(t, s, "a", 1); len(got) != 1 {
-		t.Fatalf("rejected appends wrote records: %v", got)
-	}
-}
-
-func testExactBytes(t *testing.T, b Backend) {
-	s, _ := open(t, b)
-	create(t, s, "a", "/w", t0)
-	objs := []string{
-		`{"t":"<b>&amp; \u00e9 é 日本 🙂","n":1.50,"e":[]}`,
-		`{"esc":"a\"b\\c\n\t\u0000","big":12345678901234567890}`,
-		`{"nested":{"k":[{"x":null},{"y":true}]},"s":""}`,
-		`{ "spaced" : 1 }`,
-	}
-	appendJSON(t, s, "a", storage.Meta{}, objs...)
-	got := readAll(t, s, "a", 1)
-	want := []string{
-		`{"seq":1,"t":"<b>&amp; \u00e9 é 日本 🙂","n":1.50,"e":[]}`,
-		`{"seq":2,"esc":"a\"b\\c\n\t\u0000","big":12345678901234567890}`,
-		`{"seq":3,"nested":{"k":[{"x":null},{"y":true}]},"s":""}`,
-		`{"seq":4,"spaced" : 1 }`,
-	}
-	for i := range want {
-		if got[i] != want[i] {
-			t.Errorf("record %d:\n got %s\nwant %s", i+1, got[i], want[i])
-		}
-	}
-}
-
 func testMetaOnAppend(t *testing.T, b Backend) {
 	s, _ := open(t, b)
 	ctx := context.Background()
@@ -441,340 +297,6 @@ func testMetaOnAppend(t *testing.T, b Backend) {
 	}
 }
 
-func testList(t *testing.T, b Backend) {
-	s, _ := open(t, b)
-	ctx := context.Background()
-	for i, c := range []struct{ id, wd, name, preview string }{
-		{"a", "/w1", "Alpha", "fix the LOGIN bug"},
-		{"b", "/w2/", "beta", "write docs"},
-		{"c", "/w1/", "", "Login page"},
-		{"d", "/w2", "delta", ""},
-	} {
-		create(t, s, c.id, c.wd, t0)
-		appendJSON(t, s, c.id, storage.Meta{Name: c.name, Preview: c.preview, Updated: t0.Add(time.Duration(i) * time.Minute)}, `{"x":1}`)
-	}
-	// Same Updated as c: ties go by id.
-	appendJSON(t, s, "a", storage.Meta{Name: "Alpha", Preview: "fix the LOGIN bug", Updated: t0.Add(2 * time.Minute)}, `{"x":2}`)
-	ids := func(q storage.ListQuery) string {
-		l, err := s.List(ctx, q)
-		if err != nil {
-			t.Fatal(err)
-		}
-		var out []string
-		for _, m := range l {
-			out = append(out, m.ID)
-		}
-		return strings.Join(out, ",")
-	}
-	for _, tc := range []struct {
-		q    storage.ListQuery
-		want string
-	}{
-		{storage.ListQuery{}, "d,a,c,b"},
-		{storage.ListQuery{WorkingDir: "/w1"}, "a,c"},
-		{storage.ListQuery{WorkingDir: "/w2/"}, "d,b"},
-		{storage.ListQuery{WorkingDir: "/w3"}, ""},
-		{storage.ListQuery{Text: "login"}, "a,c"},
-		{storage.ListQuery{Text: "ALPHA"}, "a"},
-		{storage.ListQuery{Text: "login", WorkingDir: "/w2"}, ""},
-		{storage.ListQuery{Limit: 2}, "d,a"},
-		{storage.ListQuery{After: &storage.ListPosition{Updated: t0.Add(2 * time.Minute), ID: "a"}}, "c,b"},
-		{storage.ListQuery{After: &storage.ListPosition{Updated: t0.Add(2 * time.Minute), ID: "c"}, Limit: 5}, "b"},
-		{storage.ListQuery{After: &storage.ListPosition{Updated: t0.Add(3 * time.Minute), ID: "d"}, WorkingDir: "/w1"}, "a,c"},
-	} {
-		if got := ids(tc.q); got != tc.want {
-			t.Errorf("List(%+v) = %q, want %q", tc.q, got, tc.want)
-		}
-	}
-}
-
-func testListPaging(t *testing.T, b Backend) {
-	s, _ := open(t, b)
-	ctx := context.Background()
-	const n = 57
-	for i := 0; i < n; i++ {
-		id := fmt.Sprintf("s%03d", i)
-		create(t, s, id, "/w", t0)
-		// Several sessions share each Updated, so pages must break ties by id.
-		appendJSON(t, s, id, storage.Meta{Updated: t0.Add(time.Duration(i/3) * time.Second)}, `{"x":1}`)
-	}
-	seen := map[string]bool{}
-	var after *storage.ListPosition
-	for page := 0; ; page++ {
-		l, err := s.List(ctx, storage.ListQuery{After: after, Limit: 10})
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, m := range l {
-			if seen[m.ID] {
-				t.Fatalf("page %d repeats %s", page, m.ID)
-			}
-			seen[m.ID] = true
-		}
-		if len(l) < 10 {
-			break
-		}
-		last := l[len(l)-1]
-		after = &storage.ListPosition{Updated: last.Updated, ID: last.ID}
-	}
-	if len(seen) != n {
-		t.Fatalf("paged through %d sessions, want %d", len(seen), n)
-	}
-}
-
-func testDelete(t *testing.T, b Backend) {
-	s, _ := open(t, b)
-	ctx := context.Background()
-	create(t, s, "a", "/w", t0)
-	create(t, s, "b", "/w", t0)
-	appendJSON(t, s, "a", storage.Meta{}, `{"x":1}`)
-	var nonce string
-	_ = s.View(ctx, "a", func(r storage.Reader) error { nonce = r.Header().Nonce; return nil })
-	if err := s.Delete(ctx, "a"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Get(ctx, "a"); !errors.Is(err, storage.ErrNotFound) {
-		t.Fatalf("get after delete: %v", err)
-	}
-	if err := s.Delete(ctx, "a"); !errors.Is(err, storage.ErrNotFound) {
-		t.Fatalf("second delete: %v", err)
-	}
-	if l, _ := s.List(ctx, storage.ListQuery{}); len(l) != 1 || l[0].ID != "b" {
-		t.Fatalf("list after delete: %+v", l)
-	}
-	if ids, _ := s.IDs(ctx); strings.Join(ids, ",") != "b" {
-		t.Fatalf("IDs after delete: %v", ids)
-	}
-	// The id can be used again; the new session is empty and has a new nonce.
-	create(t, s, "a", "/w2", t0)
-	err := s.View(ctx, "a", func(r storage.Reader) error {
-		if r.LastSeq() != 0 || r.Header().Nonce == nonce || r.Header().WorkingDir != "/w2" {
-			return fmt.Errorf("recreated session: last %d header %+v", r.LastSeq(), r.Header())
-		}
-		return nil
-	})
-	if err != nil {
-		t.Fatal(err)
-	}
-}
-
-func testSecondHandle(t *testing.T, b Backend) {
-	s, loc := open(t, b)
-	ctx := context.Background()
-	s2 := b.Open(t, loc)
-	defer s2.Close()
-	create(t, s, "a", "/w", t0)
-	if _, err := s2.Get(ctx, "a"); err != nil {
-		t.Fatalf("second handle does not see a new session: %v", err)
-	}
-	for i := 1; i <= 5; i++ {
-		appendJSON(t, s, "a", storage.Meta{Messages: i}, `{"x":1}`)
-		m, err := s2.Get(ctx, "a")
-		if err != nil || m.Messages != i || m.LastSeq != uint64(i) {
-			t.Fatalf("second handle after append %d: %+v, %v", i, m, err)
-		}
-		l, _ := s2.List(ctx, storage.ListQuery{})
-		if len(l) != 1 || l[0].Messages != i {
-			t.Fatalf("second handle's list after append %d: %+v", i, l)
-		}
-		if got := readAll(t, s2, "a", 1); len(got) != i {
-			t.Fatalf("second handle reads %d records, want %d", len(got), i)
-		}
-	}
-	// Appends through the second handle continue the sequence.
-	appendJSON(t, s2, "a", storage.Meta{Messages: 6}, `{"from":2}`)
-	if got := readAll(t, s, "a", 6); len(got) != 1 || got[0] != `{"seq":6,"from":2}` {
-		t.Fatalf("first handle reads %v", got)
-	}
-	if err := s2.Delete(ctx, "a"); err != nil {
-		t.Fatal(err)
-	}
-	if _, err := s.Get(ctx, "a"); !errors.Is(err, storage.ErrNotFound) {
-		t.Fatalf("first handle after the other's delete: %v", err)
-	}
-	if err := s.View(ctx, "a", func(storage.Reader) error { return nil }); !errors.Is(err, storage.ErrNotFound) {
-		t.Fatalf("view after the other's delete: %v", err)
-	}
-}
-
-// testListingAgrees: after every kind of write (create, a batch, a single record, a barrier
-// that starts a new chunk, an update with metadata only, a large batch, another handle's
-// write, a delete), Get and List on this handle and on a second one show what a read returns.
-func testListingAgrees(t *testing.T, b Backend) {
-	s, loc := open(t, b)
-	s2 := b.Open(t, loc)
-	defer s2.Close()
-	ctx := context.Background()
-	messages := 0
-	agree := func(step, id string) {
-		t.Helper()
-		var last uint64
-		err := s.View(ctx, id, func(r storage.Reader) error {
-			last = r.LastSeq()
-			n := uint64(0)
-			for _, err := range r.Records(1) {
-				if err != nil {
-					return err
-				}
-				n++
-			}
-			if n != last {
-				return fmt.Errorf("read %d records, last_seq %d", n, last)
-			}
-			return nil
-		})
-		if err != nil {
-			t.Fatalf("%s: read: %v", step, err)
-		}
-		for h, st := range []storage.Store{s, s2} {
-			m, err := st.Get(ctx, id)
-			if err != nil || m.LastSeq != last || m.Messages != messages {
-				t.Fatalf("%s: handle %d gets last_seq %d, messages %d (%v); read %d, wrote %d", step, h, m.LastSeq, m.Messages, err, last, messages)
-			}
-			l, err := st.List(ctx, storage.ListQuery{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			found := false
-			for _, lm := range l {
-				if lm.ID == id {
-					found = true
-					if lm.LastSeq != last || lm.Messages != messages {
-						t.Fatalf("%s: handle %d lists last_seq %d, messages %d; read %d, wrote %d", step, h, lm.LastSeq, lm.Messages, last, messages)
-					}
-				}
-			}
-			if !found {
-				t.Fatalf("%s: handle %d does not list %s", step, h, id)
-			}
-		}
-	}
-	write := func(st storage.Store, recs ...storage.Record) {
-		t.Helper()
-		err := st.Update(ctx, "a", func(w storage.Writer) error {
-			messages += len(recs)
-			_, err := w.Append(recs, storage.Meta{Messages: messages})
-			return err
-		})
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
-	rec := func(i int) storage.Record {
-		return storage.Record{Kind: "message", Data: []byte(fmt.Sprintf(`{"i":%d,"text":%q}`, i, strings.Repeat("x", 300)))}
-	}
-	create(t, s, "a", "/w", t0)
-	agree("create", "a")
-	write(s, rec(1), rec(2), rec(3))
-	agree("batch", "a")
-	write(s, rec(4))
-	agree("one record", "a")
-	barrier := rec(5)
-	barrier.Barrier = true
-	write(s, barrier, rec(6))
-	agree("barrier", "a")
-	write(s)
-	agree("metadata only", "a")
-	var big []storage.Record
-	for i := range 300 {
-		big = append(big, rec(100+i))
-	}
-	write(s, big...)
-	agree("large batch", "a")
-	write(s2, rec(7))
-	agree("other handle", "a")
-	for i := range 20 {
-		write(s, rec(1000+i))
-		agree(fmt.Sprintf("single append %d", i), "a")
-	}
-	if err := s2.Delete(ctx, "a"); err != nil {
-		t.Fatal(err)
-	}
-	for h, st := range []storage.Store{s, s2} {
-		if _, err := st.Get(ctx, "a"); !errors.Is(err, storage.ErrNotFound) {
-			t.Fatalf("handle %d gets a deleted session: %v", h, err)
-		}
-		if l, _ := st.List(ctx, storage.ListQuery{}); len(l) != 0 {
-			t.Fatalf("handle %d lists a deleted session: %+v", h, l)
-		}
-	}
-}
-
-func testConcurrentAppends(t *testing.T, b Backend) {
-	s, loc := open(t, b)
-	s2 := b.Open(t, loc)
-	defer s2.Close()
-	create(t, s, "a", "/w", t0)
-	const writers, batches = 6, 15
-	var wg sync.WaitGroup
-	errs := make(chan error, writers)
-	for w := 0; w < writers; w++ {
-		st := s
-		if w%2 == 1 {
-			st = s2
-		}
-		wg.Add(1)
-		go func(w int, st storage.Store) {
-			defer wg.Done()
-			for i := 0; i < batches; i++ {
-				err := st.Update(context.Background(), "a", func(wr storage.Writer) error {
-					_, err := wr.Append([]storage.Record{
-						{Data: []byte(fmt.Sprintf(`{"w":%d,"i":%d,"k":0}`, w, i))},
-						{Data: []byte(fmt.Sprintf(`{"w":%d,"i":%d,"k":1}`, w, i))},
-					}, storage.Meta{Messages: int(wr.LastSeq()) + 2})
-					return err
-				})
-				if err != nil {
-					errs <- err
-					return
-				}
-			}
-		}(w, st)
-	}
-	wg.Wait()
-	close(errs)
-	for err := range errs {
-		t.Fatal(err)
-	}
-	got := readAll(t, s, "a", 1)
-	if len(got) != writers*batches*2 {
-		t.Fatalf("%d records, want %d", len(got), writers*batches*2)
-	}
-	next := map[int]int{}
-	for i := 0; i < len(got); i += 2 {
-		var w, n, k, w2, n2, k2 int
-		var seq, seq2 int
-		if _, err := fmt.Sscanf(got[i], `{"seq":%d,"w":%d,"i":%d,"k":%d}`, &seq, &w, &n, &k); err != nil {
-			t.Fatalf("record %q: %v", got[i], err)
-		}
-		if _, err := fmt.Sscanf(got[i+1], `{"seq":%d,"w":%d,"i":%d,"k":%d}`, &seq2, &w2, &n2, &k2); err != nil {
-			t.Fatalf("record %q: %v", got[i+1], err)
-		}
-		if seq != i+1 || seq2 != i+2 || k != 0 || k2 != 1 || w != w2 || n != n2 {
-			t.Fatalf("batch split or out of order at %d: %s / %s", i, got[i], got[i+1])
-		}
-		if n != next[w] {
-			t.Fatalf("writer %d: batch %d where %d was due", w, n, next[w])
-		}
-		next[w]++
-	}
-	m, _ := s2.Get(context.Background(), "a")
-	if m.LastSeq != uint64(len(got)) || m.Messages != len(got) {
-		t.Fatalf("meta after concurrent appends: %+v", m)
-	}
-}
-
-func testLargeRecord(t *testing.T, b Backend) {
-	s, _ := open(t, b)
-	create(t, s, "a", "/w", t0)
-	big := strings.Repeat("0123456789abcdef", 3<<16) // 3 MiB
-	appendJSON(t, s, "a", storage.Meta{}, `{"small":1}`, `{"big":"`+big+`"}`, `{"small":2}`)
-	got := readAll(t, s, "a", 2)
-	if len(got) != 2 || got[0] != `{"seq":2,"big":"`+big+`"}` {
-		t.Fatalf("large record did not round-trip (%d records)", len(got))
-	}
-}
-
 func testVerify(t *testing.T, b Backend) {
 	s, _ := open(t, b)
 	create(t, s, "a", "/w", t0)
@@ -807,5 +329,32 @@ func testClosed(t *testing.T, b Backend) {
 	}
 	if err := s.Close(); err != nil {
 		t.Fatalf("second close: %v", err)
+	}
+}
+
+// testTimesExact: times come back Equal to what was stored, nanoseconds included.
+func testTimesExact(t *testing.T, b Backend) {
+	s, _ := open(t, b)
+	ctx := context.Background()
+	created := time.Date(2026, 3, 4, 5, 6, 7, 123456789, time.UTC)
+	if err := s.Create(ctx, storage.Header{ID: "a", Created: created, WorkingDir: "/w"}, storage.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	updated := created.Add(987654321 * time.Nanosecond).In(time.FixedZone("x", 3600))
+	appendJSON(t, s, "a", storage.Meta{Updated: updated}, `{"x":1}`)
+	m, err := s.Get(ctx, "a")
+	if err != nil || !m.Created.Equal(created) || !m.Updated.Equal(updated) {
+		t.Fatalf("times: created %v updated %v (%v), want %v %v", m.Created, m.Updated, err, created, updated)
+	}
+	_ = s.View(ctx, "a", func(r storage.Reader) error {
+		if !r.Header().Created.Equal(created) {
+			t.Errorf("header created %v, want %v", r.Header().Created, created)
+		}
+		return nil
+	})
+	// A cursor taken from a listing continues right after it.
+	l, _ := s.List(ctx, storage.ListQuery{After: &storage.ListPosition{Updated: m.Updated, ID: m.ID}})
+	if len(l) != 0 {
+		t.Fatalf("listing after the only session returned %d", len(l))
 	}
 }

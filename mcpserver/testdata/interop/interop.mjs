@@ -1,6 +1,7 @@
 // Interop check: the official TypeScript SDK client and the MCP inspector CLI call every
 // sessionmem tool over stdio and streamable HTTP (plus an SSE connect). Exits non-zero on the
-// first failure. Usage: node interop.mjs /path/to/sessionmem
+// first failure. Usage: node interop.mjs /path/to/sessionmem (with $INTEROP_STORE set, against
+// that store, a directory or a postgres:// URL, instead of a temporary directory)
 //
 // The SDK client validates structuredContent against each tool's outputSchema, so this also
 // checks that the schemas describe what the server really returns.
@@ -151,7 +152,7 @@ async function inspector(target, name, args) {
 }
 
 try {
-  const store = join(tmp, "store");
+  const store = process.env.INTEROP_STORE || join(tmp, "store");
 
   await step("TS SDK over stdio: every tool", async () => {
     const client = await sdkClient(new StdioClientTransport({ command: bin, args: ["serve", "--store", store], stderr: "ignore" }));

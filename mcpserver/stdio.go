@@ -1,0 +1,478 @@
+package mcpserver
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"log"
+	"log/slog"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/tidwall/gjson"
+)
+
+// Ordered stdio. mcp-go's stdio server runs requests concurrently (tool calls on a worker
+// pool, everything else on its own goroutine), so a client that writes several requests
+// without waiting (a `printf … | sessionmem serve` pipeline) sees them take effect in any
+// order, and a tool call may run before initialize. ServeStdio puts a sequencer between
+// stdin and mcp-go's stdio server:
+//
+//   - Requests take effect in the order they were sent wherever the order can matter: a
+//     request waits for every earlier request it conflicts with. Requests on one session
+//     (tools/call with session_id, resources/read of session://ID…) conflict when one of
+//     them writes; requests on the whole store (session_list, session_search, session_resume
+//     by working_dir, session_save creating a session, unknown tools) conflict with every
+//     request on any session when one of them writes. So reads run in parallel, calls on
+//     different sessions run in parallel, and a list sees every save sent before it.
+//   - Before initialize only initialize and ping are served (requests of the stateless
+//     2026-07-28 protocol, which carry their version, need no initialize); anything else is
+//     answered with an error at once. Requests after initialize wait for its answer.
+//   - Reading never waits for a request: responses to the server's own requests (sampling
+//     results) are passed on as soon as they arrive, so a compaction waiting for the client's
+//     model cannot block the connection or deadlock it. Notifications pass at once too
+//     (notifications/cancelled withdraws a request still waiting for its turn).
+//   - At the end of input every request read is still answered before ServeStdio returns.
+//
+// The sequencer reads each message's method, id and session id with gjson; mcp-go still
+// parses and serves it. Malformed messages (not JSON, ids of other types) are passed on
+// unordered, and mcp-go answers them.
+
+// StdioOptions configure ServeStdio. The zero value is usable.
+type StdioOptions struct {
+	// Logger receives transport errors; nil logs nothing.
+	Logger *slog.Logger
+	// MaxPending bounds requests read but not yet answered (default 1000); beyond it a
+	// request is answered at once with a "busy" error instead of queueing.
+	MaxPending int
+	// MaxMessageBytes bounds one message (default 128 MiB: a 32 MiB session_save batch,
+	// escaped).
+	MaxMessageBytes int
+}
+
+// Defaults of StdioOptions, and mcp-go's stdio worker pool: tool calls run on it once their
+// turn has come, so it bounds how many run at once (calls on different sessions).
+const (
+	DefaultMaxPending      = 1000
+	DefaultMaxMessageBytes = 128 << 20
+	stdioWorkers           = 16
+)
+
+// JSON-RPC error codes ServeStdio answers with itself.
+const (
+	codeInvalidRequest = -32600
+	codeServerBusy     = -32000
+)
+
+// ServeStdio serves s over in and out (newline-delimited JSON-RPC) until in ends, then
+// returns once every request read has been answered; or until ctx is cancelled, then at
+// once. Only one stdio server may run per process (mcp-go's stdio session is a singleton).
+func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.Writer, o StdioOptions) error {
+	if o.MaxPending <= 0 {
+		o.MaxPending = DefaultMaxPending
+	}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	pr, pw := io.Pipe()
+	c := &stdioConn{opts: o, out: out, toMCP: pw, byID: map[string]*pending{}, log: o.Logger}
+	std := server.NewStdioServer(s)
+	std.SetErrorLogger(log.New(slogWriter{o.Logger}, "", 0))
+	server.WithWorkerPoolSize(stdioWorkers)(std)
+	// Every forwarded tool call fits the queue, so mcp-go never falls back to running one on
+	// its read loop, where a call waiting for sampling would stop sampling answers.
+	server.WithQueueSize(o.MaxPending + 16)(std)
+
+	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	defer stop()
+	listened := make(chan error, 1)
+	go func() { listened <- std.Listen(lctx, pr, c) }()
+	read := make(chan error, 1)
+	go func() { read <- c.readLoop(in) }()
+
+	var err error
+	select {
+	case err = <-read:
+		// Answer everything read before closing mcp-go's input (which cancels its calls).
+		all := make(chan struct{})
+		go func() { c.wg.Wait(); close(all) }()
+		select {
+		case <-all:
+		case <-ctx.Done():
+		}
+	case <-ctx.Done():
+	}
+	pw.Close()
+	stop()
+	if lerr := <-listened; err == nil && lerr != nil && !errors.Is(lerr, io.EOF) && !errors.Is(lerr, context.Canceled) {
+		err = lerr
+	}
+	if errors.Is(err, io.EOF) {
+		err = nil
+	}
+	return err
+}
+
+// pending is a request read from the client and not yet answered.
+type pending struct {
+	key       string // the id, normalized as mcp-go echoes it
+	scope     string // the session a request is about; "" for the whole store
+	write     bool
+	free      bool // stateless (lists of tools, prompts…): waits only for initialize
+	init      bool
+	line      []byte
+	done      chan struct{}
+	forwarded bool
+	cancelled bool
+}
+
+// conflicts reports whether b, read after a, must wait for a.
+func conflicts(a, b *pending) bool {
+	if b.free {
+		return a.init
+	}
+	if a.free {
+		return false
+	}
+	same := a.scope == "" || b.scope == "" || a.scope == b.scope
+	return same && (a.write || b.write)
+}
+
+type stdioConn struct {
+	opts  StdioOptions
+	log   *slog.Logger
+	toMCP *io.PipeWriter
+	out   io.Writer
+
+	mu       sync.Mutex
+	inflight []*pending // in arrival order
+	byID     map[string]*pending
+	initSeen bool
+	creates  int
+	wg       sync.WaitGroup
+
+	fwd  sync.Mutex // serializes writes into mcp-go's input
+	outm sync.Mutex // serializes writes to the client
+}
+
+// readLoop reads messages until in ends.
+func (c *stdioConn) readLoop(in io.Reader) error {
+	r := bufio.NewReaderSize(in, 64<<10)
+	for {
+		line, err := c.readLine(r)
+		if len(bytes.TrimSpace(line)) > 0 {
+			c.handle(line)
+		}
+		if err != nil {
+			return err
+		}
+	}
+}
+
+// readLine reads one line of at most MaxMessageBytes; a longer one is answered with an error
+// and skipped.
+func (c *stdioConn) readLine(r *bufio.Reader) ([]byte, error) {
+	var line []byte
+	for {
+		chunk, err := r.ReadSlice('\n')
+		if len(line)+len(chunk) > c.opts.MaxMessageBytes {
+			line = nil
+			for errors.Is(err, bufio.ErrBufferFull) {
+				_, err = r.ReadSlice('\n')
+			}
+			c.reply(nil, codeInvalidRequest, fmt.Sprintf("message longer than %d bytes; nothing of it was processed", c.opts.MaxMessageBytes))
+			return nil, err
+		}
+		line = append(line, chunk...)
+		if !errors.Is(err, bufio.ErrBufferFull) {
+			return line, err
+		}
+	}
+}
+
+// handle routes one message: passes it on at once, answers it itself, or queues it behind
+// the requests it must follow.
+func (c *stdioConn) handle(line []byte) {
+	line = bytes.TrimRight(line, "\r\n")
+	line, _ = CheckUTF8(line)
+	if !gjson.ValidBytes(line) {
+		c.forward(line)
+		return
+	}
+	msg := gjson.ParseBytes(line)
+	method, id := msg.Get("method"), msg.Get("id")
+	switch {
+	case !msg.IsObject() || msg.Get("result").Exists() || msg.Get("error").Exists():
+		c.forward(line) // a batch, or an answer to the server's own request (sampling)
+		return
+	case (method.Type != gjson.String || msg.Get("jsonrpc").Str != "2.0") && (id.Type == gjson.String || id.Type == gjson.Number):
+		// mcp-go would answer "parse error" to id null; the id is known, so answer to it.
+		c.reply(json.RawMessage(id.Raw), codeInvalidRequest, `invalid request: want {"jsonrpc":"2.0","id":…,"method":"<name>",…}`)
+		return
+	case method.Type != gjson.String:
+		c.forward(line)
+		return
+	case !id.Exists() || id.Type == gjson.Null:
+		if method.Str == string(mcp.MethodNotificationCancelled) {
+			c.cancel(msg.Get("params.requestId"))
+		}
+		c.forward(line)
+		return
+	case id.Type != gjson.String && id.Type != gjson.Number:
+		c.forward(line)
+		return
+	case method.Str == string(mcp.MethodSubscriptionsListen):
+		c.forward(line) // long-lived by design: never waited for
+		return
+	}
+	key, ok := normalizeID([]byte(id.Raw))
+	if !ok {
+		c.forward(line)
+		return
+	}
+	p := &pending{key: key, line: line, done: make(chan struct{})}
+	c.classify(p, method.Str, msg)
+	modern := mcp.IsModernProtocol(msg.Get("params._meta." + gjsonEscape(mcp.MetaKeyProtocolVersion)).String())
+
+	c.mu.Lock()
+	switch {
+	case c.byID[key] != nil:
+		c.mu.Unlock()
+		c.reply(json.RawMessage(id.Raw), codeInvalidRequest, fmt.Sprintf("request id %s is already used by a request that has not been answered; use a new id", id.Raw))
+		return
+	case !c.initSeen && !p.init && method.Str != string(mcp.MethodPing) && !modern:
+		c.mu.Unlock()
+		c.reply(json.RawMessage(id.Raw), codeInvalidRequest,
+			"server not initialized: send initialize first; only initialize and ping are served before it")
+		return
+	case len(c.byID) >= c.opts.MaxPending:
+		c.mu.Unlock()
+		c.reply(json.RawMessage(id.Raw), codeServerBusy, fmt.Sprintf("server busy: %d requests are waiting for an answer; retry later", len(c.byID)))
+		return
+	}
+	if p.init {
+		c.initSeen = true
+	}
+	var deps []chan struct{}
+	for _, a := range c.inflight {
+		if conflicts(a, p) {
+			deps = append(deps, a.done)
+		}
+	}
+	c.inflight = append(c.inflight, p)
+	c.byID[key] = p
+	c.wg.Add(1)
+	c.mu.Unlock()
+
+	if method.Str == string(mcp.MethodPing) {
+		c.send(p) // nothing to wait for, and nothing waits for it
+		return
+	}
+	go func() {
+		for _, d := range deps {
+			<-d
+		}
+		c.send(p)
+	}()
+}
+
+// classify sets what a request is about (its scope) and whether it writes.
+func (c *stdioConn) classify(p *pending, method string, msg gjson.Result) {
+	switch method {
+	case string(mcp.MethodInitialize):
+		p.init, p.write = true, true
+	case string(mcp.MethodToolsCall):
+		sid := msg.Get("params.arguments.session_id")
+		name := msg.Get("params.name").String()
+		if sid.Exists() && (sid.Type != gjson.String || sid.Str == "") {
+			p.write = true // refused by the tool; order it with everything to be safe
+			return
+		}
+		switch name {
+		case "session_list", "session_search":
+		case "session_resume":
+			if sid.Exists() {
+				p.scope = "s:" + sid.Str
+			}
+		case "session_save":
+			p.write = true
+			if sid.Exists() {
+				p.scope = "s:" + sid.Str
+			} else {
+				c.mu.Lock()
+				c.creates++
+				p.scope = "new:" + strconv.Itoa(c.creates) // a new session: only the whole-store requests care
+				c.mu.Unlock()
+			}
+		case "session_fork", "session_compact", "session_delete":
+			p.write = true
+			if sid.Exists() {
+				p.scope = "s:" + sid.Str
+			}
+		default:
+			p.write = true
+		}
+	case string(mcp.MethodResourcesRead):
+		if id, ok := strings.CutPrefix(msg.Get("params.uri").String(), "session://"); ok {
+			id, _, _ = strings.Cut(id, "/")
+			p.scope = "s:" + id
+		}
+	case string(mcp.MethodPing), string(mcp.MethodToolsList), string(mcp.MethodPromptsList), string(mcp.MethodPromptsGet),
+		string(mcp.MethodResourcesList), string(mcp.MethodResourcesTemplatesList), string(mcp.MethodServerDiscover),
+		string(mcp.MethodCompletionComplete), string(mcp.MethodSetLogLevel):
+		p.free = true
+	default:
+		p.write = true // unknown: in order with everything
+	}
+}
+
+// send passes a request on to mcp-go once its turn has come, unless it was cancelled.
+func (c *stdioConn) send(p *pending) {
+	c.mu.Lock()
+	if p.cancelled {
+		c.mu.Unlock()
+		c.finish(p.key) // the spec: no answer to a cancelled request
+		return
+	}
+	p.forwarded = true
+	c.mu.Unlock()
+	c.forward(p.line)
+}
+
+// cancel withdraws a request that has not been passed on yet; one already running is
+// cancelled by mcp-go, which gets the notification too.
+func (c *stdioConn) cancel(id gjson.Result) {
+	key, ok := normalizeID([]byte(id.Raw))
+	if !ok {
+		return
+	}
+	c.mu.Lock()
+	if p := c.byID[key]; p != nil && !p.forwarded {
+		p.cancelled = true
+	}
+	c.mu.Unlock()
+}
+
+func (c *stdioConn) forward(line []byte) {
+	c.fwd.Lock()
+	defer c.fwd.Unlock()
+	if _, err := c.toMCP.Write(append(line[:len(line):len(line)], '\n')); err != nil && !errors.Is(err, io.ErrClosedPipe) {
+		c.log.Warn("stdio: pass message on", "err", err)
+	}
+}
+
+// finish releases the requests waiting for key's.
+func (c *stdioConn) finish(key string) {
+	c.mu.Lock()
+	p := c.byID[key]
+	if p == nil {
+		c.mu.Unlock()
+		return
+	}
+	delete(c.byID, key)
+	for i, x := range c.inflight {
+		if x == p {
+			c.inflight = append(c.inflight[:i], c.inflight[i+1:]...)
+			break
+		}
+	}
+	c.mu.Unlock()
+	close(p.done)
+	c.wg.Done()
+}
+
+// Write receives everything mcp-go sends the client (one message per call): answers,
+// notifications and the server's own requests. An answer is written, then releases the
+// requests that waited for it, so dependent answers also reach the client in order.
+func (c *stdioConn) Write(b []byte) (int, error) {
+	n := len(b)
+	b = FixResponse(b)
+	c.outm.Lock()
+	_, err := c.out.Write(b)
+	c.outm.Unlock()
+	msg := gjson.ParseBytes(b)
+	if !msg.Get("method").Exists() && (msg.Get("result").Exists() || msg.Get("error").Exists()) {
+		if key, ok := normalizeID([]byte(msg.Get("id").Raw)); ok {
+			c.finish(key)
+		}
+	}
+	if err != nil {
+		return 0, err
+	}
+	return n, nil
+}
+
+// reply answers a request with a JSON-RPC error of ours (id nil: null).
+func (c *stdioConn) reply(id json.RawMessage, code int, message string) {
+	if id == nil {
+		id = json.RawMessage("null")
+	}
+	b, _ := json.Marshal(struct {
+		JSONRPC string          `json:"jsonrpc"`
+		ID      json.RawMessage `json:"id"`
+		Error   struct {
+			Code    int    `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}{JSONRPC: "2.0", ID: id, Error: struct {
+		Code    int    `json:"code"`
+		Message string `json:"message"`
+	}{code, message}})
+	c.outm.Lock()
+	defer c.outm.Unlock()
+	if _, err := c.out.Write(append(b, '\n')); err != nil {
+		c.log.Warn("stdio: write", "err", err)
+	}
+}
+
+// normalizeID renders a JSON-RPC id the way mcp-go echoes it (decoded into an any and
+// encoded again), so a request and its answer get the same key.
+func normalizeID(raw []byte) (string, bool) {
+	if len(raw) == 0 {
+		return "", false
+	}
+	var v any
+	if err := json.Unmarshal(raw, &v); err != nil || v == nil {
+		return "", false
+	}
+	switch v.(type) {
+	case string, float64:
+	default:
+		return "", false
+	}
+	b, err := json.Marshal(v)
+	if err != nil {
+		return "", false
+	}
+	return string(b), true
+}
+
+// gjsonEscape escapes a key for a gjson path.
+func gjsonEscape(k string) string {
+	var b strings.Builder
+	for _, r := range k {
+		if strings.ContainsRune(".*?|#@\\", r) {
+			b.WriteByte('\\')
+		}
+		b.WriteRune(r)
+	}
+	return b.String()
+}
+
+// slogWriter adapts the standard logger mcp-go's stdio server reports errors through.
+type slogWriter struct{ l *slog.Logger }
+
+func (w slogWriter) Write(p []byte) (int, error) {
+	w.l.Warn(strings.TrimSpace(string(p)))
+	return len(p), nil
+}

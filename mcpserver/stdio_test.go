@@ -1,0 +1,305 @@
+package mcpserver
+
+import (
+	"bufio"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/sessionmem/sessionmem/memory"
+	"github.com/sessionmem/sessionmem/storage/local"
+)
+
+// rawStdio is ServeStdio over pipes, driven line by line as a pipelining client would.
+type rawStdio struct {
+	t    *testing.T
+	svc  *memory.Service
+	in   *io.PipeWriter
+	out  chan string
+	done chan error
+}
+
+func newRawStdio(t *testing.T) *rawStdio {
+	t.Helper()
+	store, err := local.Open(t.TempDir(), local.Options{Summarize: memory.Summarize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	svc := memory.New(store, memory.Options{})
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	r := &rawStdio{t: t, svc: svc, in: inW, out: make(chan string, 1000), done: make(chan error, 1)}
+	go func() {
+		r.done <- ServeStdio(context.Background(), New(svc, Options{SamplingTimeout: 20 * time.Second}), inR, outW, StdioOptions{})
+		outW.Close()
+	}()
+	go func() {
+		sc := bufio.NewScanner(outR)
+		sc.Buffer(nil, 64<<20)
+		for sc.Scan() {
+			r.out <- sc.Text()
+		}
+		close(r.out)
+	}()
+	t.Cleanup(func() {
+		r.in.Close()
+		select {
+		case <-r.done:
+		case <-time.After(30 * time.Second):
+			t.Error("ServeStdio did not return after stdin closed")
+		}
+	})
+	return r
+}
+
+func (r *rawStdio) send(lines ...string) {
+	r.t.Helper()
+	for _, l := range lines {
+		if _, err := io.WriteString(r.in, l+"\n"); err != nil {
+			r.t.Fatal(err)
+		}
+	}
+}
+
+// next returns the next message the server sends.
+func (r *rawStdio) next() gjson.Result {
+	r.t.Helper()
+	select {
+	case l, ok := <-r.out:
+		if !ok {
+			r.t.Fatal("server closed its output")
+		}
+		return gjson.Parse(l)
+	case <-time.After(20 * time.Second):
+		r.t.Fatal("no message from the server in 20s")
+	}
+	return gjson.Result{}
+}
+
+// expectNone checks that the server sends nothing for a while.
+func (r *rawStdio) expectNone(d time.Duration) {
+	r.t.Helper()
+	select {
+	case l := <-r.out:
+		r.t.Fatalf("unexpected message: %.300s", l)
+	case <-time.After(d):
+	}
+}
+
+// closeAndCollect ends the input and returns every answer by id.
+func (r *rawStdio) closeAndCollect() map[string]gjson.Result {
+	r.t.Helper()
+	r.in.Close()
+	got := map[string]gjson.Result{}
+	for l := range r.out {
+		m := gjson.Parse(l)
+		if id := m.Get("id"); id.Exists() {
+			got[id.Raw] = m
+		}
+	}
+	return got
+}
+
+func initLine(id int, sampling bool) string {
+	caps := "{}"
+	if sampling {
+		caps = `{"sampling":{}}`
+	}
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%d,"method":"initialize","params":{"protocolVersion":"2025-06-18","capabilities":%s,"clientInfo":{"name":"t","version":"1"}}}`, id, caps) +
+		"\n" + `{"jsonrpc":"2.0","method":"notifications/initialized"}`
+}
+
+func callLine(id any, tool string, args any) string {
+	a, _ := json.Marshal(args)
+	i, _ := json.Marshal(id)
+	return fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, i, tool, a)
+}
+
+func importSession(t *testing.T, svc *memory.Service, id string, n int) {
+	t.Helper()
+	var items []memory.ImportItem
+	for i := range n {
+		items = append(items, memory.ImportItem{Message: &memory.Message{ID: fmt.Sprintf("m%d", i), Role: memory.RoleUser,
+			Content: []memory.Block{{Type: memory.BlockText, Text: fmt.Sprintf("message %d %s", i, strings.Repeat("word ", 200))}}}})
+	}
+	if _, err := svc.Import(context.Background(), memory.ImportRequest{SessionID: id, WorkingDir: "/p", Items: items}); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// TestStdioPipelineTakesEffectInOrder: saves and reads written without waiting take effect
+// in the order sent: every resume sees exactly the saves sent before it, and a list sees a
+// session created just before it.
+func TestStdioPipelineTakesEffectInOrder(t *testing.T) {
+	r := newRawStdio(t)
+	importSession(t, r.svc, "s1", 1)
+	lines := []string{initLine(0, false)}
+	const n = 40
+	for i := 1; i <= n; i++ {
+		lines = append(lines,
+			callLine(fmt.Sprintf("save-%d", i), "session_save", map[string]any{"session_id": "s1",
+				"messages": []any{map[string]any{"id": fmt.Sprintf("p%d", i), "role": "user", "content": fmt.Sprintf("pipelined %d", i)}}}),
+			callLine(fmt.Sprintf("resume-%d", i), "session_resume", map[string]any{"session_id": "s1"}))
+	}
+	lines = append(lines,
+		callLine("create", "session_save", map[string]any{"working_dir": "/q", "messages": []any{map[string]any{"role": "user", "content": "new"}}}),
+		callLine("list", "session_list", map[string]any{}),
+		callLine("delete", "session_delete", map[string]any{"session_id": "s1"}),
+		callLine("gone", "session_resume", map[string]any{"session_id": "s1"}))
+	r.send(lines...)
+	got := r.closeAndCollect()
+	for i := 1; i <= n; i++ {
+		res := got[fmt.Sprintf(`"resume-%d"`, i)]
+		if c := len(res.Get("result.structuredContent.messages").Array()); c != i+1 {
+			t.Fatalf("resume %d saw %d messages, want %d: %.300s", i, c, i+1, res.Raw)
+		}
+	}
+	if c := len(got[`"list"`].Get("result.structuredContent.sessions").Array()); c != 2 {
+		t.Fatalf("list saw %d sessions, want 2", c)
+	}
+	if !got[`"gone"`].Get("result.isError").Bool() {
+		t.Fatalf("resume after delete: %s", got[`"gone"`].Raw)
+	}
+}
+
+// TestStdioBeforeInitialize: before initialize only initialize and ping are served; a tool
+// call is answered with an error and stores nothing.
+func TestStdioBeforeInitialize(t *testing.T) {
+	r := newRawStdio(t)
+	r.send(callLine(1, "session_save", map[string]any{"working_dir": "/p", "messages": []any{map[string]any{"role": "user", "content": "x"}}}),
+		`{"jsonrpc":"2.0","id":2,"method":"ping"}`,
+		`{"jsonrpc":"2.0","id":3,"method":"tools/list"}`)
+	got := map[string]gjson.Result{}
+	for range 3 {
+		m := r.next()
+		got[m.Get("id").Raw] = m
+	}
+	if got["1"].Get("error.code").Int() != codeInvalidRequest || got["3"].Get("error.code").Int() != codeInvalidRequest {
+		t.Fatalf("calls before initialize: %s / %s", got["1"].Raw, got["3"].Raw)
+	}
+	if !got["2"].Get("result").Exists() {
+		t.Fatalf("ping before initialize: %s", got["2"].Raw)
+	}
+	list, err := r.svc.List(context.Background(), memory.ListRequest{})
+	if err != nil || len(list.Sessions) != 0 {
+		t.Fatalf("a refused call stored something: %v %v", list, err)
+	}
+}
+
+// TestStdioSamplingDoesNotBlock: a compaction waiting for the client's sampling answer blocks
+// neither reading nor calls on other sessions, and calls on its own session wait for it; the
+// sampling answer, sent after them, arrives and completes it.
+func TestStdioSamplingDoesNotBlock(t *testing.T) {
+	r := newRawStdio(t)
+	importSession(t, r.svc, "s1", 30)
+	importSession(t, r.svc, "s2", 1)
+	r.send(initLine(1, true))
+	if r.next().Get("id").Int() != 1 {
+		t.Fatal("no initialize answer")
+	}
+	r.send(callLine(2, "session_compact", map[string]any{"session_id": "s1", "summarizer": "sampling", "keep_recent_tokens": 500}))
+	req := r.next()
+	if req.Get("method").String() != "sampling/createMessage" {
+		t.Fatalf("want a sampling request, got %.300s", req.Raw)
+	}
+	// While the compaction waits: a save on s1 must wait, calls elsewhere must not.
+	r.send(callLine(3, "session_save", map[string]any{"session_id": "s1", "messages": []any{map[string]any{"id": "late", "role": "user", "content": "after"}}}),
+		callLine(4, "session_save", map[string]any{"session_id": "s2", "messages": []any{map[string]any{"role": "user", "content": "elsewhere"}}}),
+		`{"jsonrpc":"2.0","id":5,"method":"ping"}`)
+	seen := map[int64]bool{}
+	for range 2 {
+		seen[r.next().Get("id").Int()] = true
+	}
+	if !seen[4] || !seen[5] {
+		t.Fatalf("calls on another session waited for the compaction: %v", seen)
+	}
+	r.expectNone(200 * time.Millisecond) // the save on s1 is still waiting
+	r.send(fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"## Goal\nsampled summary"},"model":"m"}}`, req.Get("id").Raw))
+	first, second := r.next(), r.next()
+	if first.Get("id").Int() != 2 || first.Get("result.structuredContent.status").String() != "compacted" {
+		t.Fatalf("compaction answer: %.400s", first.Raw)
+	}
+	if second.Get("id").Int() != 3 || second.Get("result.isError").Bool() {
+		t.Fatalf("save after the compaction: %.400s", second.Raw)
+	}
+}
+
+// TestStdioCancelQueued: a request cancelled while it waits for its turn is never run and
+// gets no answer.
+func TestStdioCancelQueued(t *testing.T) {
+	r := newRawStdio(t)
+	importSession(t, r.svc, "s1", 30)
+	r.send(initLine(1, true))
+	r.next()
+	r.send(callLine(2, "session_compact", map[string]any{"session_id": "s1", "summarizer": "sampling", "keep_recent_tokens": 500}))
+	req := r.next()
+	r.send(callLine(3, "session_delete", map[string]any{"session_id": "s1"}),
+		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":{"requestId":3}}`,
+		fmt.Sprintf(`{"jsonrpc":"2.0","id":%s,"result":{"role":"assistant","content":{"type":"text","text":"## Goal\nx"},"model":"m"}}`, req.Get("id").Raw))
+	if m := r.next(); m.Get("id").Int() != 2 {
+		t.Fatalf("want the compaction's answer, got %.300s", m.Raw)
+	}
+	r.expectNone(200 * time.Millisecond)
+	if _, err := r.svc.Get(context.Background(), "s1"); err != nil {
+		t.Fatalf("the cancelled delete ran: %v", err)
+	}
+}
+
+// TestStdioBadInput: duplicate ids in flight, invalid UTF-8 and unknown resources get the
+// answers the specs give, and nothing is written.
+func TestStdioBadInput(t *testing.T) {
+	r := newRawStdio(t)
+	r.send(initLine(1, false))
+	r.next()
+	r.send(
+		`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"session_save","arguments":{"working_dir":"/p","name":"ok","messages":[{"role":"user","content":[{"type":"text","text":"bad \ud800 surrogate"}]}]}}}`,
+		"{\"jsonrpc\":\"2.0\",\"id\":3,\"method\":\"tools/call\",\"params\":{\"name\":\"session_save\",\"arguments\":{\"working_dir\":\"/p/\xc3\x28\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}}}",
+		`{"jsonrpc":"2.0","id":4,"method":"resources/read","params":{"uri":"session://missing"}}`,
+		`{"jsonrpc":"2.0","id":5,"method":"resources/read","params":{"uri":"session://missing/summary"}}`,
+	)
+	got := r.closeAndCollect()
+	for id, field := range map[string]string{"2": "messages[0].content[0].text", "3": "working_dir"} {
+		m := got[id]
+		if !m.Get("result.isError").Bool() || !strings.Contains(m.Get("result.content.0.text").String(), field+" is not valid UTF-8") {
+			t.Errorf("call %s: want a tool error naming %s, got %.300s", id, field, m.Raw)
+		}
+	}
+	for _, id := range []string{"4", "5"} {
+		if c := got[id].Get("error.code").Int(); c != -32002 {
+			t.Errorf("resources/read %s: code %d, want -32002: %s", id, c, got[id].Raw)
+		}
+	}
+	list, err := r.svc.List(context.Background(), memory.ListRequest{})
+	if err != nil || len(list.Sessions) != 0 {
+		t.Fatalf("a refused call stored something: %+v %v", list, err)
+	}
+}
+
+func TestCheckUTF8Paths(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{`{"a":"ok","b":["x","\udc00"]}`, "b[1]"},
+		{`{"m":[{"c":[{"t":"ok"},{"t":"\ud83d\ude00 fine"},{"t":"\ud83d alone"}]}]}`, "m[0].c[2].t"},
+		{"{\"k\xff\":1}", "k\uFFFD (a key)"},
+		{`{"a":"\ud83d\ude00"}`, ""},
+	}
+	for _, tc := range cases {
+		msg := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":` + tc.in + `}}`
+		out, changed := CheckUTF8([]byte(msg))
+		if tc.want == "" {
+			if changed {
+				t.Errorf("%s: changed to %s", tc.in, out)
+			}
+			continue
+		}
+		if got := gjson.GetBytes(out, `params._meta.sessionmem/invalid-utf8`).String(); got != tc.want {
+			t.Errorf("%q: path %q, want %q", tc.in, got, tc.want)
+		}
+	}
+}

@@ -1,0 +1,218 @@
+package mcpserver
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/tidwall/gjson"
+)
+
+// Text that is not valid UTF-8 is refused, never stored changed. Go's JSON decoder (and so
+// mcp-go) silently replaces invalid bytes and lone surrogate escapes with U+FFFD before a
+// handler sees the arguments, so the check has to read the message as received: the
+// transports (ServeStdio, WrapHTTP) pass every message through CheckUTF8, which turns a
+// tools/call carrying such text into one with no arguments and a _meta marker naming the
+// first bad field; refuseInvalidUTF8 answers it with a tool error. Nothing is written.
+
+// metaInvalidUTF8 is the _meta key of that marker.
+const metaInvalidUTF8 = "sessionmem/invalid-utf8"
+
+// CheckUTF8 returns msg unchanged (and false) unless it is a tools/call whose arguments hold
+// a string (or key) that is not valid UTF-8: raw bytes that are not UTF-8, or a \u escape of
+// a lone surrogate. Then it returns the call rewritten as described above, and true.
+func CheckUTF8(msg []byte) ([]byte, bool) {
+	if utf8.Valid(msg) && !hasSurrogateEscape(msg) {
+		return msg, false
+	}
+	if gjson.GetBytes(msg, "method").String() != string(mcp.MethodToolsCall) {
+		return msg, false
+	}
+	args := gjson.GetBytes(msg, "params.arguments")
+	path, ok := badString([]byte(args.Raw), "")
+	if !ok {
+		return msg, false // the bad text is elsewhere (a tool name, _meta): mcp-go's business
+	}
+	if path == "" {
+		path = "arguments"
+	}
+	id := gjson.GetBytes(msg, "id")
+	out := map[string]any{
+		"jsonrpc": "2.0",
+		"method":  string(mcp.MethodToolsCall),
+		"params": map[string]any{
+			"name":      strings.ToValidUTF8(gjson.GetBytes(msg, "params.name").String(), "\uFFFD"),
+			"arguments": map[string]any{},
+			"_meta":     map[string]any{metaInvalidUTF8: path},
+		},
+	}
+	if id.Exists() {
+		out["id"] = json.RawMessage(strings.ToValidUTF8(id.Raw, "\uFFFD"))
+	}
+	b, err := json.Marshal(out)
+	if err != nil {
+		return msg, false
+	}
+	return b, true
+}
+
+// refuseInvalidUTF8 answers a call CheckUTF8 marked.
+func refuseInvalidUTF8(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if m := req.Params.Meta; m != nil {
+			if path, ok := m.AdditionalFields[metaInvalidUTF8].(string); ok {
+				return mcp.NewToolResultError(sanitize(fmt.Sprintf(
+					"%s: %s is not valid UTF-8 text (bytes that are not UTF-8, or a \\u escape of a lone surrogate); "+
+						"send every string as UTF-8, e.g. decode tool output as UTF-8 and replace what does not decode; nothing was stored",
+					req.Params.Name, path))), nil
+			}
+		}
+		return next(ctx, req)
+	}
+}
+
+// hasSurrogateEscape reports whether b holds a \u escape in the surrogate range D800-DFFF
+// (valid only as a high-low pair, which badString checks).
+func hasSurrogateEscape(b []byte) bool {
+	for i := 0; i+5 < len(b); i++ {
+		if b[i] == '\\' && b[i+1] == 'u' && (b[i+2]|0x20) == 'd' && strings.IndexByte("89abcdefABCDEF", b[i+3]) >= 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// badString finds the first string or key in the JSON value b that is not valid UTF-8 and
+// returns its path ("messages[0].content[1].text"; a key is named as "<path> (a key)").
+func badString(b []byte, path string) (string, bool) {
+	var p jsonScan
+	p.b = b
+	return p.value(path)
+}
+
+type jsonScan struct {
+	b []byte
+	i int
+}
+
+func (p *jsonScan) ws() {
+	for p.i < len(p.b) && (p.b[p.i] == ' ' || p.b[p.i] == '\t' || p.b[p.i] == '\n' || p.b[p.i] == '\r') {
+		p.i++
+	}
+}
+
+// value scans one value; a structural error ends the scan (mcp-go reports those).
+func (p *jsonScan) value(path string) (string, bool) {
+	p.ws()
+	if p.i >= len(p.b) {
+		return "", false
+	}
+	switch p.b[p.i] {
+	case '{':
+		p.i++
+		for {
+			p.ws()
+			if p.i >= len(p.b) || p.b[p.i] == '}' {
+				p.i++
+				return "", false
+			}
+			if p.b[p.i] == ',' {
+				p.i++
+				continue
+			}
+			if p.b[p.i] != '"' {
+				return "", false
+			}
+			key, ok := p.str()
+			name := key
+			if !ok {
+				name = strings.ToValidUTF8(key, "\uFFFD")
+				if path == "" {
+					return name + " (a key)", true
+				}
+				return path + "." + name + " (a key)", true
+			}
+			p.ws()
+			if p.i >= len(p.b) || p.b[p.i] != ':' {
+				return "", false
+			}
+			p.i++
+			sub := name
+			if path != "" {
+				sub = path + "." + name
+			}
+			if bad, found := p.value(sub); found {
+				return bad, true
+			}
+		}
+	case '[':
+		p.i++
+		for n := 0; ; {
+			p.ws()
+			if p.i >= len(p.b) || p.b[p.i] == ']' {
+				p.i++
+				return "", false
+			}
+			if p.b[p.i] == ',' {
+				p.i++
+				n++
+				continue
+			}
+			if bad, found := p.value(path + "[" + strconv.Itoa(n) + "]"); found {
+				return bad, true
+			}
+		}
+	case '"':
+		if _, ok := p.str(); !ok {
+			return path, true
+		}
+		return "", false
+	default:
+		for p.i < len(p.b) && strings.IndexByte(",]} \t\r\n", p.b[p.i]) < 0 {
+			p.i++
+		}
+		return "", false
+	}
+}
+
+// str scans a string starting at its quote and returns its raw text and whether it is valid.
+func (p *jsonScan) str() (string, bool) {
+	start := p.i + 1
+	ok := true
+	i := start
+	for i < len(p.b) && p.b[i] != '"' {
+		if p.b[i] != '\\' {
+			r, n := utf8.DecodeRune(p.b[i:])
+			if r == utf8.RuneError && n <= 1 {
+				ok = false
+			}
+			i += max(n, 1)
+			continue
+		}
+		if i+1 < len(p.b) && p.b[i+1] == 'u' && i+5 < len(p.b) {
+			v, err := strconv.ParseUint(string(p.b[i+2:i+6]), 16, 32)
+			if err == nil && v >= 0xD800 && v <= 0xDFFF {
+				low := i+11 < len(p.b) && p.b[i+6] == '\\' && p.b[i+7] == 'u'
+				if low {
+					w, err := strconv.ParseUint(string(p.b[i+8:i+12]), 16, 32)
+					low = err == nil && w >= 0xDC00 && w <= 0xDFFF
+				}
+				if v >= 0xDC00 || !low {
+					ok = false
+				} else {
+					i += 6 // the pair's low half
+				}
+			}
+			i += 6
+			continue
+		}
+		i += 2
+	}
+	p.i = i + 1
+	return string(p.b[start:min(i, len(p.b))]), ok
+}

@@ -1,0 +1,458 @@
+package ftsindex
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+	"time"
+
+	"modernc.org/sqlite"
+	sqlite3 "modernc.org/sqlite/lib"
+)
+
+// SchemaVersion is the format of the database (PRAGMA user_version). An index of an older
+// version is replaced by an empty one, which callers then fill again from the store.
+const SchemaVersion = 1
+
+// schemaVersion is SchemaVersion, variable so tests can pretend to be a newer release.
+var schemaVersion = SchemaVersion
+
+var (
+	// ErrNewerFormat is returned by Open when the newest index in the directory was written
+	// by a newer sessionmem: rebuilding it would downgrade it under that newer version.
+	ErrNewerFormat = errors.New("search index has a newer format")
+	// ErrCorrupt wraps SQLite's report that the database is damaged (from any call, and from
+	// Verify). Call Reset, then feed the index again from the store.
+	ErrCorrupt = errors.New("search index is damaged")
+	// ErrClosed is returned by calls on a closed Index.
+	ErrClosed = errors.New("search index is closed")
+	// ErrInvalid is wrapped by Search for a query it cannot run (bad limit, cursor or filter)
+	// and by Index for a malformed batch; the message says what to fix.
+	ErrInvalid = errors.New("invalid search")
+)
+
+// Options configure an Index. The zero value is usable.
+type Options struct {
+	// BusyTimeout is how long a write waits for another process's write transaction
+	// (default 10 s).
+	BusyTimeout time.Duration
+	// ReadConns is the size of the read connection pool (default 4).
+	ReadConns int
+	// MaxTextBytes is how much of a Doc's text is indexed (default 1 MiB); the rest of a
+	// giant tool output is not searchable.
+	MaxTextBytes int
+	// RankWindow is how many of the newest matches a query ranks when more match (default
+	// 20,000; negative: no limit). It bounds the cost of a very common word: ranking takes
+	// about 3 µs per match, 0.7 s for a word in half of a 1 GB store's 500,000 entries.
+	RankWindow int
+}
+
+func (o *Options) defaults() {
+	if o.BusyTimeout <= 0 {
+		o.BusyTimeout = 10 * time.Second
+	}
+	if o.ReadConns <= 0 {
+		o.ReadConns = 4
+	}
+	if o.MaxTextBytes <= 0 {
+		o.MaxTextBytes = 1 << 20
+	}
+	if o.RankWindow == 0 {
+		o.RankWindow = 20000
+	}
+}
+
+// Index is the full-text index of one store. See the package doc for its files and promises.
+type Index struct {
+	dir  string
+	opts Options
+
+	mu     sync.RWMutex // held for reading by every call, for writing to switch databases
+	cur    *database
+	closed bool
+}
+
+// database is one open generation of the index file.
+type database struct {
+	name string // file name in dir
+	path string
+	dev  uint64
+	ino  uint64
+	w    *sql.DB // one connection; BEGIN IMMEDIATE
+	r    *sql.DB
+}
+
+const filePrefix, fileSuffix = "fts-", ".db"
+
+// Open opens the index in dir (created if missing, 0700), creating an empty database when
+// there is none and replacing one that is damaged or of an older format by an empty one. A
+// replaced or new index has no progress for any session, so the caller's catch-up (which
+// compares each session's last seq with Progress) re-feeds everything. It fails with
+// ErrNewerFormat when the index was written by a newer version.
+func Open(ctx context.Context, dir string, opts Options) (*Index, error) {
+	opts.defaults()
+	if err := os.MkdirAll(dir, 0o700); err != nil {
+		return nil, fmt.Errorf("open search index: %w", err)
+	}
+	ix := &Index{dir: dir, opts: opts}
+	db, err := ix.openNewest(ctx, "")
+	if err != nil {
+		return nil, err
+	}
+	ix.cur = db
+	return ix, nil
+}
+
+// Close closes the database connections. Calls after Close return ErrClosed.
+func (ix *Index) Close() error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.closed {
+		return nil
+	}
+	ix.closed = true
+	return ix.cur.close()
+}
+
+// File returns the path of the database file in use.
+func (ix *Index) File() string {
+	ix.mu.RLock()
+	defer ix.mu.RUnlock()
+	return ix.cur.path
+}
+
+// acquire returns the current database, reopening the newest one when the file in use was
+// deleted or replaced (by another process's Reset, or by hand); release must be called when
+// done. The check is one stat.
+func (ix *Index) acquire(ctx context.Context) (*database, func(), error) {
+	ix.mu.RLock()
+	if ix.closed {
+		ix.mu.RUnlock()
+		return nil, nil, ErrClosed
+	}
+	if ix.cur.current() {
+		return ix.cur, ix.mu.RUnlock, nil
+	}
+	ix.mu.RUnlock()
+	ix.mu.Lock()
+	if ix.closed {
+		ix.mu.Unlock()
+		return nil, nil, ErrClosed
+	}
+	if !ix.cur.current() {
+		db, err := ix.openNewest(ctx, "")
+		if err != nil {
+			ix.mu.Unlock()
+			return nil, nil, err
+		}
+		ix.cur.close()
+		ix.cur = db
+	}
+	ix.mu.Unlock()
+	return ix.acquire(ctx)
+}
+
+// current reports whether db's file is still the one at its path.
+func (db *database) current() bool {
+	dev, ino, err := statID(db.path)
+	return err == nil && dev == db.dev && ino == db.ino
+}
+
+func (db *database) close() error {
+	return errors.Join(db.w.Close(), db.r.Close())
+}
+
+// openNewest opens the newest database file in the directory, or creates one when there is
+// none or it cannot be used (damaged, older format). skip names a file known to be bad.
+func (ix *Index) openNewest(ctx context.Context, skip string) (*database, error) {
+	if err := os.MkdirAll(ix.dir, 0o700); err != nil { // removed with everything in it
+		return nil, fmt.Errorf("open search index: %w", err)
+	}
+	for attempt := 0; ; attempt++ {
+		if attempt > 8 { // files vanishing or failing faster than they are made
+			return nil, fmt.Errorf("open search index in %s: gave up after %d attempts", ix.dir, attempt)
+		}
+		names, err := ix.list()
+		if err != nil {
+			return nil, err
+		}
+		if len(names) == 0 || names[len(names)-1] == skip {
+			if _, err := ix.create(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		name := names[len(names)-1]
+		db, err := ix.openFile(ctx, name)
+		switch {
+		case errors.Is(err, os.ErrNotExist):
+			continue // replaced under us
+		case errors.Is(err, ErrNewerFormat):
+			return nil, err
+		case errors.Is(err, ErrCorrupt) || errors.Is(err, errOlderFormat):
+			skip = name
+			continue
+		case err != nil:
+			return nil, err
+		}
+		ix.removeOlder(name)
+		return db, nil
+	}
+}
+
+var errOlderFormat = errors.New("older format")
+
+// list returns the database file names in the directory, oldest first.
+func (ix *Index) list() ([]string, error) {
+	entries, err := os.ReadDir(ix.dir)
+	if err != nil {
+		return nil, fmt.Errorf("list search index: %w", err)
+	}
+	var names []string
+	for _, e := range entries {
+		if _, ok := fileStamp(e.Name()); ok {
+			names = append(names, e.Name())
+		}
+	}
+	sort.Slice(names, func(i, j int) bool {
+		a, _ := fileStamp(names[i])
+		b, _ := fileStamp(names[j])
+		return a < b
+	})
+	return names, nil
+}
+
+// fileStamp parses fts-<n>.db.
+func fileStamp(name string) (int64, bool) {
+	s, ok := strings.CutPrefix(name, filePrefix)
+	if !ok {
+		return 0, false
+	}
+	s, ok = strings.CutSuffix(s, fileSuffix)
+	if !ok {
+		return 0, false
+	}
+	n, err := strconv.ParseInt(s, 10, 64)
+	return n, err == nil && n > 0
+}
+
+// create makes a new, empty index database, complete with its schema, and returns its file
+// name (fts-<unix nanoseconds>.db). It is built under a temporary name and linked into place
+// (link fails if the name exists, so two processes never share a name), so no process ever
+// opens a half-made index, and incremental auto-vacuum, which only a new file can take,
+// is always set.
+func (ix *Index) create(ctx context.Context) (string, error) {
+	stamp := time.Now().UnixNano()
+	tmp := filepath.Join(ix.dir, fmt.Sprintf("%s%d%s", tmpPrefix, stamp, tmpSuffix))
+	defer removeDB(tmp)
+	// Made empty first, 0600: SQLite keeps a new file's mode from the umask (0644 here) and
+	// gives the -wal and -shm files the database's.
+	f, err := os.OpenFile(tmp, os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	if err != nil {
+		return "", fmt.Errorf("create search index: %w", err)
+	}
+	if err := f.Close(); err != nil {
+		return "", fmt.Errorf("create search index: %w", err)
+	}
+	if err := initFile(ctx, tmp); err != nil {
+		return "", fmt.Errorf("create search index: %w", err)
+	}
+	for ; ; stamp++ {
+		name := fmt.Sprintf("%s%d%s", filePrefix, stamp, fileSuffix)
+		err := os.Link(tmp, filepath.Join(ix.dir, name))
+		if errors.Is(err, os.ErrExist) {
+			continue
+		}
+		if err != nil {
+			return "", fmt.Errorf("create search index: %w", err)
+		}
+		return name, nil
+	}
+}
+
+const tmpPrefix, tmpSuffix = ".fts-", ".tmp"
+
+// initFile creates a database at path with the current schema and closes it (its WAL is
+// checkpointed and removed on close).
+func initFile(ctx context.Context, path string) error {
+	// _auto_vacuum is applied before journal_mode fixes the file header: incremental
+	// auto-vacuum lets Optimize give back the pages merges free (a merge writes the new
+	// segment before freeing the old ones, so without it the file only grows).
+	db, err := sql.Open("sqlite", "file:"+escapePath(path)+"?_auto_vacuum=INCREMENTAL&_pragma=journal_mode(WAL)&_txlock=immediate")
+	if err != nil {
+		return err
+	}
+	defer db.Close()
+	tx, err := db.BeginTx(ctx, nil)
+	if err != nil {
+		return err
+	}
+	defer tx.Rollback()
+	for _, stmt := range schema {
+		if _, err := tx.ExecContext(ctx, stmt); err != nil {
+			return err
+		}
+	}
+	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion)); err != nil {
+		return err
+	}
+	if err := tx.Commit(); err != nil {
+		return err
+	}
+	return db.Close()
+}
+
+// removeDB deletes a database file and its -wal and -shm files; the -wal and -shm first: a
+// database without them is a consistent (if older) database for anyone who opens it
+// meanwhile, the reverse would not be.
+func removeDB(path string) {
+	os.Remove(path + "-wal")
+	os.Remove(path + "-shm")
+	os.Remove(path)
+}
+
+// removeOlder deletes the database files older than keep, and temporary files a crash left.
+func (ix *Index) removeOlder(keep string) {
+	names, err := ix.list()
+	if err != nil {
+		return
+	}
+	k, _ := fileStamp(keep)
+	for _, n := range names {
+		if s, _ := fileStamp(n); s < k {
+			removeDB(filepath.Join(ix.dir, n))
+		}
+	}
+	tmps, _ := filepath.Glob(filepath.Join(ix.dir, tmpPrefix+"*"+tmpSuffix))
+	for _, t := range tmps {
+		var stamp int64
+		name := strings.TrimSuffix(strings.TrimPrefix(filepath.Base(t), tmpPrefix), tmpSuffix)
+		if stamp, err = strconv.ParseInt(name, 10, 64); err == nil && time.Since(time.Unix(0, stamp)) > time.Minute {
+			removeDB(t)
+		}
+	}
+}
+
+// openFile opens one database file and makes sure it has the current schema.
+func (ix *Index) openFile(ctx context.Context, name string) (*database, error) {
+	path := filepath.Join(ix.dir, name)
+	dev, ino, err := statID(path)
+	if err != nil {
+		return nil, err
+	}
+	base := "file:" + escapePath(path) + "?" + fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=journal_size_limit(67108864)", ix.opts.BusyTimeout.Milliseconds())
+	w, err := sql.Open("sqlite", base+"&_txlock=immediate&_pragma=cache_size(-32768)&_pragma=temp_store(MEMORY)")
+	if err != nil {
+		return nil, err
+	}
+	w.SetMaxOpenConns(1)
+	w.SetMaxIdleConns(1)
+	w.SetConnMaxIdleTime(0)
+	r, err := sql.Open("sqlite", base+"&_pragma=query_only(1)&_pragma=cache_size(-16384)&_pragma=mmap_size(268435456)")
+	if err != nil {
+		w.Close()
+		return nil, err
+	}
+	r.SetMaxOpenConns(ix.opts.ReadConns)
+	r.SetMaxIdleConns(ix.opts.ReadConns)
+	db := &database{name: name, path: path, dev: dev, ino: ino, w: w, r: r}
+	if err := db.checkVersion(ctx); err != nil {
+		db.close()
+		return nil, err
+	}
+	return db, nil
+}
+
+// schema creates every table of SchemaVersion. AUTOINCREMENT keeps doc ids growing, so a
+// cursor's snapshot (the highest id at its first page) never admits a later doc, and id order
+// is indexing order (the ranking window counts from the newest).
+var schema = []string{
+	`CREATE TABLE IF NOT EXISTS sessions (
+		id INTEGER PRIMARY KEY,
+		sid TEXT NOT NULL UNIQUE,
+		created INTEGER NOT NULL,
+		working_dir TEXT NOT NULL,
+		name TEXT NOT NULL,
+		through INTEGER NOT NULL
+	)`,
+	`CREATE INDEX IF NOT EXISTS sessions_working_dir ON sessions(working_dir)`,
+	`CREATE TABLE IF NOT EXISTS tombstones (sid TEXT PRIMARY KEY, created INTEGER NOT NULL) WITHOUT ROWID`,
+	`CREATE TABLE IF NOT EXISTS docs (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		session INTEGER NOT NULL,
+		seq INTEGER NOT NULL,
+		entry_id TEXT NOT NULL,
+		kind TEXT NOT NULL,
+		role TEXT NOT NULL,
+		time INTEGER NOT NULL,
+		UNIQUE (session, seq)
+	)`,
+	// body: the doc's terms; meta: one filter term per property (see metaTerms), weight 0
+	// in bm25. Filters as terms let FTS5 intersect them with the words by skipping through
+	// posting lists, instead of a join testing every match (40 times faster for a common
+	// word within one session at 1 GB).
+	`CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, meta, content='', contentless_delete=1, tokenize="ascii tokenchars '_'", detail=full)`,
+}
+
+// checkVersion checks the database's format version. Index files are created complete
+// (create), so version 0 means a file that is not ours or was damaged.
+func (db *database) checkVersion(ctx context.Context) error {
+	var v int
+	if err := db.r.QueryRowContext(ctx, `PRAGMA user_version`).Scan(&v); err != nil {
+		return classify(fmt.Errorf("read search index version: %w", err))
+	}
+	switch {
+	case v == schemaVersion:
+		return nil
+	case v > schemaVersion:
+		return fmt.Errorf("%w: %s is version %d, this sessionmem reads up to %d; upgrade sessionmem", ErrNewerFormat, db.path, v, schemaVersion)
+	case v > 0:
+		return fmt.Errorf("%w: version %d", errOlderFormat, v)
+	}
+	return fmt.Errorf("%w: %s has no version", ErrCorrupt, db.path)
+}
+
+// Reset replaces the index by an empty one, in every process sharing the directory (each
+// reopens at its next call). Use it after ErrCorrupt, or to rebuild from scratch; then feed
+// every session again.
+func (ix *Index) Reset(ctx context.Context) error {
+	ix.mu.Lock()
+	defer ix.mu.Unlock()
+	if ix.closed {
+		return ErrClosed
+	}
+	if _, err := ix.create(ctx); err != nil {
+		return err
+	}
+	db, err := ix.openNewest(ctx, "")
+	if err != nil {
+		return err
+	}
+	ix.cur.close()
+	ix.cur = db
+	return nil
+}
+
+// classify wraps SQLite's corruption codes in ErrCorrupt.
+func classify(err error) error {
+	var se *sqlite.Error
+	if errors.As(err, &se) {
+		switch se.Code() & 0xff {
+		case sqlite3.SQLITE_CORRUPT, sqlite3.SQLITE_NOTADB:
+			return fmt.Errorf("%w: %w", ErrCorrupt, err)
+		}
+	}
+	return err
+}
+
+// escapePath makes a file name safe inside a file: URI.
+func escapePath(p string) string {
+	return strings.NewReplacer("%", "%25", "?", "%3f", "#", "%23").Replace(p)
+}

@@ -1,0 +1,505 @@
+package ftsindex
+
+import (
+	"context"
+	"database/sql"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"path"
+	"runtime"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/sessionmem/sessionmem/storage/fts"
+)
+
+// Session describes the session a Batch belongs to.
+type Session struct {
+	// ID is the session id.
+	ID string
+	// Created identifies this incarnation of the id: a Batch whose Created differs from the
+	// indexed one means the session was deleted and created again, and replaces it.
+	Created time.Time
+	// WorkingDir (absolute) serves the working_dir filter and resolves relative file
+	// filters. It is in every doc's filter terms, so a Batch with another WorkingDir
+	// restarts the session like a new Created (progress 0: feed it again from seq 1).
+	WorkingDir string
+	// Name is returned with hits; every Batch updates it.
+	Name string
+}
+
+// Batch is what a store hands the index for one session: the docs among the records
+// From..Through of its log (records that yield no doc, like labels, still count).
+type Batch struct {
+	Session Session
+	// From and Through are the first and last seq the batch covers (From >= 1).
+	From, Through uint64
+	// Docs are the searchable records in that range; each Doc's SessionID must be
+	// Session.ID and its Seq within [From, Through].
+	Docs []fts.Doc
+}
+
+// Progress says how far the index has a session: every record with seq <= Through is
+// indexed. Deleted is true when the session was deleted from the index (its batches are
+// ignored).
+type Progress struct {
+	SessionID string
+	Created   time.Time
+	Through   uint64
+	Deleted   bool
+}
+
+// Index adds batches in one short transaction and returns each session's progress after it.
+// A doc whose (session, seq) is already indexed is skipped (records are immutable), so
+// feeding a range twice is harmless. A session's progress moves to Through only when the
+// batch continues it (From <= progress+1); a batch that leaves a gap is indexed but leaves
+// the progress where it was, and the caller catches up from Progress.Through+1. Batches of a
+// deleted session (same id and Created as a DeleteSession) are ignored (Deleted in the
+// result), so a slow writer cannot bring a deleted session back.
+func (ix *Index) Index(ctx context.Context, batches ...Batch) ([]Progress, error) {
+	for _, b := range batches {
+		if err := b.check(); err != nil {
+			return nil, err
+		}
+	}
+	db, release, err := ix.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	bodies := termBodies(batches, ix.opts.MaxTextBytes)
+	out := make([]Progress, 0, len(batches))
+	err = db.write(ctx, func(tx *sql.Tx) error {
+		// Statements run without ctx's cancellation, checked between docs instead: with a
+		// cancellable context the driver starts a watcher goroutine per statement, which
+		// made a rebuild a third slower. Lock waits (BEGIN) still end with ctx.
+		w := writer{ctx: context.WithoutCancel(ctx), done: ctx.Err, tx: tx, stmts: map[string]*sql.Stmt{}}
+		for i, b := range batches {
+			p, err := w.batch(b, bodies[i])
+			if err != nil {
+				return fmt.Errorf("index session %s: %w", b.Session.ID, err)
+			}
+			out = append(out, p)
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// termBodies computes what FTS5 receives for every doc (its terms, space-separated) before
+// the transaction starts, so that the write lock is held only for SQLite's own work, and on
+// all cores when there is much text.
+func termBodies(batches []Batch, maxText int) [][]string {
+	out := make([][]string, len(batches))
+	type job struct{ b, d int }
+	var jobs []job
+	total := 0
+	for i, b := range batches {
+		out[i] = make([]string, len(b.Docs))
+		for j, d := range b.Docs {
+			jobs = append(jobs, job{i, j})
+			total += len(d.Text)
+		}
+	}
+	run := func(jobs []job) {
+		var buf []byte
+		for _, jb := range jobs {
+			text := batches[jb.b].Docs[jb.d].Text
+			if len(text) > maxText {
+				text = text[:maxText]
+			}
+			buf, _ = fts.AppendTerms(buf[:0], text)
+			out[jb.b][jb.d] = string(buf)
+		}
+	}
+	workers := runtime.GOMAXPROCS(0)
+	if total < 256<<10 || workers == 1 {
+		run(jobs)
+		return out
+	}
+	var wg sync.WaitGroup
+	per := (len(jobs) + workers - 1) / workers
+	for start := 0; start < len(jobs); start += per {
+		part := jobs[start:min(start+per, len(jobs))]
+		wg.Go(func() { run(part) })
+	}
+	wg.Wait()
+	return out
+}
+
+func (b *Batch) check() error {
+	if b.Session.ID == "" {
+		return fmt.Errorf("%w: batch without a session id", ErrInvalid)
+	}
+	if b.From == 0 || b.Through < b.From {
+		return fmt.Errorf("%w: session %s: batch range %d..%d", ErrInvalid, b.Session.ID, b.From, b.Through)
+	}
+	for _, d := range b.Docs {
+		if d.SessionID != b.Session.ID || d.Seq < b.From || d.Seq > b.Through {
+			return fmt.Errorf("%w: doc %s/%d outside batch %s %d..%d", ErrInvalid, d.SessionID, d.Seq, b.Session.ID, b.From, b.Through)
+		}
+		if d.Kind != fts.KindMessage && d.Kind != fts.KindSummary {
+			return fmt.Errorf("%w: doc %s/%d has kind %q", ErrInvalid, d.SessionID, d.Seq, d.Kind)
+		}
+	}
+	return nil
+}
+
+// write runs fn in an IMMEDIATE transaction on the writer connection.
+func (db *database) write(ctx context.Context, fn func(*sql.Tx) error) error {
+	tx, err := db.w.BeginTx(ctx, nil)
+	if err != nil {
+		return classify(err)
+	}
+	if err := fn(tx); err != nil {
+		tx.Rollback()
+		return classify(err)
+	}
+	return classify(tx.Commit())
+}
+
+type writer struct {
+	ctx   context.Context // never cancelled; see Index
+	done  func() error    // the caller's ctx.Err
+	tx    *sql.Tx
+	stmts map[string]*sql.Stmt // prepared in this transaction, closed by its end
+}
+
+// stmt returns q prepared in the transaction: preparing costs as much as running an insert.
+func (w *writer) stmt(q string) (*sql.Stmt, error) {
+	if st, ok := w.stmts[q]; ok {
+		return st, nil
+	}
+	st, err := w.tx.PrepareContext(w.ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	w.stmts[q] = st
+	return st, nil
+}
+
+func (w *writer) exec(q string, args ...any) (sql.Result, error) {
+	st, err := w.stmt(q)
+	if err != nil {
+		return nil, err
+	}
+	return st.ExecContext(w.ctx, args...)
+}
+
+func (w *writer) query(q string, args ...any) (*sql.Rows, error) {
+	st, err := w.stmt(q)
+	if err != nil {
+		return nil, err
+	}
+	return st.QueryContext(w.ctx, args...)
+}
+
+// queryRow is QueryRow through the cache; a prepare error surfaces at Scan.
+func (w *writer) queryRow(q string, args ...any) rowScanner {
+	st, err := w.stmt(q)
+	if err != nil {
+		return errRow{err}
+	}
+	return st.QueryRowContext(w.ctx, args...)
+}
+
+type rowScanner interface{ Scan(...any) error }
+
+type errRow struct{ err error }
+
+func (e errRow) Scan(...any) error { return e.err }
+
+func (w *writer) batch(b Batch, bodies []string) (Progress, error) {
+	s := b.Session
+	created := nanos(s.Created)
+	p := Progress{SessionID: s.ID, Created: s.Created}
+	var tomb int64
+	switch err := w.queryRow(`SELECT created FROM tombstones WHERE sid = ?`, s.ID).Scan(&tomb); {
+	case err == nil && tomb == created:
+		p.Deleted = true
+		return p, nil
+	case err == nil:
+		if _, err := w.exec(`DELETE FROM tombstones WHERE sid = ?`, s.ID); err != nil {
+			return p, err
+		}
+	case !errors.Is(err, sql.ErrNoRows):
+		return p, err
+	}
+	var id, oldCreated int64
+	var oldDir string
+	var through uint64
+	switch err := w.queryRow(`SELECT id, created, working_dir, through FROM sessions WHERE sid = ?`, s.ID).Scan(&id, &oldCreated, &oldDir, &through); {
+	case errors.Is(err, sql.ErrNoRows):
+		res, err := w.exec(`INSERT INTO sessions (sid, created, working_dir, name, through) VALUES (?, ?, ?, ?, 0)`, s.ID, created, s.WorkingDir, s.Name)
+		if err != nil {
+			return p, err
+		}
+		if id, err = res.LastInsertId(); err != nil {
+			return p, err
+		}
+	case err != nil:
+		return p, err
+	case oldCreated != created || normDir(oldDir) != normDir(s.WorkingDir):
+		// The id was deleted and created again: the old incarnation's docs go. A changed
+		// working directory is treated alike: it is in every doc's filter terms.
+		if err := deleteDocs(w.ctx, w.tx, id); err != nil {
+			return p, err
+		}
+		through = 0
+		if _, err := w.exec(`UPDATE sessions SET created = ?, working_dir = ?, name = ?, through = 0 WHERE id = ?`, created, s.WorkingDir, s.Name, id); err != nil {
+			return p, err
+		}
+	default:
+		if _, err := w.exec(`UPDATE sessions SET name = ? WHERE id = ? AND name != ?`, s.Name, id, s.Name); err != nil {
+			return p, err
+		}
+	}
+	have, err := w.indexedSeqs(id, b)
+	if err != nil {
+		return p, err
+	}
+	for i, d := range b.Docs {
+		if err := w.done(); err != nil {
+			return p, err
+		}
+		if have[d.Seq] {
+			continue
+		}
+		if err := w.doc(id, s, d, bodies[i]); err != nil {
+			return p, err
+		}
+		have[d.Seq] = true
+	}
+	if b.From <= through+1 && b.Through > through {
+		through = b.Through
+		if _, err := w.exec(`UPDATE sessions SET through = ? WHERE id = ?`, through, id); err != nil {
+			return p, err
+		}
+	}
+	p.Through = through
+	return p, nil
+}
+
+// indexedSeqs returns the seqs of b's range already indexed for the session.
+func (w *writer) indexedSeqs(session int64, b Batch) (map[uint64]bool, error) {
+	have := map[uint64]bool{}
+	if len(b.Docs) == 0 {
+		return have, nil
+	}
+	rows, err := w.query(`SELECT seq FROM docs WHERE session = ? AND seq BETWEEN ? AND ?`, session, b.From, b.Through)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var s uint64
+		if err := rows.Scan(&s); err != nil {
+			return nil, err
+		}
+		have[s] = true
+	}
+	return have, rows.Err()
+}
+
+func (w *writer) doc(session int64, s Session, d fts.Doc, body string) error {
+	// No RETURNING: it makes SQLite open a statement savepoint, and FTS5 writes its pending
+	// terms to disk as a new segment at every savepoint (one segment per doc, then merges:
+	// three times slower).
+	res, err := w.exec(`INSERT INTO docs (session, seq, entry_id, kind, role, time) VALUES (?, ?, ?, ?, ?, ?)`,
+		session, d.Seq, d.EntryID, d.Kind, d.Role, nanos(d.Time))
+	if err != nil {
+		return err
+	}
+	id, err := res.LastInsertId()
+	if err != nil {
+		return err
+	}
+	_, err = w.exec(`INSERT INTO fts (rowid, body, meta) VALUES (?, ?, ?)`, id, body, metaTerms(s, d))
+	return err
+}
+
+// Filter terms of the meta column: a prefix letter and 16 hex digits of a 64-bit FNV-1a
+// hash of the value (a collision needs about 2^32 distinct values to become likely).
+const (
+	metaSession = "s_"
+	metaDir     = "w_"
+	metaRole    = "r_"
+	metaKind    = "k_"
+	metaFile    = "f_"
+)
+
+// metaTerms is the meta column of a doc: its session, working directory, role, kind and the
+// files its tool calls touched (absolute, cleaned).
+func metaTerms(s Session, d fts.Doc) string {
+	b := make([]byte, 0, 20*(4+len(d.Files)))
+	b = appendMeta(b, metaSession, s.ID)
+	b = appendMeta(b, metaDir, normDir(s.WorkingDir))
+	b = appendMeta(b, metaRole, d.Role)
+	b = appendMeta(b, metaKind, d.Kind)
+	for _, f := range d.Files {
+		b = appendMeta(b, metaFile, path.Clean(f))
+	}
+	return string(b)
+}
+
+func appendMeta(b []byte, prefix, value string) []byte {
+	if len(b) > 0 {
+		b = append(b, ' ')
+	}
+	return append(b, metaTerm(prefix, value)...)
+}
+
+// normDir drops trailing separators from a working directory, as memory compares them.
+func normDir(dir string) string {
+	if d := strings.TrimRight(dir, `/\`); d != "" || dir == "" {
+		return d
+	}
+	return dir[:1] // the root
+}
+
+// metaTerm is the filter term for one value.
+func metaTerm(prefix, value string) string {
+	h := fnv.New64a()
+	h.Write([]byte(value))
+	return fmt.Sprintf("%s%016x", prefix, h.Sum64())
+}
+
+// deleteDocs removes every doc of a session (index rows and doc rows).
+func deleteDocs(ctx context.Context, tx *sql.Tx, session int64) error {
+	for _, q := range []string{
+		`DELETE FROM fts WHERE rowid IN (SELECT id FROM docs WHERE session = ?)`,
+		`DELETE FROM docs WHERE session = ?`,
+	} {
+		if _, err := tx.ExecContext(ctx, q, session); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// DeleteSession removes a session from the index and leaves a tombstone for this
+// incarnation (created), so that batches still in flight in any process are ignored. A
+// session created again under the same id (another Created) is indexed normally. Deleting
+// an unknown session only leaves the tombstone.
+func (ix *Index) DeleteSession(ctx context.Context, id string, created time.Time) error {
+	db, release, err := ix.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return db.write(ctx, func(tx *sql.Tx) error {
+		var sid int64
+		switch err := tx.QueryRowContext(ctx, `SELECT id FROM sessions WHERE sid = ?`, id).Scan(&sid); {
+		case err == nil:
+			if err := deleteDocs(ctx, tx, sid); err != nil {
+				return err
+			}
+			if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, sid); err != nil {
+				return err
+			}
+		case !errors.Is(err, sql.ErrNoRows):
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO tombstones (sid, created) VALUES (?, ?)`, id, nanos(created))
+		return err
+	})
+}
+
+// ForgetSession removes a session's docs and progress without a tombstone, so that it can be
+// fed again from seq 1: for a session whose store history no longer matches the index (say,
+// restored from a backup to an older state, when Progress.Through exceeds its last seq).
+func (ix *Index) ForgetSession(ctx context.Context, id string) error {
+	db, release, err := ix.acquire(ctx)
+	if err != nil {
+		return err
+	}
+	defer release()
+	return db.write(ctx, func(tx *sql.Tx) error {
+		var sid int64
+		switch err := tx.QueryRowContext(ctx, `SELECT id FROM sessions WHERE sid = ?`, id).Scan(&sid); {
+		case errors.Is(err, sql.ErrNoRows):
+			return nil
+		case err != nil:
+			return err
+		}
+		if err := deleteDocs(ctx, tx, sid); err != nil {
+			return err
+		}
+		_, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, sid)
+		return err
+	})
+}
+
+// Progress returns how far a session is indexed (zero Through when it is not).
+func (ix *Index) Progress(ctx context.Context, id string) (Progress, error) {
+	db, release, err := ix.acquire(ctx)
+	if err != nil {
+		return Progress{}, err
+	}
+	defer release()
+	p := Progress{SessionID: id}
+	var created int64
+	err = db.r.QueryRowContext(ctx, `SELECT created, through FROM sessions WHERE sid = ?`, id).Scan(&created, &p.Through)
+	switch {
+	case errors.Is(err, sql.ErrNoRows):
+		var tomb int64
+		if err := db.r.QueryRowContext(ctx, `SELECT created FROM tombstones WHERE sid = ?`, id).Scan(&tomb); err == nil {
+			p.Deleted, p.Created = true, unnanos(tomb)
+		} else if !errors.Is(err, sql.ErrNoRows) {
+			return Progress{}, classify(err)
+		}
+		return p, nil
+	case err != nil:
+		return Progress{}, classify(err)
+	}
+	p.Created = unnanos(created)
+	return p, nil
+}
+
+// Sessions returns the progress of every indexed session, for a catch-up pass: a session
+// of the store missing here or behind its last seq needs feeding from Through+1, one whose
+// Created differs needs feeding from 1, and one here that the store no longer has needs
+// DeleteSession.
+func (ix *Index) Sessions(ctx context.Context) ([]Progress, error) {
+	db, release, err := ix.acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	defer release()
+	rows, err := db.r.QueryContext(ctx, `SELECT sid, created, through FROM sessions ORDER BY sid`)
+	if err != nil {
+		return nil, classify(err)
+	}
+	defer rows.Close()
+	var out []Progress
+	for rows.Next() {
+		var p Progress
+		var created int64
+		if err := rows.Scan(&p.SessionID, &created, &p.Through); err != nil {
+			return nil, classify(err)
+		}
+		p.Created = unnanos(created)
+		out = append(out, p)
+	}
+	return out, classify(rows.Err())
+}
+
+// nanos stores a time as Unix nanoseconds, the zero time as 0.
+func nanos(t time.Time) int64 {
+	if t.IsZero() {
+		return 0
+	}
+	return t.UnixNano()
+}
+
+func unnanos(n int64) time.Time {
+	if n == 0 {
+		return time.Time{}
+	}
+	return time.Unix(0, n)
+}

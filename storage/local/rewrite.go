@@ -1,0 +1,141 @@
+package local
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"math"
+
+	"github.com/sessionmem/sessionmem/storage"
+)
+
+var _ storage.Rewriter = (*Store)(nil)
+
+// Rewrite implements storage.Rewriter: under the session's write lock it builds a new .zst
+// beside the old one (the header frame, then the records in the frames they were in, the
+// tail's lines as one more frame), fsyncs it, renames it over the old file and fsyncs the
+// directory; then it empties the tail, whose lines the new file holds. A crash before the
+// rename leaves the old session (and a temp file that is never read); after it, the new
+// one, whose sealed seqs make recovery drop the tail's stale lines. Old bytes are not kept:
+// the old file is unlinked by the rename.
+func (s *Store) Rewrite(ctx context.Context, id string, fn storage.RewriteFunc) (bool, error) {
+	if err := s.enter(); err != nil {
+		return false, err
+	}
+	defer s.leave()
+	var changed bool
+	var meta storage.Meta
+	err := s.update(ctx, id, func(w *Writer) error {
+		h := w.Header()
+		var recs []storage.Record
+		var lines [][]byte
+		for rec, err := range w.Records(1) {
+			if err != nil {
+				return err
+			}
+			line := bytes.Clone(rec.Data)
+			rec.Data = line
+			recs = append(recs, rec)
+			lines = append(lines, line)
+		}
+		nh, data, m, err := fn(h, recs)
+		if err != nil {
+			return err
+		}
+		if len(data) != len(recs) {
+			return fmt.Errorf("rewrite session %s: %d records returned for %d", id, len(data), len(recs))
+		}
+		nh.ID, nh.Version, nh.Created, nh.Nonce = h.ID, h.Version, h.Created, h.Nonce
+		changed = nh != h
+		for i, d := range data {
+			if d == nil {
+				continue
+			}
+			line, _, err := appendLine(nil, storage.Record{Kind: recs[i].Kind, Data: d}, recs[i].Seq)
+			if err != nil {
+				return fmt.Errorf("rewrite session %s: record %d: %w", id, recs[i].Seq, err)
+			}
+			line = bytes.TrimSuffix(line, []byte{'\n'})
+			if !bytes.Equal(line, lines[i]) {
+				lines[i], changed = line, true
+			}
+		}
+		if !changed {
+			return nil
+		}
+		file, err := encodeHeaderFrame(nh)
+		if err != nil {
+			return fmt.Errorf("rewrite session %s: %w", id, err)
+		}
+		// The same frame boundaries as before (each compaction starts one), the tail last.
+		groups := make([]int, 0, len(w.v.frames)+1)
+		for _, f := range w.v.frames {
+			groups = append(groups, int(f.count))
+		}
+		if n := len(w.v.lines); n > 0 {
+			groups = append(groups, n)
+		}
+		next := 0
+		for _, n := range groups {
+			var content []byte
+			for _, l := range lines[next : next+n] {
+				content = append(append(content, l...), '\n')
+			}
+			enc := s.enc
+			if len(content) < 256 {
+				enc = s.encSmall
+			}
+			rec := enc.EncodeAll(content, make([]byte, recordHeaderSize, recordHeaderSize+len(content)/4+64))
+			frame := rec[recordHeaderSize:]
+			if len(frame) > math.MaxUint32 {
+				return fmt.Errorf("rewrite session %s: frame of %d bytes is too large", id, len(frame))
+			}
+			putRecordHeader(rec, frame, uint32(n), recs[next].Seq)
+			file = append(file, rec...)
+			next += n
+		}
+		if next != len(lines) {
+			return fmt.Errorf("rewrite session %s: frames hold %d records, the session %d", id, next, len(lines))
+		}
+		// From here the cached view no longer describes the files: the next open re-reads.
+		w.poison()
+		if err := writeFileAtomic(s.sessDir, id+zstSuffix, file, true); err != nil {
+			return fmt.Errorf("rewrite session %s: %w", id, err)
+		}
+		if w.tail != nil {
+			_ = w.tail.Truncate(w.v.tailHdrLen) // stale lines are dropped on read anyway
+		}
+		s.sealer.sealed(id) // the tail is empty: nothing left for the sealer
+		meta = m
+		return nil
+	})
+	if err != nil || !changed {
+		return false, err
+	}
+	// A fresh open reads the new file; its index line replaces the old metadata.
+	err = s.update(ctx, id, func(w *Writer) error {
+		w.putIndex(meta, true)
+		return nil
+	})
+	return true, err
+}
+
+// CompactMeta implements storage.Rewriter: it rewrites index.jsonl with one line per live
+// session, dropping every older line (a rename's previous name among them).
+func (s *Store) CompactMeta(ctx context.Context) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	x := s.idx
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if err := lockFD(x.lockF, true); err != nil {
+		return fmt.Errorf("lock index: %w", err)
+	}
+	defer unlockFD(x.lockF)
+	if err := x.refresh(); err != nil {
+		return err
+	}
+	return x.rewriteLocked()
+}

@@ -1,0 +1,140 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"net"
+	"net/url"
+	"strings"
+	"syscall"
+
+	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/sessionmem/sessionmem/storage"
+)
+
+// unavailableError says the database could not be reached or did not answer. It wraps
+// storage.ErrUnavailable; its text is scrubbed of the password and fits on one line.
+type unavailableError struct{ detail string }
+
+func (e *unavailableError) Error() string { return "the database is unreachable: " + e.detail }
+func (e *unavailableError) Unwrap() error { return storage.ErrUnavailable }
+
+// wrap turns an error from pgx into what the store returns: ctx's own error when the caller
+// gave up, an error wrapping storage.ErrUnavailable for connection failures, timeouts and
+// server shutdowns, ErrDuplicateKey for a unique key conflict, otherwise op: err. Every text
+// is scrubbed of the password.
+func (s *Store) wrap(ctx context.Context, op string, err error) error {
+	if err == nil {
+		return nil
+	}
+	if cerr := ctx.Err(); cerr != nil {
+		return fmt.Errorf("%s: %w", op, cerr)
+	}
+	if errors.Is(err, storage.ErrUnavailable) || errors.Is(err, storage.ErrNotFound) ||
+		errors.Is(err, storage.ErrCorrupt) || errors.Is(err, storage.ErrNewerFormat) ||
+		errors.Is(err, storage.ErrClosed) {
+		return err
+	}
+	text := oneLine(scrub(err.Error(), s.secret))
+	if unavailable(err) {
+		return &unavailableError{detail: op + ": " + text}
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "23505" && strings.HasPrefix(pe.ConstraintName, "sessionmem_keys") {
+		return fmt.Errorf("%s: %w", op, storage.ErrDuplicateKey)
+	}
+	return fmt.Errorf("%s: %s", op, text)
+}
+
+// unavailable reports whether err means the database cannot be used for now: no connection,
+// a connection that broke, a timeout, or a server shutting down, starting, or out of
+// connections. A wrong password or a missing database counts too: the store cannot be reached
+// with this URL, and fixing it needs no change to the call.
+func unavailable(err error) bool {
+	var ce *pgconn.ConnectError
+	if errors.As(err, &ce) {
+		return true
+	}
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) {
+		switch {
+		case strings.HasPrefix(pe.Code, "08"), // connection exception
+			pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03", // shutdown, crash, starting up
+			pe.Code == "57014",                     // statement timeout (query canceled)
+			pe.Code == "25P03",                     // idle in transaction timeout
+			pe.Code == "53300",                     // too many connections
+			pe.Code == "28000", pe.Code == "28P01", // authentication
+			pe.Code == "3D000": // database does not exist
+			return true
+		}
+		return false
+	}
+	if pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded) {
+		return true
+	}
+	if errors.Is(err, io.EOF) || errors.Is(err, io.ErrUnexpectedEOF) || errors.Is(err, net.ErrClosed) ||
+		errors.Is(err, pgconn.ErrConnClosed) || errors.Is(err, syscall.ECONNRESET) ||
+		errors.Is(err, syscall.ECONNREFUSED) || errors.Is(err, syscall.EPIPE) {
+		return true
+	}
+	var ne net.Error
+	if errors.As(err, &ne) {
+		return true
+	}
+	// pgx reports a connection it closed after a failure as "conn closed" or "conn busy"
+	// without a typed error in some paths.
+	msg := err.Error()
+	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "closed pool")
+}
+
+// scrub removes secret from text (defence in depth: pgx's own errors never print it).
+func scrub(text, secret string) string {
+	if len(secret) < 3 {
+		return text
+	}
+	return strings.ReplaceAll(text, secret, "xxxxx")
+}
+
+// oneLine joins the lines of a multi-line error (pgx reports each host tried on its own line).
+func oneLine(s string) string {
+	s = strings.ReplaceAll(s, "\n\t", "; ")
+	return strings.ReplaceAll(s, "\n", "; ")
+}
+
+// Redact returns a PostgreSQL URL without its password (also a password= query parameter),
+// as it may appear in logs, errors and output.
+func Redact(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil || u.Scheme == "" {
+		if strings.Contains(raw, "://") {
+			return raw[:strings.Index(raw, "://")] + "://…"
+		}
+		return "(connection string)"
+	}
+	if q := u.Query(); q.Has("password") {
+		q.Set("password", "xxxxx")
+		u.RawQuery = q.Encode()
+	}
+	return u.Redacted()
+}
+
+// passwordOf returns the password a URL carries, for scrubbing errors about the URL itself.
+func passwordOf(raw string) string {
+	u, err := url.Parse(raw)
+	if err != nil {
+		return ""
+	}
+	if p, ok := u.User.Password(); ok {
+		return p
+	}
+	return u.Query().Get("password")
+}
+
+// hasParam reports whether a URL sets the query parameter name.
+func hasParam(raw, name string) bool {
+	u, err := url.Parse(raw)
+	return err == nil && u.Query().Has(name)
+}

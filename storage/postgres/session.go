@@ -1,0 +1,304 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sessionmem/sessionmem/storage"
+)
+
+var errReaderDone = errors.New("storage: Reader or Writer used after its View or Update returned")
+
+// pageRows is how many chunks one read fetches; the rows are read completely before any
+// record is yielded, so the caller may use the connection (append) between records.
+const pageRows = 32
+
+// reader is a storage.Reader over one session. A View's reader reads through the pool, one
+// statement per page (each sees a consistent snapshot, and a seal replaces chunks by chunks
+// holding the same records in one transaction, so pages fit together); an Update's reads
+// through its transaction.
+type reader struct {
+	s    *Store
+	ctx  context.Context
+	q    dbtx
+	sid  int64
+	hdr  storage.Header
+	last uint64 // records after it are not seen (a View's snapshot; a writer's own last)
+	done bool
+	// A writer's reader reads through its transaction: writing is set, flushFn sends the
+	// writer's queued statements before a read, and err is a failed statement (the
+	// transaction is lost).
+	writing bool
+	flushFn func() error
+	err     error
+}
+
+// sessionRow is what View and Update read of the session row.
+const sessionRow = `SELECT sid, format, nonce, created_ns, working_dir, parent_session, last_seq,
+	l2_end, l1_end, l1_chunks, l0_bytes, open_l2 FROM sessionmem_sessions WHERE id = $1`
+
+type rowState struct {
+	sid  int64
+	hdr  storage.Header
+	last uint64
+	lay  layout
+}
+
+func (s *Store) readSession(ctx context.Context, q dbtx, id, suffix string) (rowState, error) {
+	sctx, cancel := s.stmtCtx(ctx)
+	defer cancel()
+	return scanSession(q.QueryRow(sctx, sessionRow+suffix, id), id)
+}
+
+// scanSession reads the columns of sessionRow.
+func scanSession(row pgx.Row, id string) (rowState, error) {
+	var (
+		r                                      rowState
+		format                                 int16
+		created, last, l2End, l1End, openL2, n int64
+	)
+	err := row.Scan(&r.sid, &format, &r.hdr.Nonce, &created, &r.hdr.WorkingDir,
+		&r.hdr.ParentSession, &last, &l2End, &l1End, &n, &r.lay.l0Bytes, &openL2)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return r, notFound(id)
+	}
+	if err != nil {
+		return r, err
+	}
+	if int(format) > FormatVersion {
+		return r, fmt.Errorf("session %s has format version %d, this build reads up to %d; upgrade sessionmem: %w",
+			id, format, FormatVersion, storage.ErrNewerFormat)
+	}
+	r.hdr.Version, r.hdr.ID, r.hdr.Created = int(format), id, fromNanos(created)
+	r.last = uint64(last)
+	r.lay.last, r.lay.l2End, r.lay.l1End, r.lay.openL2, r.lay.l1Chunks = r.last, uint64(l2End), uint64(l1End), uint64(openL2), int(n)
+	return r, nil
+}
+
+// View reads the session row and runs fn; records are read page by page as fn iterates, and
+// none appended after the row was read is seen. No connection is held while fn runs between
+// reads.
+func (s *Store) View(ctx context.Context, id string, fn func(r storage.Reader) error) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	done, err := s.start(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	row, err := s.readSession(ctx, s.pool, id, "")
+	if err != nil {
+		return s.wrap(ctx, "read session "+id, err)
+	}
+	r := &reader{s: s, ctx: ctx, q: s.pool, sid: row.sid, hdr: row.hdr, last: row.last}
+	defer func() { r.done = true }()
+	return fn(r)
+}
+
+func (r *reader) ID() string             { return r.hdr.ID }
+func (r *reader) Header() storage.Header { return r.hdr }
+func (r *reader) LastSeq() uint64        { return r.last }
+
+// Records yields the records from seq from, decoding only the chunks that hold them: the
+// first page starts at the chunk holding from (an index seek on (sid, first_seq)).
+func (r *reader) Records(from uint64) iter.Seq2[storage.Record, error] {
+	return func(yield func(storage.Record, error) bool) {
+		if r.done {
+			yield(storage.Record{}, errReaderDone)
+			return
+		}
+		if r.err != nil {
+			yield(storage.Record{}, r.err)
+			return
+		}
+		if r.flushFn != nil {
+			if err := r.flushFn(); err != nil {
+				yield(storage.Record{}, err)
+				return
+			}
+		}
+		next := max(from, 1)
+		last := r.last
+		var buf []byte
+		for next <= last {
+			page, err := r.page(next, last)
+			if err != nil {
+				yield(storage.Record{}, err)
+				return
+			}
+			if len(page) == 0 || page[0].first > next {
+				yield(storage.Record{}, r.missing(next))
+				return
+			}
+			for i := range page {
+				c := &page[i]
+				if c.first > next {
+					yield(storage.Record{}, r.missing(next))
+					return
+				}
+				buf, err = c.decode(r.hdr.ID, buf)
+				content := buf
+				if err != nil {
+					yield(storage.Record{}, err)
+					return
+				}
+				seq := c.first
+				for len(content) > 0 && seq <= last {
+					nl := indexNL(content)
+					line := content[:nl]
+					content = content[nl+1:]
+					if seq >= next {
+						if !yield(storage.Record{Seq: seq, Kind: storage.RecordKind(line), Data: line}, nil) {
+							return
+						}
+						if r.done {
+							return
+						}
+					}
+					seq++
+				}
+				next = max(next, min(c.last, last)+1)
+				if next > last {
+					return
+				}
+			}
+		}
+	}
+}
+
+func indexNL(b []byte) int {
+	for i, c := range b {
+		if c == '\n' {
+			return i
+		}
+	}
+	return len(b)
+}
+
+// page reads up to pageRows chunks from the one holding next, none starting after last.
+func (r *reader) page(next, last uint64) ([]chunk, error) {
+	ctx, cancel := r.s.stmtCtx(r.ctx)
+	defer cancel()
+	rows, err := r.q.Query(ctx, `SELECT `+chunkColumns+` FROM sessionmem_chunks
+		WHERE sid = $1 AND first_seq <= $3 AND first_seq >= coalesce(
+			(SELECT max(first_seq) FROM sessionmem_chunks WHERE sid = $1 AND first_seq <= $2), 1)
+		ORDER BY first_seq LIMIT $4`, r.sid, int64(next), int64(last), pageRows)
+	if err != nil {
+		return nil, r.fail(r.s.wrap(r.ctx, "read session "+r.hdr.ID, err))
+	}
+	out, err := scanChunks(rows)
+	if err != nil {
+		return nil, r.fail(r.s.wrap(r.ctx, "read session "+r.hdr.ID, err))
+	}
+	return out, nil
+}
+
+// fail records a failed statement of a writer: its transaction is aborted, so the Update
+// must roll back. A View's reader just returns the error.
+func (r *reader) fail(err error) error {
+	if r.writing && r.err == nil {
+		r.err = err
+	}
+	return err
+}
+
+// missing explains a record that should be there and is not: the session was deleted (and
+// perhaps created again) while a View read it, or the chunks are damaged.
+func (r *reader) missing(seq uint64) error {
+	ctx, cancel := r.s.stmtCtx(r.ctx)
+	defer cancel()
+	var n int
+	err := r.q.QueryRow(ctx, "SELECT count(*) FROM sessionmem_sessions WHERE sid = $1", r.sid).Scan(&n)
+	if err == nil && n == 0 {
+		return fmt.Errorf("session %s was deleted while being read: %w", r.hdr.ID, storage.ErrNotFound)
+	}
+	return fmt.Errorf("session %s: record %d is missing: %w", r.hdr.ID, seq, storage.ErrCorrupt)
+}
+
+// Update runs fn in one transaction holding the session row's lock (SELECT ... FOR UPDATE), so
+// writers on every server queue on it and sequence numbers are assigned under it; COMMIT
+// makes everything fn appended durable at once. If fn or a statement fails, the transaction
+// rolls back and nothing of it is stored.
+func (s *Store) Update(ctx context.Context, id string, fn func(w storage.Writer) error) error {
+	if err := checkID(id); err != nil {
+		return err
+	}
+	done, err := s.start(ctx)
+	if err != nil {
+		return err
+	}
+	defer done()
+	for attempt := 0; ; attempt++ {
+		err, retry := s.update(ctx, id, fn)
+		if retry && attempt == 0 && ctx.Err() == nil {
+			// The pooled connection was dead (the database restarted since it was last
+			// used) and nothing was sent: try once more on a fresh one.
+			continue
+		}
+		return err
+	}
+}
+
+// update is one attempt of Update. retry reports a failure before fn ran, which wrote
+// nothing and may be tried again.
+//
+// The transaction is driven by hand on one pooled connection so that it costs two round
+// trips: BEGIN with the row lock, and the queued appends with COMMIT.
+func (s *Store) update(ctx context.Context, id string, fn func(w storage.Writer) error) (err error, retry bool) {
+	sctx, cancel := s.stmtCtx(ctx)
+	conn, err := s.pool.Acquire(sctx)
+	cancel()
+	if err != nil {
+		return s.wrap(ctx, "lock session "+id, err), unavailable(err)
+	}
+	open := true
+	defer func() {
+		if open {
+			// Release destroys a connection left inside a transaction, so a failed ROLLBACK
+			// cannot leak one; the server ends the transaction when the connection goes.
+			rctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), s.stmt)
+			_, _ = conn.Exec(rctx, "ROLLBACK")
+			cancel()
+		}
+		conn.Release()
+	}()
+	sctx, cancel = s.stmtCtx(ctx)
+	b := &pgx.Batch{}
+	b.Queue("BEGIN")
+	b.Queue(sessionRow+" FOR UPDATE", id)
+	br := conn.SendBatch(sctx, b)
+	_, err = br.Exec()
+	var row rowState
+	if err == nil {
+		row, err = scanSession(br.QueryRow(), id)
+	}
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	cancel()
+	if err != nil {
+		return s.wrap(ctx, "lock session "+id, err), unavailable(err)
+	}
+	w := &writer{reader: reader{s: s, ctx: ctx, q: conn, sid: row.sid, hdr: row.hdr, last: row.last, writing: true},
+		lay: row.lay, pending: &pgx.Batch{}}
+	w.flushFn = w.flush
+	ferr := fn(w)
+	w.done = true
+	if ferr != nil {
+		return ferr, false
+	}
+	if w.err != nil {
+		return w.err, false
+	}
+	w.pending.Queue("COMMIT")
+	if err := w.flush(); err != nil {
+		return err, false
+	}
+	open = false
+	return nil, false
+}
