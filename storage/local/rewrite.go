@@ -112,6 +112,9 @@ func (s *Store) Rewrite(ctx context.Context, id string, fn storage.RewriteFunc) 
 	if err != nil || !changed {
 		return false, err
 	}
+	if s.search != nil {
+		s.search.rewritten(id) // the old text's terms go; the syncer indexes the new text
+	}
 	// A fresh open reads the new file; its index line replaces the old metadata.
 	err = s.update(ctx, id, func(w *Writer) error {
 		w.putIndex(meta, true)
