@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 	"path"
 	"strings"
 	"time"
@@ -13,10 +14,17 @@ import (
 	"github.com/sessionmem/sessionmem/storage/fts"
 )
 
-// Limits of session_search.
+// Limits of session_search, and the kinds of its matches.
 const (
 	DefaultSearchLimit = 10
 	MaxSearchLimit     = 100
+	// MinPrefixChars is the fewest characters before a prefix's trailing *, MaxQueryWords
+	// the most words and phrases in one query.
+	MinPrefixChars = fts.MinPrefixRunes
+	MaxQueryWords  = fts.MaxQueryTerms
+	// MatchMessage and MatchSummary are SearchMatch.Kind's values.
+	MatchMessage = fts.KindMessage
+	MatchSummary = fts.KindSummary
 )
 
 // SearchRequest is session_search's input (contract v2; the v1 calls, query with
@@ -156,6 +164,14 @@ func (s *Service) searchQuery(req SearchRequest) (storage.SearchQuery, error) {
 		if err != nil {
 			return q, invalidf(`write it in RFC 3339, e.g. "2026-01-31T09:00:00Z"`, "%s %q is not an RFC 3339 time", t.name, clip(t.v, 60))
 		}
+		// Indexes keep times as Unix nanoseconds (years 1678 to 2262): clamp, which
+		// changes no answer (no entry lies outside).
+		switch {
+		case v.Before(minSearchTime):
+			v = minSearchTime
+		case v.After(maxSearchTime):
+			v = maxSearchTime
+		}
 		*t.dst = v
 	}
 	if !q.Since.IsZero() && !q.Until.IsZero() && q.Since.After(q.Until) {
@@ -167,6 +183,11 @@ func (s *Service) searchQuery(req SearchRequest) (storage.SearchQuery, error) {
 	q.Cursor = req.Cursor
 	return q, nil
 }
+
+var (
+	minSearchTime = time.Unix(0, math.MinInt64+1).UTC()
+	maxSearchTime = time.Unix(0, math.MaxInt64).UTC()
+)
 
 // snippets cuts each hit's snippet from its record, read back from the store: one View per
 // session, seeking to each seq. A hit whose record cannot be read gets an empty snippet.

@@ -124,6 +124,8 @@ func TestSearchV2(t *testing.T) {
 			{SearchRequest{File: wd + "/internal/auth/login.go"}, 1},
 			{SearchRequest{Query: "read", File: "internal/auth/login.go"}, 1},
 			{SearchRequest{Query: "quokka", Since: "2030-01-01T00:00:00Z"}, 0},
+			{SearchRequest{Query: "quokka", Since: "2999-01-01T00:00:00Z"}, 0},
+			{SearchRequest{Query: "quokka", Until: "2999-01-01T00:00:00Z"}, 3},
 			{SearchRequest{Query: "quokka", Until: "2030-01-01T00:00:00Z"}, 3},
 		}
 		for _, tc := range cases {
