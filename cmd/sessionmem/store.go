@@ -110,7 +110,8 @@ func openStore(ctx context.Context, loc string, logger *slog.Logger) (storage.St
 		}
 		return st, nil
 	}
-	st, err := local.Open(loc, local.Options{Logger: logger, Summarize: memory.Summarize})
+	// Docs gives the store its full-text index (session_search, sessionmem search).
+	st, err := local.Open(loc, local.Options{Logger: logger, Summarize: memory.Summarize, Docs: memory.Docs})
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", storeLabel(loc), err)
 	}

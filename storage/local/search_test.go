@@ -407,3 +407,27 @@ func TestSearchIndexHoldsNoText(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchCloseFlushes: what was saved just before Close is indexed by Close, at once.
+func TestSearchCloseFlushes(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, searchOpts())
+	mustCreate(t, s, "a")
+	for i := range 50 {
+		appendText(t, s, "a", fmt.Sprintf("closing%d words", i))
+	}
+	start := time.Now()
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if d := time.Since(start); d > 5*time.Second {
+		t.Fatalf("Close took %v", d)
+	}
+	// Reopened with the syncer unable to help (it waits a poll before indexing): the index
+	// already has everything.
+	s = mustOpen(t, dir, searchOpts())
+	res, err := s.Search(context.Background(), storage.SearchQuery{Match: mustParse(t, "words"), Limit: 100})
+	if err != nil || len(res.Hits) != 50 {
+		t.Fatalf("after close: %d hits, %v", len(res.Hits), err)
+	}
+}

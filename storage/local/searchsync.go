@@ -243,15 +243,18 @@ func (x *searchIdx) noteErr(err error) {
 func (x *searchIdx) close() error {
 	x.cancel()
 	<-x.done
+	// Not under x.mu: the queue's last flush reports to onIndexed, which takes it.
 	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.ix == nil {
+	ix, q := x.ix, x.q
+	x.ix, x.q = nil, nil
+	x.mu.Unlock()
+	if ix == nil {
 		return nil
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
 	defer cancel()
-	err := x.q.Close(ctx)
-	return errors.Join(err, x.ix.Close())
+	err := q.Close(ctx)
+	return errors.Join(err, ix.Close())
 }
 
 // run is the syncer: a full pass at start, then one look every searchPoll.
