@@ -130,6 +130,18 @@ func (s *Store) CompactMeta(ctx context.Context) error {
 		return err
 	}
 	defer s.leave()
+	if err := s.compactMeta(); err != nil {
+		return err
+	}
+	if s.search != nil {
+		// The redaction this ends must leave nothing of the old text in the search index
+		// either: wait for it to be replaced (see searchIdx.rewritten).
+		s.search.waitReset(ctx)
+	}
+	return nil
+}
+
+func (s *Store) compactMeta() error {
 	x := s.idx
 	x.mu.Lock()
 	defer x.mu.Unlock()

@@ -31,6 +31,7 @@ func (s *Store) Search(ctx context.Context, q storage.SearchQuery) (storage.Sear
 	if err != nil {
 		return storage.SearchResult{}, err
 	}
+	x.flush(ctx)
 	res, err := ix.Search(ctx, ftsindex.Query{
 		Match: q.Match, SessionID: q.SessionID, WorkingDir: q.WorkingDir, Role: q.Role, Kind: q.Kind,
 		File: q.File, Since: q.Since, Until: q.Until, Limit: q.Limit, Cursor: q.Cursor,
@@ -71,6 +72,20 @@ func (s *Store) Search(ctx context.Context, q storage.SearchQuery) (storage.Sear
 		})
 	}
 	return out, nil
+}
+
+// flush indexes what this process queued (its own saves), so that a search finds what the
+// same process saved before, at once; with nothing queued it costs nothing.
+func (x *searchIdx) flush(ctx context.Context) {
+	x.mu.Lock()
+	q := x.q
+	x.mu.Unlock()
+	if q == nil {
+		return
+	}
+	ctx, cancel := context.WithTimeout(ctx, 2*time.Second)
+	defer cancel()
+	_ = q.Flush(ctx) // a failure is the queue's to report; search answers what is indexed
 }
 
 // index returns the open index, or why search cannot answer now.

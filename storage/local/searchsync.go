@@ -65,8 +65,14 @@ type searchIdx struct {
 	openErr error
 	known   map[string]known  // how far each session is indexed or queued by this process
 	behind  map[string]uint64 // sessions found behind at the last pass, and their last seq
-	corrupt bool              // a call reported ErrCorrupt: reset at the next pass
+	corrupt bool              // a call reported ErrCorrupt, or a rewrite: reset at the next pass
 	file    string            // the index file the last pass used
+	// gen counts rewrites; resetGen is gen as of the last reset, resetCh is closed (and
+	// replaced) after each reset. A rewrite (redaction) must leave no byte of the old text
+	// in the index, so it is followed by a reset, made by the syncer between two passes so
+	// that no batch read before the rewrite lands in the new file.
+	gen, resetGen uint64
+	resetCh       chan struct{}
 }
 
 // known is how far this process knows a session to be indexed (or queued).
@@ -80,7 +86,7 @@ type known struct {
 func openSearch(s *Store) *searchIdx {
 	x := &searchIdx{s: s, docs: s.opts.Docs, dir: filepath.Join(s.dir, searchDirName),
 		done: make(chan struct{}), kick: make(chan struct{}, 1),
-		known: map[string]known{}, behind: map[string]uint64{}}
+		known: map[string]known{}, behind: map[string]uint64{}, resetCh: make(chan struct{})}
 	x.marker = filepath.Join(x.dir, rebuildName)
 	x.ctx, x.cancel = context.WithCancel(context.Background())
 	x.mu.Lock()
@@ -215,19 +221,39 @@ func (x *searchIdx) deleted(id string, created time.Time, haveCreated bool) {
 	}
 }
 
-// rewritten drops a rewritten session's docs (their text changed: redaction) so that the
-// syncer indexes it again.
-func (x *searchIdx) rewritten(id string) {
+// rewritten notes that a session's text changed in place (redaction): its old text must
+// leave the index completely, and deleting rows leaves their bytes in free pages and old
+// segments, so the syncer replaces the whole index (see waitReset) and fills it again.
+func (x *searchIdx) rewritten(string) {
 	x.mu.Lock()
-	ix := x.ix
-	delete(x.known, id)
+	x.gen++
+	x.corrupt = true
 	x.mu.Unlock()
-	if ix != nil {
-		if err := ix.ForgetSession(x.ctx, id); err != nil {
-			x.noteErr(err)
+	x.wake()
+}
+
+// waitReset waits until the syncer has replaced the index after the last rewrite (or ctx
+// ends, or a minute passes: the reset then happens later).
+func (x *searchIdx) waitReset(ctx context.Context) {
+	timeout := time.NewTimer(time.Minute)
+	defer timeout.Stop()
+	for {
+		x.mu.Lock()
+		done, ch := x.resetGen >= x.gen || x.ix == nil, x.resetCh
+		x.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		case <-x.ctx.Done():
+			return
+		case <-timeout.C:
+			return
 		}
 	}
-	x.wake()
 }
 
 func (x *searchIdx) noteErr(err error) {
@@ -405,17 +431,24 @@ func (x *searchIdx) pass(ctx context.Context, full bool, progress func(sessions,
 	return nil
 }
 
-// reset replaces a damaged index by an empty one and marks the rebuild.
+// reset replaces a damaged index (or one that held rewritten text) by an empty one and
+// marks the rebuild.
 func (x *searchIdx) reset(ctx context.Context, ix *ftsindex.Index) error {
+	x.mu.Lock()
+	gen := x.gen
+	x.mu.Unlock()
 	x.markRebuild()
 	if err := ix.Reset(ctx); err != nil {
 		return err
 	}
 	x.mu.Lock()
-	x.corrupt = false
+	x.corrupt = gen != x.gen // a rewrite meanwhile: once more
 	x.known = map[string]known{}
+	x.resetGen = gen
+	close(x.resetCh)
+	x.resetCh = make(chan struct{})
 	x.mu.Unlock()
-	x.s.log.Warn("search: index was damaged; rebuilding it from the sessions", "dir", x.dir)
+	x.s.log.Info("search: index replaced; rebuilding it from the sessions", "dir", x.dir)
 	return nil
 }
 
@@ -476,9 +509,19 @@ type feed struct {
 func (x *searchIdx) feed(ctx context.Context, ix *ftsindex.Index, todo []feed, progress func(sessions, total int, bytes int64)) error {
 	var fed []known
 	var bytes int64
+	x.mu.Lock()
+	gen := x.gen
+	x.mu.Unlock()
 	batches := func(yield func(ftsindex.Batch, error) bool) {
+		guard := func(b ftsindex.Batch, err error) bool {
+			x.mu.Lock()
+			rewritten := x.gen != gen
+			x.mu.Unlock()
+			// What was read may be text a redaction removed: the reset redoes it all.
+			return !rewritten && yield(b, err)
+		}
 		for i, f := range todo {
-			through, ok := x.readSession(ctx, f, &bytes, yield)
+			through, ok := x.readSession(ctx, f, &bytes, guard)
 			if !ok {
 				return
 			}
@@ -530,7 +573,7 @@ func (x *searchIdx) readSession(ctx context.Context, f feed, bytes *int64, yield
 			return nil
 		})
 		switch {
-		case err != nil && ctx.Err() != nil:
+		case err != nil && (ctx.Err() != nil || errors.Is(err, storage.ErrClosed)):
 			return through, false
 		case err != nil:
 			if !errors.Is(err, storage.ErrNotFound) {
