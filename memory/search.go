@@ -88,7 +88,7 @@ func (s *Service) Search(ctx context.Context, req SearchRequest) (SearchResult, 
 	switch {
 	case !ok || strings.HasPrefix(q.Cursor, scanCursorPrefix) || errors.Is(err, storage.ErrSearchUnavailable):
 		if err != nil {
-			s.log.Info("search: index unavailable, scanning the sessions", "err", err)
+			s.log.Debug("search: index unavailable, scanning the sessions", "err", err)
 		}
 		res, err = s.scan(ctx, q)
 		if err != nil {

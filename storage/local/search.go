@@ -159,6 +159,14 @@ func (s *Store) Reindex(ctx context.Context, progress func(sessions, total int, 
 		return err
 	}
 	x := s.search
+	x.mu.Lock()
+	x.reindexing = true
+	x.mu.Unlock()
+	defer func() {
+		x.mu.Lock()
+		x.reindexing = false
+		x.mu.Unlock()
+	}()
 	x.markRebuild()
 	if err := ix.Reset(ctx); err != nil {
 		return fmt.Errorf("reindex: %w", err)

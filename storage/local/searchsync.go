@@ -73,6 +73,7 @@ type searchIdx struct {
 	// that no batch read before the rewrite lands in the new file.
 	gen, resetGen uint64
 	resetCh       chan struct{}
+	reindexing    bool // Reindex rebuilds (with progress): the syncer keeps out
 }
 
 // known is how far this process knows a session to be indexed (or queued).
@@ -347,6 +348,12 @@ func (x *searchIdx) pass(ctx context.Context, full bool, progress func(sessions,
 	}
 	// A rebuild marker whose lock nobody holds: its rebuilder died, take it over.
 	var lock *os.File
+	x.mu.Lock()
+	keepOut := x.reindexing && progress == nil
+	x.mu.Unlock()
+	if keepOut {
+		return nil
+	}
 	if x.rebuilding() {
 		f, ok, err := tryLockPath(x.marker)
 		if err != nil {
