@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -17,6 +18,10 @@ import (
 	"github.com/sessionmem/sessionmem/storage/local"
 	"github.com/sessionmem/sessionmem/storage/postgres"
 )
+
+// envSearchIndex turns the local store's full-text index off ("off"): for stores on a full
+// disk, and to measure what the index costs a save.
+const envSearchIndex = "SESSIONMEM_SEARCH_INDEX"
 
 // resolveStore picks the store location (--store, then $SESSIONMEM_STORE, then
 // $XDG_DATA_HOME/sessionmem, then ~/.local/share/sessionmem) and checks it: a directory becomes
@@ -110,7 +115,13 @@ func openStore(ctx context.Context, loc string, logger *slog.Logger) (storage.St
 		}
 		return st, nil
 	}
-	st, err := local.Open(loc, local.Options{Logger: logger, Summarize: memory.Summarize})
+	// Docs gives the store its full-text index (session_search, sessionmem search);
+	// SESSIONMEM_SEARCH_INDEX=off leaves it out (searches then scan every session).
+	opts := local.Options{Logger: logger, Summarize: memory.Summarize, Docs: memory.Docs}
+	if os.Getenv(envSearchIndex) == "off" {
+		opts.Docs = nil
+	}
+	st, err := local.Open(loc, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", storeLabel(loc), err)
 	}

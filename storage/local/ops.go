@@ -188,7 +188,13 @@ func (s *Store) update(ctx context.Context, id string, fn func(w *Writer) error)
 	w := &Writer{Reader: *r}
 	defer w.release()
 	s.clearBad(id)
-	return fn(w)
+	err = fn(w)
+	if s.search != nil && len(w.added) > 0 {
+		// After the lock is released: indexing never delays the session's next save.
+		w.release()
+		s.search.appended(w.v.hdr, w.name, w.added)
+	}
+	return err
 }
 
 // View runs fn while holding the session's shared cross-process lock (no writer can seal or
@@ -222,6 +228,16 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	zp, lp := s.zstPath(id), s.lockPath(id)
 	if _, err := os.Stat(zp); errors.Is(err, fs.ErrNotExist) {
 		return notFound(id)
+	}
+	if s.search != nil {
+		// After the files are gone (the deferred calls run last to first): from then on no
+		// catch-up can index the session again.
+		created, ok := s.createdOf(id)
+		defer func() {
+			if !s.exists(id) {
+				s.search.deleted(id, created, ok)
+			}
+		}()
 	}
 	lf, _, err := lockPath(ctx, lp, true)
 	if err != nil {
