@@ -208,6 +208,19 @@ func buildSearchStore(b *testing.B) *searchStore {
 		fmt.Fprintf(os.Stderr, "search store: %d MB of message JSON, %d messages; load %s; reindex %s (%.1f MB/s); tables %d MB, documents %d MB\n",
 			out.bytes>>20, out.messages, out.loadDur.Round(time.Millisecond), out.reindex.Round(time.Millisecond),
 			float64(out.bytes)/(1<<20)/out.reindex.Seconds(), u.Total>>20, u.Documents>>20)
+		rows, err := s.pool.Query(context.Background(), `SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c
+			WHERE c.relname LIKE 'sessionmem_documents%' OR c.oid = (SELECT reltoastrelid FROM pg_class WHERE relname = 'sessionmem_documents')
+			ORDER BY 2 DESC`)
+		if err == nil {
+			for rows.Next() {
+				var name string
+				var size int64
+				if rows.Scan(&name, &size) == nil {
+					fmt.Fprintf(os.Stderr, "  %s: %.1f MB\n", name, float64(size)/(1<<20))
+				}
+			}
+			rows.Close()
+		}
 		out.s = s
 		ss = out
 	})
@@ -241,6 +254,14 @@ func BenchmarkSearch(b *testing.B) {
 		{"file-only", func(i int) storage.SearchQuery { return storage.SearchQuery{File: st.paths[i%len(st.paths)]} }},
 		{"nothing", func(i int) storage.SearchQuery { return q(fmt.Sprintf("zzqx%dnomatch", i)) }},
 	}
+	var all []time.Duration
+	defer func() {
+		if len(all) > 0 {
+			slices.Sort(all)
+			fmt.Fprintf(os.Stderr, "all classes: %d searches, p50 %.2f ms, p90 %.2f ms\n", len(all),
+				float64(all[len(all)/2].Microseconds())/1e3, float64(all[len(all)*9/10].Microseconds())/1e3)
+		}
+	}()
 	for _, cl := range classes {
 		b.Run(cl.name, func(b *testing.B) {
 			var ds []time.Duration
@@ -258,6 +279,7 @@ func BenchmarkSearch(b *testing.B) {
 					windowed++
 				}
 			}
+			all = append(all, ds...)
 			medianOf(b, ds)
 			b.ReportMetric(float64(hits)/float64(len(ds)), "hits/op")
 			b.ReportMetric(float64(windowed)/float64(len(ds)), "windowed/op")

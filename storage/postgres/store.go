@@ -169,6 +169,12 @@ func New(url string, opts Options) (*Store, error) {
 	if _, ok := rp["idle_in_transaction_session_timeout"]; !ok {
 		rp["idle_in_transaction_session_timeout"] = strconv.FormatInt(opts.IdleInTransactionTimeout.Milliseconds(), 10)
 	}
+	if _, ok := rp["jit"]; !ok {
+		// JIT compilation of a plan costs 100 ms or more, far more than any query here saves
+		// by it: the planner's cost estimates of a search on a large documents table passed
+		// jit_above_cost and made every search take 0.3 s.
+		rp["jit"] = "off"
+	}
 	if _, ok := rp["application_name"]; !ok {
 		rp["application_name"] = "sessionmem"
 	}
