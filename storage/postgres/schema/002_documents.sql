@@ -30,11 +30,12 @@ CREATE TABLE sessionmem_documents (
 -- Keep tsvectors in the row, compressed, rather than out of line in the TOAST table: ranking
 -- reads the tsvector of every match, and a TOAST fetch per match made that 2-3 times slower.
 ALTER TABLE sessionmem_documents ALTER COLUMN terms SET STORAGE MAIN;
-CREATE UNIQUE INDEX sessionmem_documents_doc ON sessionmem_documents (doc);
 CREATE INDEX sessionmem_documents_terms ON sessionmem_documents USING gin (terms);
 CREATE INDEX sessionmem_documents_files ON sessionmem_documents USING gin (files);
--- File-only searches and time filters: newest first.
-CREATE INDEX sessionmem_documents_time ON sessionmem_documents (time_ns DESC, doc DESC);
+-- A search's snapshot (the newest document) and the ranking window's floor. No B-tree on time:
+-- every search starts from a GIN index (the words or the files), and each index costs every
+-- save an insert.
+CREATE UNIQUE INDEX sessionmem_documents_doc ON sessionmem_documents (doc);
 
 -- Store-wide settings (storage.Settings): e.g. which redaction rules the whole store was last
 -- redacted with, so that every server re-applies new rules once.
