@@ -14,6 +14,7 @@ import (
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/storage"
 	"github.com/sessionmem/sessionmem/storage/local"
+	"github.com/sessionmem/sessionmem/storage/postgres"
 )
 
 const searchHelp = `Usage: sessionmem search QUERY [--here | --working-dir DIR] [--file PATH] [--session ID]
@@ -176,10 +177,12 @@ func runReindex(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer cs.close(e)
+	if ps, ok := cs.store.(*postgres.Store); ok {
+		return reindexPostgres(ctx, e, ps)
+	}
 	ls, ok := cs.store.(*local.Store)
 	if !ok {
-		fmt.Fprintln(e.stdout, "This store keeps its search index in the database, current with every save: nothing to rebuild.")
-		return nil
+		return fmt.Errorf("this store has no search index to rebuild")
 	}
 	start := time.Now()
 	last := time.Time{}
@@ -201,6 +204,30 @@ func runReindex(ctx context.Context, e *env, args []string) error {
 	}
 	fmt.Fprintf(e.stdout, "Indexed %s entries of %s sessions (%.1f MB of records) in %s; the index takes %s.\n",
 		thousands(st.Docs), thousands(st.Sessions), mb, time.Since(start).Round(100*time.Millisecond), byteSize(st.Bytes))
+	return nil
+}
+
+// reindexPostgres builds the search documents of the records a PostgreSQL store holds without
+// them (stored before its schema had documents, or by a server without them): saves write
+// their own documents, so this only catches up, resumably, with progress on stderr.
+func reindexPostgres(ctx context.Context, e *env, ps *postgres.Store) error {
+	start := time.Now()
+	last := time.Time{}
+	err := ps.Reindex(ctx, func(p postgres.IndexProgress) {
+		if time.Since(last) >= time.Second || p.Done() {
+			last = time.Now()
+			fmt.Fprintf(e.stderr, "reindex: %s of %s records have search documents\n", thousands(p.Records), thousands(p.Total))
+		}
+	})
+	if err != nil {
+		return err
+	}
+	p, err := ps.Progress(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Search documents cover %s of %s records (%s).\n",
+		thousands(p.Records), thousands(p.Total), time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
 

@@ -109,7 +109,7 @@ func openStore(ctx context.Context, loc string, logger *slog.Logger) (storage.St
 	if isURLStore(loc) {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		st, err := postgres.Open(ctx, loc, postgres.Options{Logger: logger})
+		st, err := postgres.Open(ctx, loc, pgOptions(logger))
 		if err != nil {
 			return nil, fmt.Errorf("open store %s: %w", storeLabel(loc), err)
 		}
@@ -128,6 +128,17 @@ func openStore(ctx context.Context, loc string, logger *slog.Logger) (storage.St
 	return st, nil
 }
 
+// pgOptions are a PostgreSQL store's options: like the local store, it gets memory.Docs, so
+// every save writes its search documents in its own transaction (SESSIONMEM_SEARCH_INDEX=off
+// leaves them out; searches then scan the sessions).
+func pgOptions(logger *slog.Logger) postgres.Options {
+	o := postgres.Options{Logger: logger, Docs: memory.Docs}
+	if os.Getenv(envSearchIndex) == "off" {
+		o.Docs = nil
+	}
+	return o
+}
+
 // openServeStore opens the store for a server. Unlike the commands, a server starts while its
 // database is unreachable: it logs a warning, every tool call answers with a tool error
 // saying so, and the first call after the database is back works. A database whose schema is
@@ -136,7 +147,7 @@ func openServeStore(ctx context.Context, loc string, logger *slog.Logger) (stora
 	if !isURLStore(loc) {
 		return openStore(ctx, loc, logger)
 	}
-	st, err := postgres.New(loc, postgres.Options{Logger: logger})
+	st, err := postgres.New(loc, pgOptions(logger))
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", storeLabel(loc), err)
 	}

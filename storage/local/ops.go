@@ -78,6 +78,9 @@ func (s *Store) Create(ctx context.Context, h storage.Header, m storage.Meta) er
 	if err := s.idx.put(id, m, r.sizes()); err != nil {
 		s.log.Warn("storage: index write failed; it is reconciled at next open", "session", id, "err", err)
 	}
+	if s.search != nil {
+		s.search.created(id, h.Created)
+	}
 	return nil
 }
 

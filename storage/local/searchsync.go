@@ -222,6 +222,26 @@ func (x *searchIdx) deleted(id string, created time.Time, haveCreated bool) {
 	}
 }
 
+// created lifts the tombstone a deleted session left in the index when the id is created
+// again with the same Created (a session copied back from an export or another store): the
+// index tells incarnations apart by Created, and the tombstone would otherwise hide the new
+// one's records for good.
+func (x *searchIdx) created(id string, created time.Time) {
+	x.mu.Lock()
+	ix := x.ix
+	x.mu.Unlock()
+	if ix == nil {
+		return // a rebuild reads the store afresh
+	}
+	p, err := ix.Progress(x.ctx, id)
+	if err == nil && p.Deleted && p.Created.Equal(created) {
+		err = ix.ForgetSession(x.ctx, id)
+	}
+	if err != nil {
+		x.noteErr(err)
+	}
+}
+
 // rewritten notes that a session's text changed in place (redaction): its old text must
 // leave the index completely, and deleting rows leaves their bytes in free pages and old
 // segments, so the syncer replaces the whole index (see waitReset) and fills it again.

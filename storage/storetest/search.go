@@ -20,6 +20,9 @@ import (
 // finds it at once.
 const searchFresh = time.Second
 
+// searchRebuild bounds how long search waits for an index that is being rebuilt.
+const searchRebuild = 10 * time.Second
+
 // searchTests are the Searcher subtests, run by testSearch.
 var searchTests = []struct {
 	name string
@@ -88,9 +91,16 @@ func saveMsgs(t *testing.T, s storage.Store, id string, msgs ...msg) {
 }
 
 // search runs q (parsed from query, "" for none) and fails the test on error.
+//
+// An index being rebuilt (after a redaction rewrite, say) may answer ErrSearchUnavailable for
+// a while, as storage.Searcher allows: search waits up to searchRebuild for it.
 func search(t *testing.T, s storage.Store, query string, q storage.SearchQuery) storage.SearchResult {
 	t.Helper()
 	res, err := trySearch(s, query, q)
+	for deadline := time.Now().Add(searchRebuild); errors.Is(err, storage.ErrSearchUnavailable) && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+		res, err = trySearch(s, query, q)
+	}
 	if err != nil {
 		t.Fatalf("search %q: %v", query, err)
 	}
