@@ -158,6 +158,11 @@ func (s *Store) Reindex(ctx context.Context, progress func(sessions, total int, 
 	if err != nil && !errors.Is(err, storage.ErrSearchUnavailable) || ix == nil {
 		return err
 	}
+	if progress == nil {
+		// pass tells Reindex from the syncer (which it keeps out meanwhile) by a progress
+		// function: without one, Reindex's own passes would be kept out too, for ever.
+		progress = func(int, int, int64) {}
+	}
 	x := s.search
 	x.mu.Lock()
 	x.reindexing = true

@@ -225,6 +225,13 @@ func TestSearchReindex(t *testing.T) {
 		t.Fatalf("Reindex: %v after %d progress calls", err, calls)
 	}
 	waitHits(t, s, storage.SearchQuery{Match: mustParse(t, "reindex")}, 5, 0)
+	// Without a progress function too (it once waited for itself for ever).
+	ctx, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := s.Reindex(ctx, nil); err != nil {
+		t.Fatalf("Reindex without progress: %v", err)
+	}
+	waitHits(t, s, storage.SearchQuery{Match: mustParse(t, "reindex")}, 5, 0)
 }
 
 const searchHelperEnv = "STORAGE_SEARCH_HELPER"
