@@ -558,7 +558,7 @@ func (x *searchIdx) feed(ctx context.Context, ix *ftsindex.Index, todo []feed, p
 			}
 		}
 	}
-	if err := ix.IndexAll(ctx, iter.Seq2[ftsindex.Batch, error](batches), nil); err != nil {
+	if err := ix.IndexAll(ctx, prefetch(iter.Seq2[ftsindex.Batch, error](batches), 4), nil); err != nil {
 		return err
 	}
 	for i, k := range fed {
