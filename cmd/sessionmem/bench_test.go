@@ -8,6 +8,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessionmem/sessionmem/redact"
 	"github.com/sessionmem/sessionmem/storage/local"
 
 	"github.com/mark3labs/mcp-go/client"
@@ -42,11 +43,21 @@ func benchCall(b *testing.B, c *client.Client, name string, args func(i int) obj
 // seed fills a store in process (fast) before the server starts.
 func seed(b *testing.B, dir string, fn func(ctx context.Context, svc *memory.Service)) {
 	b.Helper()
-	store, err := local.Open(dir, local.Options{})
+	// As a server leaves a store: listing counts, search index and redaction marker current,
+	// so the server under test does not spend its first seconds catching up with the seed
+	// (indexing it, re-redacting it) while it is being measured.
+	store, err := local.Open(dir, local.Options{Summarize: memory.Summarize, Docs: memory.Docs})
 	if err != nil {
 		b.Fatal(err)
 	}
 	fn(context.Background(), memory.New(store, memory.Options{}))
+	red, err := redact.New(nil)
+	if err != nil {
+		b.Fatal(err)
+	}
+	if err := markRedacted(context.Background(), store, dir, red.Fingerprint()); err != nil {
+		b.Fatal(err)
+	}
 	if err := store.Close(); err != nil {
 		b.Fatal(err)
 	}
