@@ -316,3 +316,26 @@ func TestShouldCompactAlwaysCompacts(t *testing.T) {
 		})
 	}
 }
+
+// TestImportPinsFirstThatFit: an import never fails for too much pinned context; it keeps the
+// first pins that fit pinned and says how many it stored unpinned.
+func TestImportPinsFirstThatFit(t *testing.T) {
+	s := newTestService(t, Options{})
+	var items []ImportItem
+	for i := range 5 {
+		m := user(fmt.Sprintf("i%d", i), strings.Repeat("z", 4*3000))
+		m.Pinned = true
+		items = append(items, ImportItem{Message: &m})
+	}
+	res, err := s.Import(t.Context(), ImportRequest{SessionID: "imp-1", WorkingDir: wd, Items: items})
+	if err != nil || res.Added != 5 || res.Unpinned != 3 {
+		t.Fatalf("import: %+v %v", res, err)
+	}
+	all, err := s.Pinned(t.Context(), "imp-1")
+	if err != nil || len(all) != 2 || all[0].ID != "i0" || all[1].ID != "i1" {
+		t.Fatalf("pinned after import: %d, %v", len(all), err)
+	}
+	if st := s.cached(t, "imp-1"); st.pinnedCost > MaxPinnedTokens {
+		t.Fatalf("pinned cost %d", st.pinnedCost)
+	}
+}

@@ -245,4 +245,7 @@ type ImportResult struct {
 	SessionID string
 	Created   bool
 	Added     int
+	// Unpinned counts pinned messages stored unpinned because the session's pinned messages
+	// would otherwise exceed MaxPinnedTokens (the first that fit stay pinned).
+	Unpinned int
 }
