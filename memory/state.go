@@ -136,16 +136,26 @@ func (st *state) apply(rec storage.Record) error {
 	outTokens := 0
 	switch n.kind {
 	case KindMessage:
-		n.role = roleName(body.Get("role").Str)
-		n.clientID = strings.Clone(body.Get("id").Str)
-		n.tokens = compaction.EstimateMessage(unsafe.Slice(unsafe.StringData(body.Raw), len(body.Raw)))
-		if u := body.Get("usage"); u.Exists() {
-			n.usage = int(u.Get("input_tokens").Int() + u.Get("output_tokens").Int())
-		}
+		// One pass over the message's keys: usage and pinned follow the content, which a
+		// lookup per key would skip over again each time.
+		body.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "role":
+				n.role = roleName(v.Str)
+			case "id":
+				n.clientID = strings.Clone(v.Str)
+			case "usage":
+				n.usage = int(v.Get("input_tokens").Int() + v.Get("output_tokens").Int())
+			case "pinned":
+				n.pinned = v.Bool()
+			}
+			return true
+		})
+		raw := unsafe.Slice(unsafe.StringData(body.Raw), len(body.Raw))
+		n.tokens = compaction.EstimateMessage(raw)
 		outTokens = n.tokens
-		if body.Get("pinned").Bool() {
-			n.pinned = true
-			st.pinnedCost += pinCost(unsafe.Slice(unsafe.StringData(body.Raw), len(body.Raw)), n.id)
+		if n.pinned {
+			st.pinnedCost += pinCost(raw, n.id)
 		}
 		if st.preview == "" && n.role == RoleUser {
 			st.preview = previewOf(body)
