@@ -26,11 +26,16 @@ type fixtureOpts struct {
 	server  Options
 	sampler client.SamplingHandler
 	legacy  bool // pin protocol 2025-11-25 (server-initiated sampling)
+	index   bool // give the store its full-text index
 }
 
 func newFixture(t *testing.T, fo fixtureOpts) *fixture {
 	t.Helper()
-	store, err := local.Open(t.TempDir(), local.Options{Summarize: memory.Summarize})
+	lo := local.Options{Summarize: memory.Summarize}
+	if fo.index {
+		lo.Docs = memory.Docs
+	}
+	store, err := local.Open(t.TempDir(), lo)
 	if err != nil {
 		t.Fatalf("open store: %v", err)
 	}

@@ -335,7 +335,7 @@ func TestContractErrors(t *testing.T) {
 		{"unknown argument", "session_resume", obj{"sessionId": id}, []string{`unknown argument(s) "sessionId"`, "session_id"}},
 		{"bad enum", "session_compact", obj{"session_id": id, "summarizer": "gpt"}, []string{`"summarizer" must be one of`}},
 		{"bad bool", "session_resume", obj{"session_id": id, "prune": "yes"}, []string{`"prune" must be true or false`}},
-		{"empty search", "session_search", obj{"query": ""}, []string{`"query" must not be empty`}},
+		{"empty search", "session_search", obj{"query": ""}, []string{"query and file are both empty"}},
 		{"arguments not an object", "session_list", []any{1}, []string{"arguments must be a JSON object"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
@@ -391,8 +391,8 @@ func TestResultCaps(t *testing.T) {
 		if n := tokens(res); n > capTokens {
 			t.Fatalf("search result %d tokens, cap %d", n, capTokens)
 		}
-		if len(s.Matches) == 0 || !strings.Contains(text(res), "left out") {
-			t.Errorf("%d matches, text %q: want some matches and a note", len(s.Matches), text(res))
+		if len(s.Matches) == 0 || s.NextCursor == "" || !strings.Contains(text(res), "More matches") {
+			t.Errorf("%d matches, text %q: want a smaller page and a cursor", len(s.Matches), text(res))
 		}
 	})
 	t.Run("needs_summary conversation is trimmed", func(t *testing.T) {

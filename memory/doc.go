@@ -21,6 +21,12 @@
 // from the log once per process and then kept current by applying only what other processes
 // appended since (a session deleted and created again is told apart by its header nonce).
 //
+// Search: Docs (docs.go) says what a store's full-text index receives from each record, so
+// every backend indexes the same text and files; Search (search.go) asks the store's index
+// (storage.Searcher) and cuts snippets from the records read back, or scans the sessions with
+// the same query semantics when the store has no index or it is being rebuilt
+// (search_scan.go).
+//
 // Concurrency: a Service is safe for concurrent use, and several processes may share one store.
 // Every write runs under the session's cross-process lock (storage.Store.Update) and first
 // brings the process's cached view of the session up to date with what other processes wrote;

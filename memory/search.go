@@ -1,221 +1,225 @@
 package memory
 
 import (
-	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"math"
+	"path"
 	"strings"
+	"time"
 	"unicode/utf8"
 
-	"github.com/tidwall/gjson"
-
 	"github.com/sessionmem/sessionmem/storage"
+	"github.com/sessionmem/sessionmem/storage/fts"
 )
 
-// snippetRadius is how many bytes of context a search snippet shows on each side of a match.
-const snippetRadius = 90
+// Limits of session_search, and the kinds of its matches.
+const (
+	DefaultSearchLimit = 10
+	MaxSearchLimit     = 100
+	// MinPrefixChars is the fewest characters before a prefix's trailing *, MaxQueryWords
+	// the most words and phrases in one query.
+	MinPrefixChars = fts.MinPrefixRunes
+	MaxQueryWords  = fts.MaxQueryTerms
+	// MatchMessage and MatchSummary are SearchMatch.Kind's values.
+	MatchMessage = fts.KindMessage
+	MatchSummary = fts.KindSummary
+)
 
-// Search finds text across sessions, newest session first, streaming each session's records so
-// memory stays bounded whatever the store's size. Matching is a case-insensitive substring match
-// over message text, thinking, tool-call arguments and tool output.
+// SearchRequest is session_search's input (contract v2; the v1 calls, query with
+// working_dir and limit, are a subset).
+type SearchRequest struct {
+	// Query is in the query language of storage/fts: words (all required, any order),
+	// "phrases", prefix*, -excluded. Optional when File is given.
+	Query string `json:"query,omitempty"`
+	// WorkingDir, SessionID and Role keep entries with exactly these values.
+	WorkingDir string `json:"working_dir,omitempty"`
+	SessionID  string `json:"session_id,omitempty"`
+	Role       string `json:"role,omitempty"`
+	// File keeps entries whose tool calls read or modified it (absolute, or relative to the
+	// session's working directory).
+	File string `json:"file,omitempty"`
+	// Since and Until bound the entries' time (RFC 3339, inclusive).
+	Since string `json:"since,omitempty"`
+	Until string `json:"until,omitempty"`
+	// Limit is 1..MaxSearchLimit (0: DefaultSearchLimit).
+	Limit int `json:"limit,omitempty"`
+	// Cursor continues a previous search with the same arguments.
+	Cursor string `json:"cursor,omitempty"`
+}
+
+// SearchMatch is one hit.
+type SearchMatch struct {
+	SessionID   string `json:"session_id"`
+	SessionName string `json:"session_name"`
+	EntryID     string `json:"entry_id"`
+	// Kind is "message" or "summary" (a compaction's summary; Role is then "").
+	Kind    string    `json:"kind"`
+	Role    Role      `json:"role"`
+	Time    time.Time `json:"time"`
+	Snippet string    `json:"snippet"`
+	// Score orders the matches of one answer (higher is better); its scale is not fixed.
+	Score float64 `json:"score"`
+}
+
+// SearchResult is session_search's output.
+type SearchResult struct {
+	Matches []SearchMatch `json:"matches"`
+	// NextCursor continues with the next page; "" when there are no more.
+	NextCursor string `json:"next_cursor"`
+}
+
+// Search finds entries across sessions, best first (see SearchRequest and the contract's
+// session_search v2). It asks the store's full-text index (storage.Searcher) and cuts each
+// match's snippet from the record read back from the store. When the store has no index,
+// or its index is being rebuilt, it scans the sessions instead, with the same query
+// semantics (slower: every record is read).
 func (s *Service) Search(ctx context.Context, req SearchRequest) (SearchResult, error) {
-	q := strings.TrimSpace(req.Query)
-	if q == "" {
-		return SearchResult{}, invalidf("pass the text to look for in query", "query is empty")
-	}
-	if len(q) > MaxQueryBytes {
-		return SearchResult{}, invalidf(fmt.Sprintf("shorten query to under %d bytes", MaxQueryBytes), "query is %d bytes long", len(q))
-	}
-	limit, err := checkLimit(req.Limit, 20, 100)
+	q, err := s.searchQuery(req)
 	if err != nil {
 		return SearchResult{}, err
 	}
-	if err := checkWorkingDir(req.WorkingDir); err != nil {
-		return SearchResult{}, err
+	var res storage.SearchResult
+	searcher, ok := s.store.(storage.Searcher)
+	if ok && !strings.HasPrefix(q.Cursor, scanCursorPrefix) {
+		res, err = searcher.Search(ctx, q)
 	}
-	metas, err := s.listMetas(ctx, storage.ListQuery{WorkingDir: req.WorkingDir})
-	if err != nil {
-		return SearchResult{}, err
-	}
-	needle := strings.ToLower(q)
-	res := SearchResult{Matches: []SearchMatch{}}
-	for _, m := range metas {
-		if err := ctx.Err(); err != nil {
+	switch {
+	case !ok || strings.HasPrefix(q.Cursor, scanCursorPrefix) || errors.Is(err, storage.ErrSearchUnavailable):
+		if err != nil {
+			s.log.Debug("search: index unavailable, scanning the sessions", "err", err)
+		}
+		res, err = s.scan(ctx, q)
+		if err != nil {
 			return SearchResult{}, err
 		}
-		err := s.store.View(ctx, m.ID, func(r storage.Reader) error {
-			for rec, err := range r.Records(1) {
-				if err != nil {
-					return err
-				}
-				if rec.Kind != KindMessage {
-					continue
-				}
-				if snip, ok := matchRecord(rec.Data, needle); ok {
-					res.Matches = append(res.Matches, SearchMatch{
-						SessionID: m.ID,
-						EntryID:   gjson.GetBytes(rec.Data, "id").String(),
-						Role:      Role(gjson.GetBytes(rec.Data, "message.role").String()),
-						Snippet:   snip,
-					})
-					if len(res.Matches) == limit {
-						return errStop
+	case errors.Is(err, fts.ErrBadQuery):
+		return SearchResult{}, invalidf("search again without cursor (or with the next_cursor the same search returned)", "%s", clip(err.Error(), 300))
+	case err != nil:
+		return SearchResult{}, mapStoreErr("", fmt.Errorf("search: %w", err))
+	}
+	out := SearchResult{Matches: make([]SearchMatch, 0, len(res.Hits)), NextCursor: res.NextCursor}
+	snips := s.snippets(ctx, res.Hits, q.Match)
+	for i, h := range res.Hits {
+		out.Matches = append(out.Matches, SearchMatch{SessionID: h.SessionID, SessionName: h.SessionName,
+			EntryID: h.EntryID, Kind: h.Kind, Role: Role(h.Role), Time: h.Time, Snippet: snips[i], Score: h.Score})
+	}
+	return out, nil
+}
+
+// searchQuery checks a request completely and turns it into the store's query.
+func (s *Service) searchQuery(req SearchRequest) (storage.SearchQuery, error) {
+	var q storage.SearchQuery
+	text := strings.TrimSpace(req.Query)
+	file := strings.TrimSpace(req.File)
+	if text == "" && file == "" {
+		return q, invalidf(`pass the words to look for in query (e.g. "retry backoff"), or a file path in file`, "query and file are both empty")
+	}
+	if len(text) > MaxQueryBytes {
+		return q, invalidf(fmt.Sprintf("shorten query to under %d bytes", MaxQueryBytes), "query is %d bytes long", len(text))
+	}
+	if text != "" {
+		m, err := fts.Parse(text)
+		if err != nil {
+			return q, invalidf(`words are all required, in any order; "quoted phrase", prefix*, -excluded`, "query: %s", clip(err.Error(), 300))
+		}
+		q.Match = m
+	}
+	limit, err := checkLimit(req.Limit, DefaultSearchLimit, MaxSearchLimit)
+	if err != nil {
+		return q, err
+	}
+	q.Limit = limit
+	if err := checkWorkingDir(req.WorkingDir); err != nil {
+		return q, err
+	}
+	q.WorkingDir = s.redact(req.WorkingDir) // stored working dirs went through the gate
+	if req.SessionID != "" {
+		if err := checkSessionID("session_id", req.SessionID); err != nil {
+			return q, err
+		}
+		q.SessionID = req.SessionID
+	}
+	switch Role(req.Role) {
+	case "", RoleUser, RoleAssistant, RoleToolResult, RoleSystem:
+		q.Role = req.Role
+	default:
+		return q, invalidf("pass one of user, assistant, tool_result, system, or omit role", "role %q is not a message role", clip(req.Role, 40))
+	}
+	if file != "" {
+		if !utf8.ValidString(file) || strings.ContainsAny(file, "\x00\n\r") {
+			return q, invalidf("pass a file path, absolute or relative to the session's working_dir", "file is not a valid path")
+		}
+		q.File = s.redact(path.Clean(file))
+	}
+	for _, t := range []struct {
+		name, v string
+		dst     *time.Time
+	}{{"since", req.Since, &q.Since}, {"until", req.Until, &q.Until}} {
+		if t.v == "" {
+			continue
+		}
+		v, err := time.Parse(time.RFC3339Nano, t.v)
+		if err != nil {
+			return q, invalidf(`write it in RFC 3339, e.g. "2026-01-31T09:00:00Z"`, "%s %q is not an RFC 3339 time", t.name, clip(t.v, 60))
+		}
+		// Indexes keep times as Unix nanoseconds (years 1678 to 2262): clamp, which
+		// changes no answer (no entry lies outside).
+		switch {
+		case v.Before(minSearchTime):
+			v = minSearchTime
+		case v.After(maxSearchTime):
+			v = maxSearchTime
+		}
+		*t.dst = v
+	}
+	if !q.Since.IsZero() && !q.Until.IsZero() && q.Since.After(q.Until) {
+		return q, invalidf("pass a since before until", "since %s is after until %s", req.Since, req.Until)
+	}
+	if len(req.Cursor) > 512 {
+		return q, invalidf("search again without cursor", "cursor is not one this search returned")
+	}
+	q.Cursor = req.Cursor
+	return q, nil
+}
+
+var (
+	minSearchTime = time.Unix(0, math.MinInt64+1).UTC()
+	maxSearchTime = time.Unix(0, math.MaxInt64).UTC()
+)
+
+// snippets cuts each hit's snippet from its record, read back from the store: one View per
+// session, seeking to each seq. A hit whose record cannot be read gets an empty snippet.
+func (s *Service) snippets(ctx context.Context, hits []storage.SearchHit, q *fts.Query) []string {
+	out := make([]string, len(hits))
+	bySession := map[string][]int{}
+	var order []string
+	for i, h := range hits {
+		if _, ok := bySession[h.SessionID]; !ok {
+			order = append(order, h.SessionID)
+		}
+		bySession[h.SessionID] = append(bySession[h.SessionID], i)
+	}
+	for _, id := range order {
+		err := s.store.View(ctx, id, func(r storage.Reader) error {
+			h := r.Header()
+			for _, i := range bySession[id] {
+				for rec, err := range r.Records(hits[i].Seq) {
+					if err != nil {
+						return err
 					}
+					if d, ok := docOf(s.docs(h, rec), hits[i].Kind); ok && rec.Seq == hits[i].Seq {
+						out[i] = fts.Snippet(d.Text, q)
+					}
+					break
 				}
 			}
 			return nil
 		})
-		if err == errStop {
-			break
-		}
-		if errors.Is(err, storage.ErrUnavailable) {
-			return SearchResult{}, mapStoreErr(m.ID, err)
-		}
 		if err != nil {
-			// One damaged or vanished session must not fail the search of the others.
-			s.log.Warn("search: skipping session", "session", m.ID, "err", err)
-			continue
+			s.log.Warn("search: cannot read snippets", "session", id, "err", err)
 		}
-	}
-	return res, nil
-}
-
-var errStop = fmt.Errorf("stop")
-
-// matchRecord looks for needle (lower case) in a message record's searchable text: text,
-// thinking, tool-call names and the string values of their arguments, and tool output.
-func matchRecord(data []byte, needle string) (string, bool) {
-	// Cheap rejection first: most records do not contain the needle at all. Only sound when
-	// the needle cannot appear escaped in the stored JSON (arguments are kept as the client
-	// or the imported transcript encoded them, possibly with \u escapes).
-	if prefilterable(needle) && !containsFold(data, needle) {
-		return "", false
-	}
-	var snip string
-	var found bool
-	try := func(text string) bool {
-		if i, n := indexFold(text, needle); i >= 0 {
-			snip, found = snippet(text, i, n), true
-		}
-		return found
-	}
-	var visit func(blocks gjson.Result)
-	visit = func(blocks gjson.Result) {
-		blocks.ForEach(func(_, b gjson.Result) bool {
-			switch b.Get("type").String() {
-			case BlockText:
-				try(b.Get("text").String())
-			case BlockThinking:
-				try(b.Get("thinking").String())
-			case BlockToolCall:
-				if !try(b.Get("name").String()) {
-					try(argumentText(b.Get("arguments")))
-				}
-			case BlockToolResult:
-				visit(b.Get("content"))
-			}
-			return !found
-		})
-	}
-	visit(gjson.GetBytes(data, "message.content"))
-	return snip, found
-}
-
-// containsFold reports whether data contains the lower-case ASCII needle, ignoring case.
-func containsFold(data []byte, needle string) bool {
-	return bytes.Contains(bytes.ToLower(data), []byte(needle))
-}
-
-// prefilterable reports whether needle, if present in a record, is present in its raw JSON
-// too: plain ASCII without characters JSON encoders escape.
-func prefilterable(needle string) bool {
-	for i := 0; i < len(needle); i++ {
-		c := needle[i]
-		if c < 0x20 || c >= 0x80 || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-			return false
-		}
-	}
-	return true
-}
-
-// argumentText joins the string values (and keys) of tool-call arguments, decoded.
-func argumentText(args gjson.Result) string {
-	var sb strings.Builder
-	var walk func(v gjson.Result)
-	walk = func(v gjson.Result) {
-		switch {
-		case v.IsObject() || v.IsArray():
-			v.ForEach(func(k, x gjson.Result) bool {
-				if k.Type == gjson.String {
-					sb.WriteString(k.String())
-					sb.WriteByte(' ')
-				}
-				walk(x)
-				return true
-			})
-		default:
-			sb.WriteString(v.String())
-			sb.WriteByte(' ')
-		}
-	}
-	walk(args)
-	return sb.String()
-}
-
-// indexFold finds needle (already lower case) in text ignoring case, returning the byte offset
-// and length of the match in text itself, even where lower-casing changes byte lengths.
-func indexFold(text, needle string) (int, int) {
-	lower := strings.ToLower(text)
-	if len(lower) == len(text) {
-		if i := strings.Index(lower, needle); i >= 0 {
-			return i, len(needle)
-		}
-		return -1, 0
-	}
-	// Lower-case rune by rune, remembering where each lowered byte came from.
-	var lb []byte
-	var from []int
-	for i, r := range text {
-		l := []byte(strings.ToLower(string(r)))
-		for range l {
-			from = append(from, i)
-		}
-		lb = append(lb, l...)
-	}
-	j := strings.Index(string(lb), needle)
-	if j < 0 {
-		return -1, 0
-	}
-	start := from[j]
-	end := len(text)
-	if k := j + len(needle); k < len(from) {
-		end = from[k]
-	}
-	return start, end - start
-}
-
-// snippet cuts text around [i, i+n) to one line.
-func snippet(text string, i, n int) string {
-	start, end := i-snippetRadius, i+n+snippetRadius
-	if start < 0 {
-		start = 0
-	}
-	if end > len(text) {
-		end = len(text)
-	}
-	for start > 0 && !utf8.RuneStart(text[start]) {
-		start--
-	}
-	for end < len(text) && !utf8.RuneStart(text[end]) {
-		end++
-	}
-	out := strings.Join(strings.Fields(text[start:end]), " ")
-	if start > 0 {
-		out = "…" + out
-	}
-	if end < len(text) {
-		out += "…"
 	}
 	return out
 }

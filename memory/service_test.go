@@ -453,26 +453,7 @@ func TestConcurrentSavesInOneProcess(t *testing.T) {
 	}
 }
 
-func TestIndexFold(t *testing.T) {
-	cases := []struct {
-		text, needle string
-		want         string // the matched part of text, "" for none
-	}{
-		{"Hello World", "world", "World"},
-		{strings.Repeat("İ", 300) + " the NEEDLE here", "needle", "NEEDLE"},
-		{"ǅemal KELVIN", "kelvin", "KELVIN"},
-		{"no match", "xyz", ""},
-	}
-	for _, tc := range cases {
-		i, n := indexFold(tc.text, tc.needle)
-		got := ""
-		if i >= 0 {
-			got = tc.text[i : i+n]
-		}
-		if got != tc.want {
-			t.Errorf("indexFold(%.20q, %q) = %q, want %q", tc.text, tc.needle, got, tc.want)
-		}
-	}
+func TestSearchSnippetCaseChangingLetters(t *testing.T) {
 	// The snippet of a long text with case-changing letters shows the match.
 	s := newTestService(t, Options{})
 	mustSave(t, s, SaveRequest{WorkingDir: wd, Messages: []Message{user("1", strings.Repeat("İstanbul ", 200)+"the NEEDLE is here")}})

@@ -164,26 +164,6 @@ type DeleteResult struct {
 	Deleted bool `json:"deleted"`
 }
 
-// SearchRequest is session_search's input.
-type SearchRequest struct {
-	Query      string `json:"query"`
-	WorkingDir string `json:"working_dir,omitempty"`
-	Limit      int    `json:"limit,omitempty"`
-}
-
-// SearchMatch is one hit.
-type SearchMatch struct {
-	SessionID string `json:"session_id"`
-	EntryID   string `json:"entry_id"`
-	Role      Role   `json:"role"`
-	Snippet   string `json:"snippet"`
-}
-
-// SearchResult is session_search's output.
-type SearchResult struct {
-	Matches []SearchMatch `json:"matches"`
-}
-
 // Transcript is a whole session for people and exports: metadata, the latest summary and file
 // lists, and every message on the current path (compacted ones included), oldest first.
 type Transcript struct {

@@ -27,6 +27,10 @@
 // reach what older versions stored (memory.Service.RedactStore); a backend without it keeps
 // working, and sessionmem then says that it cannot rewrite in place.
 //
+// Two more optional interfaces: Searcher (search.go), the full-text index both backends keep,
+// and Settings, a few store-wide values kept in the store itself where no file beside it can
+// hold them (the PostgreSQL store; the local store's callers keep files in its directory).
+//
 // # Imports
 //
 // storage imports the standard library and gjson (AppendRecord reads a record's "type" and

@@ -174,6 +174,9 @@ every line of the plain tail are read, and every record must decode as a session
 Prints the sessions with problems and a summary; exits 1 if any session is damaged (or was
 written by a newer sessionmem, so this one cannot check it).
 
+It also checks the full-text search index of a local store and reports its size against
+the session files'; a damaged index is rebuilt from the sessions (it holds nothing else).
+
 Without --repair nothing is written. A crash can leave a torn end (a half-written last frame
 or line); servers cut it off the next time they write to that session. --repair does that
 now, for every session, and reports what was cut. Damage in the middle of a file is never
@@ -266,6 +269,7 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	prog.done()
+	verifySearchIndex(ctx, e, cs.store, cs.dir)
 	fmt.Fprintf(e.stdout, "Checked %d sessions: %d ok, %d repaired, %d damaged", ok+repaired+damaged+newer, ok, repaired, damaged)
 	if newer > 0 {
 		fmt.Fprintf(e.stdout, ", %d written by a newer sessionmem (not checked)", newer)

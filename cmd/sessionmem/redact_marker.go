@@ -1,9 +1,11 @@
 package main
 
-// The redaction marker: <store>/redaction.json names the rules the whole store was last
-// redacted with. serve re-applies redaction in the background when the rules changed (an
-// upgrade, a new SESSIONMEM_REDACT_PATTERNS), so what older versions stored does not stay on
-// disk; 'sessionmem redact' does the same on demand.
+// The redaction marker names the rules the whole store was last redacted with: the file
+// <store>/redaction.json for a local store, the "redaction" setting (storage.Settings, a
+// table row) for a store that keeps settings itself, as the PostgreSQL store does. serve
+// re-applies redaction in the background when the rules changed (an upgrade, a new
+// SESSIONMEM_REDACT_PATTERNS), so what older versions stored does not stay on disk;
+// 'sessionmem redact' does the same on demand.
 
 import (
 	"context"
@@ -15,10 +17,14 @@ import (
 
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/redact"
+	"github.com/sessionmem/sessionmem/storage"
 	"github.com/sessionmem/sessionmem/transcript"
 )
 
 const redactionMarker = "redaction.json"
+
+// redactionSetting is the marker's key in a store with storage.Settings.
+const redactionSetting = "redaction"
 
 type redactionState struct {
 	Rules string    `json:"rules"`
@@ -26,18 +32,30 @@ type redactionState struct {
 }
 
 // redactedWith reports whether the store's marker names fp.
-func redactedWith(dir, fp string) bool {
-	b, err := os.ReadFile(filepath.Join(dir, redactionMarker))
-	if err != nil {
-		return false
+func redactedWith(ctx context.Context, store storage.Store, dir, fp string) bool {
+	var b []byte
+	if set, ok := store.(storage.Settings); ok {
+		v, found, err := set.GetSetting(ctx, redactionSetting)
+		if err != nil || !found {
+			return false
+		}
+		b = []byte(v)
+	} else {
+		var err error
+		if b, err = os.ReadFile(filepath.Join(dir, redactionMarker)); err != nil {
+			return false
+		}
 	}
 	var st redactionState
 	return json.Unmarshal(b, &st) == nil && st.Rules == fp
 }
 
-// markRedacted records that everything in dir was redacted with fp (atomically).
-func markRedacted(dir, fp string) error {
+// markRedacted records that everything in the store was redacted with fp (atomically).
+func markRedacted(ctx context.Context, store storage.Store, dir, fp string) error {
 	b, _ := json.Marshal(redactionState{Rules: fp, At: time.Now().UTC()})
+	if set, ok := store.(storage.Settings); ok {
+		return set.PutSetting(ctx, redactionSetting, string(b))
+	}
 	tmp, err := os.CreateTemp(dir, "."+redactionMarker+".tmp-*")
 	if err != nil {
 		return err
@@ -65,13 +83,13 @@ func redactStored(ctx context.Context, svc *memory.Service, dir string, red *red
 	if err != nil {
 		return rep, 0, err
 	}
-	im := &transcript.Importer{Svc: svc, StateDir: filepath.Join(dir, "imports")}
+	im := &transcript.Importer{Svc: svc, StateDir: importStateDir(dir, os.Getenv)}
 	n, err := im.RedactState(dryRun)
 	if err != nil {
 		return rep, n, err
 	}
 	if !dryRun && len(rep.Failed) == 0 {
-		err = markRedacted(dir, red.Fingerprint())
+		err = markRedacted(ctx, svc.Store(), dir, red.Fingerprint())
 	}
 	return rep, n, err
 }
@@ -80,7 +98,7 @@ func redactStored(ctx context.Context, svc *memory.Service, dir string, red *red
 // redacted with other rules (or never, as a store from before this version). A failure is
 // logged and tried again at the next start.
 func redactOnUpgrade(ctx context.Context, svc *memory.Service, dir string, red *redact.Redactor, logger *slog.Logger) {
-	if redactedWith(dir, red.Fingerprint()) {
+	if redactedWith(ctx, svc.Store(), dir, red.Fingerprint()) {
 		return
 	}
 	start := time.Now()

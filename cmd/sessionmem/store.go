@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/url"
+	"os"
 	"path/filepath"
 	"strings"
 	"time"
@@ -17,6 +18,10 @@ import (
 	"github.com/sessionmem/sessionmem/storage/local"
 	"github.com/sessionmem/sessionmem/storage/postgres"
 )
+
+// envSearchIndex turns the local store's full-text index off ("off"): for stores on a full
+// disk, and to measure what the index costs a save.
+const envSearchIndex = "SESSIONMEM_SEARCH_INDEX"
 
 // resolveStore picks the store location (--store, then $SESSIONMEM_STORE, then
 // $XDG_DATA_HOME/sessionmem, then ~/.local/share/sessionmem) and checks it: a directory becomes
@@ -104,17 +109,34 @@ func openStore(ctx context.Context, loc string, logger *slog.Logger) (storage.St
 	if isURLStore(loc) {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		st, err := postgres.Open(ctx, loc, postgres.Options{Logger: logger})
+		st, err := postgres.Open(ctx, loc, pgOptions(logger))
 		if err != nil {
 			return nil, fmt.Errorf("open store %s: %w", storeLabel(loc), err)
 		}
 		return st, nil
 	}
-	st, err := local.Open(loc, local.Options{Logger: logger, Summarize: memory.Summarize})
+	// Docs gives the store its full-text index (session_search, sessionmem search);
+	// SESSIONMEM_SEARCH_INDEX=off leaves it out (searches then scan every session).
+	opts := local.Options{Logger: logger, Summarize: memory.Summarize, Docs: memory.Docs}
+	if os.Getenv(envSearchIndex) == "off" {
+		opts.Docs = nil
+	}
+	st, err := local.Open(loc, opts)
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", storeLabel(loc), err)
 	}
 	return st, nil
+}
+
+// pgOptions are a PostgreSQL store's options: like the local store, it gets memory.Docs, so
+// every save writes its search documents in its own transaction (SESSIONMEM_SEARCH_INDEX=off
+// leaves them out; searches then scan the sessions).
+func pgOptions(logger *slog.Logger) postgres.Options {
+	o := postgres.Options{Logger: logger, Docs: memory.Docs}
+	if os.Getenv(envSearchIndex) == "off" {
+		o.Docs = nil
+	}
+	return o
 }
 
 // openServeStore opens the store for a server. Unlike the commands, a server starts while its
@@ -125,7 +147,7 @@ func openServeStore(ctx context.Context, loc string, logger *slog.Logger) (stora
 	if !isURLStore(loc) {
 		return openStore(ctx, loc, logger)
 	}
-	st, err := postgres.New(loc, postgres.Options{Logger: logger})
+	st, err := postgres.New(loc, pgOptions(logger))
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", storeLabel(loc), err)
 	}

@@ -31,7 +31,7 @@
 // bm25 over the body column, then newest, then last indexed. FTS5 computes bm25 for every
 // match before sorting, about 3 µs each (it reads each match's length), and counts each
 // term's matches over the whole index for its rarity. A query matching more than
-// Options.RankWindow entries (20,000 by default) therefore ranks only the newest of them, by
+// Options.RankWindow entries (10,000 by default, about 30 ms) therefore ranks only the newest of them, by
 // index order, and says so (Result.Windowed); ranking is exact below that.
 //
 // # Derived data

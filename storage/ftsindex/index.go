@@ -49,7 +49,7 @@ type Options struct {
 	// giant tool output is not searchable.
 	MaxTextBytes int
 	// RankWindow is how many of the newest matches a query ranks when more match (default
-	// 20,000; negative: no limit). It bounds the cost of a very common word: ranking takes
+	// 10,000; negative: no limit). It bounds the cost of a very common word: ranking takes
 	// about 3 µs per match, 0.7 s for a word in half of a 1 GB store's 500,000 entries.
 	RankWindow int
 }
@@ -65,7 +65,7 @@ func (o *Options) defaults() {
 		o.MaxTextBytes = 1 << 20
 	}
 	if o.RankWindow == 0 {
-		o.RankWindow = 20000
+		o.RankWindow = 10000
 	}
 }
 

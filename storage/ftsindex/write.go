@@ -393,6 +393,10 @@ func (ix *Index) DeleteSession(ctx context.Context, id string, created time.Time
 	}
 	defer release()
 	return db.write(ctx, func(tx *sql.Tx) error {
+		// A tombstone goes too: the id is to be fed again as a new session.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM tombstones WHERE sid = ?`, id); err != nil {
+			return err
+		}
 		var sid int64
 		switch err := tx.QueryRowContext(ctx, `SELECT id FROM sessions WHERE sid = ?`, id).Scan(&sid); {
 		case err == nil:
@@ -410,7 +414,7 @@ func (ix *Index) DeleteSession(ctx context.Context, id string, created time.Time
 	})
 }
 
-// ForgetSession removes a session's docs and progress without a tombstone, so that it can be
+// ForgetSession removes a session's docs, progress and tombstone (leaving none), so that it can be
 // fed again from seq 1: for a session whose store history no longer matches the index (say,
 // restored from a backup to an older state, when Progress.Through exceeds its last seq).
 func (ix *Index) ForgetSession(ctx context.Context, id string) error {
@@ -420,6 +424,10 @@ func (ix *Index) ForgetSession(ctx context.Context, id string) error {
 	}
 	defer release()
 	return db.write(ctx, func(tx *sql.Tx) error {
+		// A tombstone goes too: the id is to be fed again as a new session.
+		if _, err := tx.ExecContext(ctx, `DELETE FROM tombstones WHERE sid = ?`, id); err != nil {
+			return err
+		}
 		var sid int64
 		switch err := tx.QueryRowContext(ctx, `SELECT id FROM sessions WHERE sid = ?`, id).Scan(&sid); {
 		case errors.Is(err, sql.ErrNoRows):

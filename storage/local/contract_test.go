@@ -12,7 +12,7 @@ func TestContract(t *testing.T) {
 	storetest.Run(t, storetest.Backend{
 		New: func(t *testing.T) string { return t.TempDir() },
 		Open: func(t *testing.T, dir string) storage.Store {
-			s, err := Open(dir, Options{})
+			s, err := Open(dir, Options{Docs: storetest.Docs})
 			if err != nil {
 				t.Fatal(err)
 			}

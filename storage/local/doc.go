@@ -11,6 +11,7 @@
 //	sessions/<id>.zst             sealed history; a valid zstd stream (zstdcat prints the lines)
 //	sessions/<id>.tail.jsonl      records not yet sealed, plain JSONL after a header line
 //	sessions/<id>.lock            per-session flock
+//	search/                       full-text index (package ftsindex), with Options.Docs only
 //
 // <id>.zst starts with a skippable frame (magic 0x184D2A50) holding the Header as JSON with
 // "v" (the format version). Then come records, each a 32-byte skippable frame (magic
@@ -100,9 +101,26 @@
 // under the lock) for up to Options.MaxCachedSessions sessions, and the last two decoded
 // frames (at most 8 MiB), so the pages of a resume do not decode the frame they share twice.
 //
+// # Search
+//
+// With Options.Docs the store is a storage.Searcher over an index in search/ (ftsindex, SQLite
+// FTS5), derived from the session files and never on a save's fsync path (searchsync.go):
+// after an Update returns its lock, the records it appended go to a background queue that
+// indexes them about 100 ms later; a syncer goroutine looks every 400 ms for records other
+// processes appended and did not index (a range still missing at the next look is indexed:
+// a live writer's own queue always wins that race), and at open catches up on every session,
+// most recently updated first, reading a chunk of records per shared lock. Delete tombstones
+// the session in the index; a Rewrite (redaction) makes the syncer replace the whole index,
+// which CompactMeta awaits, so that no byte of the old text survives in it. A missing,
+// damaged or older-format index is replaced by an empty one and rebuilt; the file
+// search/rebuild.lock exists while a rebuild is incomplete (its flock held by the process
+// rebuilding, taken over when that process dies), and Search answers
+// storage.ErrSearchUnavailable meanwhile (memory then scans the sessions).
+//
 // # Imports
 //
-// local imports storage (the interface it implements), the standard library,
-// klauspost/compress/zstd, cespare/xxhash and tidwall/gjson; nothing else of sessionmem (memory
-// reaches it only through storage.Store; cmd opens it).
+// local imports storage (the interface it implements), storage/fts and storage/ftsindex (the
+// search index), the standard library, klauspost/compress/zstd, cespare/xxhash and
+// tidwall/gjson; nothing else of sessionmem (memory reaches it only through storage.Store and
+// the DocsFunc it passes in Options; cmd opens it).
 package local

@@ -78,6 +78,9 @@ func (s *Store) Create(ctx context.Context, h storage.Header, m storage.Meta) er
 	if err := s.idx.put(id, m, r.sizes()); err != nil {
 		s.log.Warn("storage: index write failed; it is reconciled at next open", "session", id, "err", err)
 	}
+	if s.search != nil {
+		s.search.created(id, h.Created)
+	}
 	return nil
 }
 
@@ -188,7 +191,13 @@ func (s *Store) update(ctx context.Context, id string, fn func(w *Writer) error)
 	w := &Writer{Reader: *r}
 	defer w.release()
 	s.clearBad(id)
-	return fn(w)
+	err = fn(w)
+	if s.search != nil && len(w.added) > 0 {
+		// After the lock is released: indexing never delays the session's next save.
+		w.release()
+		s.search.appended(w.v.hdr, w.name, w.added)
+	}
+	return err
 }
 
 // View runs fn while holding the session's shared cross-process lock (no writer can seal or
@@ -222,6 +231,16 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	zp, lp := s.zstPath(id), s.lockPath(id)
 	if _, err := os.Stat(zp); errors.Is(err, fs.ErrNotExist) {
 		return notFound(id)
+	}
+	if s.search != nil {
+		// After the files are gone (the deferred calls run last to first): from then on no
+		// catch-up can index the session again.
+		created, ok := s.createdOf(id)
+		defer func() {
+			if !s.exists(id) {
+				s.search.deleted(id, created, ok)
+			}
+		}()
 	}
 	lf, _, err := lockPath(ctx, lp, true)
 	if err != nil {

@@ -112,6 +112,9 @@ func (s *Store) Rewrite(ctx context.Context, id string, fn storage.RewriteFunc) 
 	if err != nil || !changed {
 		return false, err
 	}
+	if s.search != nil {
+		s.search.rewritten(id) // the old text's terms go; the syncer indexes the new text
+	}
 	// A fresh open reads the new file; its index line replaces the old metadata.
 	err = s.update(ctx, id, func(w *Writer) error {
 		w.putIndex(meta, true)
@@ -127,6 +130,18 @@ func (s *Store) CompactMeta(ctx context.Context) error {
 		return err
 	}
 	defer s.leave()
+	if err := s.compactMeta(); err != nil {
+		return err
+	}
+	if s.search != nil {
+		// The redaction this ends must leave nothing of the old text in the search index
+		// either: wait for it to be replaced (see searchIdx.rewritten).
+		s.search.waitReset(ctx)
+	}
+	return nil
+}
+
+func (s *Store) compactMeta() error {
 	x := s.idx
 	x.mu.Lock()
 	defer x.mu.Unlock()

@@ -48,6 +48,11 @@ type Options struct {
 	// DefaultMaxCachedSessions). A dropped view is read again from the files when needed.
 	MaxCachedSessions int
 
+	// Docs, when set, gives the store a full-text index in <store>/search (storage.Searcher):
+	// it turns each stored record into what is indexed (memory.Docs). nil: no index, and
+	// Search answers storage.ErrSearchUnavailable.
+	Docs storage.DocsFunc
+
 	// sealTick overrides how often the background sealer looks (tests).
 	sealTick time.Duration
 }
@@ -75,6 +80,7 @@ type Store struct {
 	idx      *index
 	frames   *frameCache
 	sealer   *sealer
+	search   *searchIdx // nil without Options.Docs
 
 	// life counts running operations so Close can wait for them. Not a sync.RWMutex: calls
 	// nest (a Get or View inside a View), and a nested read lock would queue behind Close's
@@ -156,6 +162,9 @@ func Open(dir string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
 	s.sealer = newSealer(s)
+	if opts.Docs != nil {
+		s.search = openSearch(s)
+	}
 	return s, nil
 }
 
@@ -274,6 +283,11 @@ func (s *Store) Close() error {
 	ids := s.sealer.written()
 	sort.Strings(ids)
 	var errs []error
+	if s.search != nil {
+		if err := s.search.close(); err != nil {
+			s.log.Warn("search: closing the index", "err", err) // derived data: the next open catches up
+		}
+	}
 	for _, id := range ids {
 		err := s.update(context.Background(), id, func(w *Writer) error { return w.Seal() })
 		if err != nil && !errors.Is(err, storage.ErrNotFound) {

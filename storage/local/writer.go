@@ -17,6 +17,9 @@ import (
 // Writer appends to one locked session. It embeds Reader for read-your-writes.
 type Writer struct {
 	Reader
+	// added and name are what the Appends of this Update stored, for the search index.
+	added []storage.Record
+	name  string
 }
 
 // commit publishes the writer's view to the in-process cache; poison forgets it after a
@@ -102,6 +105,12 @@ func (w *Writer) Append(recs []storage.Record, m storage.Meta) ([]storage.Record
 	}
 	if len(recs) > 0 {
 		w.s.sealer.wrote(w.id, w.v.tailBytes)
+		if w.s.search != nil {
+			w.added = append(w.added, out...)
+			if m.Name != "" {
+				w.name = m.Name
+			}
+		}
 	}
 	return out, nil
 }

@@ -39,6 +39,8 @@ type writer struct {
 	reader
 	lay     layout
 	pending *pgx.Batch // statements queued for the next round trip (at the latest, COMMIT's)
+	// docsThrough is the session's docs_through as this transaction will leave it.
+	docsThrough uint64
 }
 
 // Append validates recs and queues the statements that store them with their keys and m (the
@@ -102,14 +104,22 @@ func (w *writer) Append(recs []storage.Record, m storage.Meta) ([]storage.Record
 	if len(keys) > 0 {
 		w.pending.Queue("INSERT INTO sessionmem_keys (sid, key_hash) SELECT $1, unnest($2::bigint[])", w.sid, keys)
 	}
+	if w.s.opts.Docs != nil && len(out) > 0 {
+		// The records' search documents, in this transaction: found by every server as
+		// soon as the save returns.
+		w.s.queueDocs(w.pending, w.sid, w.hdr, out)
+		if w.docsThrough == w.last {
+			w.docsThrough = out[len(out)-1].Seq
+		}
+	}
 	l := p.lay
 	w.pending.Queue(`UPDATE sessionmem_sessions SET name = $2, model = $3, provider = $4, updated_ns = $5,
 		messages = $6, compactions = $7, context_tokens = $8, preview = $9, match_name = $10, match_preview = $11,
 		leaf = $12, checkpoint = $13, last_seq = $14, l2_end = $15, l1_end = $16, l1_chunks = $17, l0_bytes = $18,
-		open_l2 = $19 WHERE sid = $1`,
+		open_l2 = $19, docs_through = $20 WHERE sid = $1`,
 		w.sid, m.Name, m.Model, m.Provider, updated, m.Messages, m.Compactions, m.ContextTokens, m.Preview,
 		strings.ToLower(m.Name), strings.ToLower(m.Preview), m.Leaf, int64(m.Checkpoint), int64(l.last),
-		int64(l.l2End), int64(l.l1End), l.l1Chunks, l.l0Bytes, int64(l.openL2))
+		int64(l.l2End), int64(l.l1End), l.l1Chunks, l.l0Bytes, int64(l.openL2), int64(w.docsThrough))
 	w.last, w.lay = l.last, l
 	return out, nil
 }

@@ -15,6 +15,10 @@
 //	                     one zstd frame of the records' JSONL lines; primary key
 //	                     (sid, first_seq), so Records(from) seeks to the chunk holding from
 //	sessionmem_keys      (sid, key_hash): Record.Key, unique within a session
+//	sessionmem_documents (schema 2) the search documents: one row per message or summary,
+//	                     (sid, seq, n), entry id, kind, role, time, files (text[]) and the
+//	                     text's terms (tsvector); GIN indexes on terms and files
+//	sessionmem_settings  (schema 2) store-wide key/value settings (storage.Settings)
 //
 // # Writes
 //
@@ -45,6 +49,63 @@
 // its callback iterates, bounded by the last_seq it read first: no connection is held while
 // the callback works, and a seal running meanwhile replaces chunks by chunks holding the same
 // records, so consecutive pages still fit together.
+//
+// # Search
+//
+// With Options.Docs (memory.Docs), every Append turns its records into documents and inserts
+// them in the same transaction as the records, so a message is found by every server as soon
+// as its save returned, and a save that failed left no document. A document keeps no text: its
+// terms column is a tsvector built in Go from fts.TSVector (sessionmem's own tokenizer, not
+// to_tsvector's parser, which would split max_tokens into max and tokens), and snippets are cut
+// by memory from the record, read back by seq (Records(from) seeks the chunk holding it). The
+// session's name and working directory are joined from sessionmem_sessions at search time, so
+// a rename reaches every hit at once. Deleting a session deletes its documents (ON DELETE
+// CASCADE, the same statement).
+//
+// Search runs fts.Query.TSQuery against the GIN index (to_tsquery syntax built by fts, which
+// TestPostgresOracle checks against Query.Matches on a real server), with the same query
+// semantics, filters, limits and ranking window as the local index (storage/ftsindex). It
+// differs from the local index in these ways:
+//
+//   - Ranking is ts_rank_cd(terms, query, 1): cover density (how many times, and how close
+//     together, the query's terms occur), divided by 1 + log(document length). The local
+//     index ranks by BM25, which also weighs each term by its rarity across the store;
+//     PostgreSQL keeps no per-term statistics a query could use cheaply, so here a rare word
+//     of a query counts as much as a common one. Ties are broken alike (newer first, then
+//     later written).
+//   - Phrases are not found past term position 16,383 of a document (PostgreSQL's position
+//     limit; single words still are), and a document whose distinct terms would exceed a
+//     tsvector's 1 MB is indexed from its beginning only (the local index has no such limit;
+//     both index at most the first MaxTextBytes, 1 MiB, of a document's text).
+//   - Paging is keyset (score, time, document) within a snapshot, not an offset: a later page
+//     never repeats a hit of an earlier one even if documents were deleted meanwhile.
+//   - A cursor stays valid across processes and restarts (the local index's is tied to its
+//     index file).
+//
+// The ranking window: a query matching more than Options.RankWindow (20,000) documents ranks
+// only the newest of them by the order they were written, and says so (Windowed): ts_rank_cd
+// reads every match's tsvector.
+//
+// Records stored without documents (before schema 2, or by a handle without Docs) are found
+// once the backfill built theirs: a background job of every store with Docs (at start, then
+// every Options.BackfillInterval) or Reindex. It reads backfillBatch records of a session
+// without a lock, builds their documents, and inserts them in a short transaction under the
+// session's row lock, moving the session's docs_through, so it is resumable, several servers
+// may run it at once, and saves wait at most for one insert. Progress reports how far it is.
+//
+// # Rewriting
+//
+// Rewrite (storage.Rewriter, used by "sessionmem redact") re-encodes a session's changed
+// chunks, its header fields, metadata and every document in one transaction under the row
+// lock. PostgreSQL's MVCC does not overwrite rows: the old chunk, document and session row
+// versions stay in the table files as dead tuples until VACUUM (autovacuum, soon for the
+// chunks table, whose thresholds the schema lowers) marks their space free, and their bytes
+// stay on disk until new rows reuse that space. To make sure nothing of the old text is left
+// in the data files, run VACUUM FULL sessionmem_chunks, sessionmem_documents,
+// sessionmem_sessions after a redaction (it rewrites the tables, taking an exclusive lock for
+// the duration); WAL segments, archives, replicas' files and backups keep old bytes as long as
+// they are kept. CompactMeta has nothing to do: there is no older copy of the metadata that a
+// statement could drop.
 //
 // # Faults
 //

@@ -50,8 +50,8 @@ func TestContract(t *testing.T) {
 		name string
 		opts Options
 	}{
-		{"default", Options{}},
-		{"small-chunks", Options{TailRecords: 3, TailBytes: 300, MergeChunks: 2, ChunkRecords: 7, ChunkBytes: 600}},
+		{"default", Options{Docs: storetest.Docs}},
+		{"small-chunks", Options{TailRecords: 3, TailBytes: 300, MergeChunks: 2, ChunkRecords: 7, ChunkBytes: 600, Docs: storetest.Docs}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			storetest.Run(t, storetest.Backend{

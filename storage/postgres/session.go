@@ -39,13 +39,15 @@ type reader struct {
 
 // sessionRow is what View and Update read of the session row.
 const sessionRow = `SELECT sid, format, nonce, created_ns, working_dir, parent_session, last_seq,
-	l2_end, l1_end, l1_chunks, l0_bytes, open_l2 FROM sessionmem_sessions WHERE id = $1`
+	l2_end, l1_end, l1_chunks, l0_bytes, open_l2, docs_through FROM sessionmem_sessions WHERE id = $1`
 
 type rowState struct {
 	sid  int64
 	hdr  storage.Header
 	last uint64
 	lay  layout
+	// docsThrough: every record up to it has its search documents (docs.go).
+	docsThrough uint64
 }
 
 func (s *Store) readSession(ctx context.Context, q dbtx, id, suffix string) (rowState, error) {
@@ -57,12 +59,12 @@ func (s *Store) readSession(ctx context.Context, q dbtx, id, suffix string) (row
 // scanSession reads the columns of sessionRow.
 func scanSession(row pgx.Row, id string) (rowState, error) {
 	var (
-		r                                      rowState
-		format                                 int16
-		created, last, l2End, l1End, openL2, n int64
+		r                                            rowState
+		format                                       int16
+		created, last, l2End, l1End, openL2, n, docs int64
 	)
 	err := row.Scan(&r.sid, &format, &r.hdr.Nonce, &created, &r.hdr.WorkingDir,
-		&r.hdr.ParentSession, &last, &l2End, &l1End, &n, &r.lay.l0Bytes, &openL2)
+		&r.hdr.ParentSession, &last, &l2End, &l1End, &n, &r.lay.l0Bytes, &openL2, &docs)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, notFound(id)
 	}
@@ -74,7 +76,7 @@ func scanSession(row pgx.Row, id string) (rowState, error) {
 			id, format, FormatVersion, storage.ErrNewerFormat)
 	}
 	r.hdr.Version, r.hdr.ID, r.hdr.Created = int(format), id, fromNanos(created)
-	r.last = uint64(last)
+	r.last, r.docsThrough = uint64(last), uint64(docs)
 	r.lay.last, r.lay.l2End, r.lay.l1End, r.lay.openL2, r.lay.l1Chunks = r.last, uint64(l2End), uint64(l1End), uint64(openL2), int(n)
 	return r, nil
 }
@@ -285,7 +287,7 @@ func (s *Store) update(ctx context.Context, id string, fn func(w storage.Writer)
 		return s.wrap(ctx, "lock session "+id, err), unavailable(err)
 	}
 	w := &writer{reader: reader{s: s, ctx: ctx, q: conn, sid: row.sid, hdr: row.hdr, last: row.last, writing: true},
-		lay: row.lay, pending: &pgx.Batch{}}
+		lay: row.lay, docsThrough: row.docsThrough, pending: &pgx.Batch{}}
 	w.flushFn = w.flush
 	ferr := fn(w)
 	w.done = true

@@ -232,6 +232,9 @@ type Usage struct {
 	Total int64
 	// Records is the part of Total holding records (the chunks table, its TOAST and index).
 	Records int64
+	// Documents is the part of Total holding search documents (the documents table, its
+	// TOAST and indexes, GIN included).
+	Documents int64
 	// Sessions and Chunks count rows.
 	Sessions, Chunks int64
 	// RawBytes is the records' size as plain JSONL (sum of the chunks' raw sizes).
@@ -250,12 +253,13 @@ func (s *Store) Usage(ctx context.Context) (Usage, error) {
 	var u Usage
 	err = s.pool.QueryRow(sctx, `SELECT
 		pg_total_relation_size('sessionmem_sessions') + pg_total_relation_size('sessionmem_chunks') +
-		pg_total_relation_size('sessionmem_keys') + pg_total_relation_size('sessionmem_schema'),
-		pg_total_relation_size('sessionmem_chunks'),
+		pg_total_relation_size('sessionmem_keys') + pg_total_relation_size('sessionmem_schema') +
+		pg_total_relation_size('sessionmem_documents') + pg_total_relation_size('sessionmem_settings'),
+		pg_total_relation_size('sessionmem_chunks'), pg_total_relation_size('sessionmem_documents'),
 		(SELECT count(*) FROM sessionmem_sessions),
 		(SELECT count(*) FROM sessionmem_chunks),
 		(SELECT coalesce(sum(raw_bytes), 0) FROM sessionmem_chunks)::bigint`).
-		Scan(&u.Total, &u.Records, &u.Sessions, &u.Chunks, &u.RawBytes)
+		Scan(&u.Total, &u.Records, &u.Documents, &u.Sessions, &u.Chunks, &u.RawBytes)
 	if err != nil {
 		return Usage{}, s.wrap(ctx, "measure the store", err)
 	}

@@ -40,6 +40,12 @@ const (
 	DefaultIdleInTransactionTimeout = time.Minute
 	// DefaultMaxConns is the pool size unless the URL sets pool_max_conns.
 	DefaultMaxConns = 8
+	// DefaultRankWindow is how many of the newest matches a search ranks when more match.
+	DefaultRankWindow = 20000
+	// DefaultMaxTextBytes is how much of a document's text is indexed.
+	DefaultMaxTextBytes = 1 << 20
+	// DefaultBackfillInterval is how often the backfill looks for records without documents.
+	DefaultBackfillInterval = time.Minute
 )
 
 // clientSlack is how much longer the client waits for a statement than the server's
@@ -67,6 +73,22 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock for times the store sets (Create without Created). nil is time.Now.
 	Now func() time.Time
+	// Docs turns a stored record into its search documents (memory.Docs). With it, every
+	// Append writes the documents of its records in its own transaction, Search finds them at
+	// once on every server, and a background backfill builds the documents of records stored
+	// without them (before schema 2, or by a handle without Docs). nil: Append writes no
+	// documents, and Search finds only what handles with Docs wrote.
+	Docs storage.DocsFunc
+	// RankWindow is how many of the newest matches a search ranks when more match (default
+	// DefaultRankWindow; negative: no limit). See Search.
+	RankWindow int
+	// MaxTextBytes is how much of a document's text is indexed (default 1 MiB, as the local
+	// index); the rest of a giant tool output is not searchable.
+	MaxTextBytes int
+	// BackfillInterval is how often the background backfill looks for records without
+	// documents after its first pass at start (default DefaultBackfillInterval; negative:
+	// only Reindex builds them).
+	BackfillInterval time.Duration
 }
 
 // Store is a PostgreSQL session store: a storage.Store that any number of processes on any
@@ -86,6 +108,11 @@ type Store struct {
 	mu       sync.Mutex
 	closed   bool
 	inflight sync.WaitGroup
+	// The background backfill (docs.go): started by the first successful ready when Docs
+	// is set, stopped by Close.
+	bgCancel context.CancelFunc
+	bgDone   chan struct{}
+	backfill backfillState
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -117,6 +144,15 @@ func New(url string, opts Options) (*Store, error) {
 	if opts.IdleInTransactionTimeout <= 0 {
 		opts.IdleInTransactionTimeout = DefaultIdleInTransactionTimeout
 	}
+	if opts.RankWindow == 0 {
+		opts.RankWindow = DefaultRankWindow
+	}
+	if opts.MaxTextBytes <= 0 {
+		opts.MaxTextBytes = DefaultMaxTextBytes
+	}
+	if opts.BackfillInterval == 0 {
+		opts.BackfillInterval = DefaultBackfillInterval
+	}
 	cc := cfg.ConnConfig
 	if cc.ConnectTimeout == 0 {
 		cc.ConnectTimeout = opts.ConnectTimeout
@@ -132,6 +168,12 @@ func New(url string, opts Options) (*Store, error) {
 	}
 	if _, ok := rp["idle_in_transaction_session_timeout"]; !ok {
 		rp["idle_in_transaction_session_timeout"] = strconv.FormatInt(opts.IdleInTransactionTimeout.Milliseconds(), 10)
+	}
+	if _, ok := rp["jit"]; !ok {
+		// JIT compilation of a plan costs 100 ms or more, far more than any query here saves
+		// by it: the planner's cost estimates of a search on a large documents table passed
+		// jit_above_cost and made every search take 0.3 s.
+		rp["jit"] = "off"
 	}
 	if _, ok := rp["application_name"]; !ok {
 		rp["application_name"] = "sessionmem"
@@ -201,6 +243,7 @@ func (s *Store) ready(ctx context.Context) error {
 		return err
 	}
 	s.readyAt, s.readyErr = true, nil
+	s.startBackfill()
 	return nil
 }
 
@@ -245,6 +288,7 @@ func (s *Store) Close() error {
 	}
 	s.closed = true
 	s.mu.Unlock()
+	s.stopBackfill()
 	s.inflight.Wait()
 	s.pool.Close()
 	return nil

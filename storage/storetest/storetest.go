@@ -4,6 +4,10 @@
 // A backend's test calls Run with a Backend that makes fresh, empty stores and opens
 // independent handles on them (a second handle stands for a second server process). After
 // every subtest the suite checks that each session's listing agrees with what a read returns.
+//
+// The optional interfaces are checked for stores that implement them: storage.Searcher
+// (the stores must be opened with Docs as their DocsFunc), storage.Rewriter and
+// storage.Settings.
 package storetest
 
 import (
@@ -24,8 +28,8 @@ type Backend struct {
 	// Open opens an independent handle on the store at loc, as a separate process would.
 	// The suite closes what it opens.
 	Open func(t *testing.T, loc string) storage.Store
-	// Skip names subtests the backend is known to fail, with the reason (an open issue).
-	// Every entry is a defect to fix, not a licence.
+	// Skip names subtests the backend is known to fail, with the reason (an open issue);
+	// search subtests are named "Search/Name". Every entry is a defect to fix, not a licence.
 	Skip map[string]string
 }
 
@@ -60,6 +64,10 @@ func Run(t *testing.T, b Backend) {
 		{"ListFolding", testListFolding},
 		{"CreateRace", testCreateRace},
 		{"RecordsTwice", testRecordsTwice},
+		// Optional interfaces: skipped for stores without them.
+		{"Search", testSearch},
+		{"Rewrite", testRewrite},
+		{"Settings", testSettings},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {

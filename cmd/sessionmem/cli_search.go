@@ -1,0 +1,267 @@
+package main
+
+// search, reindex, and the index part of verify: the commands about the full-text index.
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strings"
+	"time"
+
+	"github.com/sessionmem/sessionmem/memory"
+	"github.com/sessionmem/sessionmem/storage"
+	"github.com/sessionmem/sessionmem/storage/local"
+	"github.com/sessionmem/sessionmem/storage/postgres"
+)
+
+const searchHelp = `Usage: sessionmem search QUERY [--here | --working-dir DIR] [--file PATH] [--session ID]
+                         [--role ROLE] [--since TIME] [--until TIME] [--limit N] [--json]
+
+Search every stored session (messages, tool calls and their output, compaction summaries),
+best matches first, and print each match's session, time, role and a snippet.
+
+Query syntax: every word must occur, in any order, ignoring case; "double quotes" for an
+exact phrase; a trailing * for a prefix (at least 3 characters); -word excludes entries that
+contain it. Identifiers and paths are found whole and by segment: parseConfig finds
+parseConfig(, login.go and auth/login.go find internal/auth/login.go.
+
+Flags:
+  --here              only sessions of the current directory
+  --working-dir DIR   only sessions recorded for DIR (made absolute)
+  --file PATH         only entries whose tool calls read or modified PATH (absolute, or
+                      relative to each session's directory); QUERY may then be omitted
+  --session ID        only this session
+  --role ROLE         only messages of ROLE (user, assistant, tool_result, system)
+  --since, --until T  only entries at or after / at or before T (RFC 3339, or 2006-01-02)
+  --limit N           show at most N matches (default 10, at most 100)
+  --json              print the session_search result as JSON
+  --store DIR|URL     store directory or PostgreSQL URL (postgres://...) (default
+                      $SESSIONMEM_STORE, else $XDG_DATA_HOME/sessionmem, else
+                      ~/.local/share/sessionmem)
+
+Examples:
+  sessionmem search "retry backoff" --here
+  sessionmem search --file internal/auth/login.go --limit 20
+  sessionmem search 'config* -test' --since 2026-01-01 --json | jq -r '.matches[].session_id'
+`
+
+func searchCommand() command {
+	return command{name: "search", summary: "search every session, best matches first", run: runSearch}
+}
+
+func runSearch(ctx context.Context, e *env, args []string) error {
+	c := newCLIFlags("search", searchHelp)
+	dir := c.String("working-dir", "", "")
+	here := c.Bool("here", false, "")
+	file := c.String("file", "", "")
+	session := c.String("session", "", "")
+	role := c.String("role", "", "")
+	since := c.String("since", "", "")
+	until := c.String("until", "", "")
+	limit := c.Int("limit", memory.DefaultSearchLimit, "")
+	asJSON := c.Bool("json", false, "")
+	pos, err := c.parse(e, args)
+	if err != nil {
+		return helpOrErr(err)
+	}
+	switch {
+	case len(pos) > 1:
+		return c.usageError(e, "pass the query as one argument (quote it): sessionmem search %q", strings.Join(pos, " "))
+	case len(pos) == 0 && *file == "":
+		return c.usageError(e, "pass a query, or --file PATH")
+	case *here && *dir != "":
+		return c.usageError(e, "pass either --here or --working-dir, not both")
+	case *limit < 1 || *limit > memory.MaxSearchLimit:
+		return c.usageError(e, "--limit must be 1 to %d, got %d", memory.MaxSearchLimit, *limit)
+	}
+	wd := *dir
+	if *here {
+		if wd, err = os.Getwd(); err != nil {
+			return fmt.Errorf("current directory: %w", err)
+		}
+	}
+	if wd != "" {
+		if wd, err = filepath.Abs(wd); err != nil {
+			return c.usageError(e, "--working-dir %q: %v", *dir, err)
+		}
+	}
+	req := memory.SearchRequest{WorkingDir: wd, File: *file, SessionID: *session, Role: *role, Limit: *limit}
+	if len(pos) == 1 {
+		req.Query = pos[0]
+	}
+	for _, t := range []struct {
+		flag, v string
+		dst     *string
+	}{{"since", *since, &req.Since}, {"until", *until, &req.Until}} {
+		if t.v == "" {
+			continue
+		}
+		if d, err := time.ParseInLocation(time.DateOnly, t.v, time.Local); err == nil {
+			if t.flag == "until" {
+				d = d.Add(24*time.Hour - time.Nanosecond) // the whole day
+			}
+			*t.dst = d.Format(time.RFC3339Nano)
+		} else {
+			*t.dst = t.v // memory checks RFC 3339
+		}
+	}
+	cs, err := openCLIStore(e, *c.store, openOptions{})
+	if err != nil {
+		return err
+	}
+	defer cs.close(e)
+	res, err := cs.svc.Search(ctx, req)
+	if err != nil {
+		return sessionError("", err)
+	}
+	if *asJSON {
+		return writeJSON(e.stdout, res)
+	}
+	if len(res.Matches) == 0 {
+		fmt.Fprintln(e.stdout, "No matches.")
+		return nil
+	}
+	for i, m := range res.Matches {
+		if i > 0 {
+			fmt.Fprintln(e.stdout)
+		}
+		who := string(m.Role)
+		if m.Kind == memory.MatchSummary {
+			who = "summary"
+		}
+		name := oneLine(m.SessionName, 60)
+		if name == "" {
+			name = "(unnamed)"
+		}
+		fmt.Fprintf(e.stdout, "%s  %s\n  %s  %s  entry %s\n  %s\n", clean(name), m.SessionID, stamp(m.Time), who, m.EntryID,
+			clean(oneLine(m.Snippet, 300)))
+	}
+	if res.NextCursor != "" {
+		fmt.Fprintf(e.stdout, "\n(more matches: --limit %d shows more)\n", min(*limit*2, memory.MaxSearchLimit))
+	}
+	return nil
+}
+
+const reindexHelp = `Usage: sessionmem reindex
+
+Rebuild the full-text index of a local store (<store>/search) from the session files:
+replace it by an empty one, index every session again (progress on stderr), then compact
+it. Servers keep working meanwhile; their searches scan the sessions until the index is
+complete. The index is rebuilt on its own when it is found missing or damaged; run this
+after restoring sessions from a backup, or to make the index as small as it gets.
+
+Flags:
+  --store DIR   store directory (default $SESSIONMEM_STORE, else $XDG_DATA_HOME/sessionmem,
+                else ~/.local/share/sessionmem). A PostgreSQL store keeps its index in the
+                database, up to date in the same transaction as every save: nothing to do.
+`
+
+func reindexCommand() command {
+	return command{name: "reindex", summary: "rebuild the full-text search index from the session files", run: runReindex}
+}
+
+func runReindex(ctx context.Context, e *env, args []string) error {
+	c := newCLIFlags("reindex", reindexHelp)
+	pos, err := c.parse(e, args)
+	if err != nil {
+		return helpOrErr(err)
+	}
+	if len(pos) > 0 {
+		return c.usageError(e, "unexpected argument %q (reindex rebuilds the whole index)", pos[0])
+	}
+	cs, err := openCLIStore(e, *c.store, openOptions{})
+	if err != nil {
+		return err
+	}
+	defer cs.close(e)
+	if ps, ok := cs.store.(*postgres.Store); ok {
+		return reindexPostgres(ctx, e, ps)
+	}
+	ls, ok := cs.store.(*local.Store)
+	if !ok {
+		return fmt.Errorf("this store has no search index to rebuild")
+	}
+	start := time.Now()
+	last := time.Time{}
+	var mb float64
+	err = ls.Reindex(ctx, func(done, total int, bytes int64) {
+		mb = float64(bytes) / 1e6
+		if time.Since(last) >= time.Second || done == total {
+			last = time.Now()
+			fmt.Fprintf(e.stderr, "reindex: %d of %d sessions, %.1f MB of records, %.1f MB/s\n",
+				done, total, mb, mb/max(time.Since(start).Seconds(), 1e-3))
+		}
+	})
+	if err != nil {
+		return err
+	}
+	st, err := ls.SearchStats(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Indexed %s entries of %s sessions (%.1f MB of records) in %s; the index takes %s.\n",
+		thousands(st.Docs), thousands(st.Sessions), mb, time.Since(start).Round(100*time.Millisecond), byteSize(st.Bytes))
+	return nil
+}
+
+// reindexPostgres builds the search documents of the records a PostgreSQL store holds without
+// them (stored before its schema had documents, or by a server without them): saves write
+// their own documents, so this only catches up, resumably, with progress on stderr.
+func reindexPostgres(ctx context.Context, e *env, ps *postgres.Store) error {
+	start := time.Now()
+	last := time.Time{}
+	err := ps.Reindex(ctx, func(p postgres.IndexProgress) {
+		if time.Since(last) >= time.Second || p.Done() {
+			last = time.Now()
+			fmt.Fprintf(e.stderr, "reindex: %s of %s records have search documents\n", thousands(p.Records), thousands(p.Total))
+		}
+	})
+	if err != nil {
+		return err
+	}
+	p, err := ps.Progress(ctx)
+	if err != nil {
+		return err
+	}
+	fmt.Fprintf(e.stdout, "Search documents cover %s of %s records (%s).\n",
+		thousands(p.Records), thousands(p.Total), time.Since(start).Round(100*time.Millisecond))
+	return nil
+}
+
+// verifySearchIndex checks a local store's full-text index and reports its size against the
+// session files'. A damaged index is derived data: it is reported and rebuilt (here, now),
+// never counted as a damaged store.
+func verifySearchIndex(ctx context.Context, e *env, st storage.Store, dir string) {
+	ls, ok := st.(*local.Store)
+	if !ok {
+		return
+	}
+	err := ls.VerifySearch(ctx)
+	switch {
+	case errors.Is(err, storage.ErrSearchUnavailable):
+		fmt.Fprintf(e.stdout, "Search index: unavailable (%v).\n", err)
+		return
+	case err != nil:
+		fmt.Fprintf(e.stdout, "Search index: DAMAGED (%v); it is being rebuilt from the sessions ('sessionmem reindex' does it now).\n", err)
+		return
+	}
+	stats, err := ls.SearchStats(ctx)
+	if err != nil {
+		fmt.Fprintf(e.stdout, "Search index: %v\n", err)
+		return
+	}
+	_, sessions, _ := diskUsage(dir)
+	state := "ok"
+	if stats.Rebuilding {
+		state = "ok, being rebuilt"
+	}
+	ratio := ""
+	if sessions > 0 {
+		ratio = fmt.Sprintf(", %.2f× the session files' %s", float64(stats.Bytes)/float64(sessions), byteSize(sessions))
+	}
+	fmt.Fprintf(e.stdout, "Search index: %s, %s entries of %s sessions, %s on disk%s.\n", state,
+		thousands(stats.Docs), thousands(stats.Sessions), byteSize(stats.Bytes), ratio)
+}

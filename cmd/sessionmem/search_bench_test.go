@@ -1,0 +1,130 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"testing"
+	"time"
+
+	"github.com/sessionmem/sessionmem/internal/testcorpus"
+	"github.com/sessionmem/sessionmem/memory"
+	"github.com/sessionmem/sessionmem/storage/local"
+)
+
+// Search benchmarks against the built binary over stdio, on a store of about
+// $SESSIONMEM_BENCH_SEARCH_MB (default 100) MB of message JSON: corpus messages of 1 to 4 KB
+// in sessions of 170 messages, each message with one extra text block naming a ticket
+// (ticket-<n>, unique) and a component (one of 500), so that rare, medium and common words
+// all occur. $SESSIONMEM_BENCH_SEARCH_DIR keeps the built store for the next run.
+//
+//	SESSIONMEM_BENCH_SEARCH_MB=100 go test -run '^$' -bench StdioSearch -benchtime 200x ./cmd/sessionmem/
+
+func searchBenchStore(b *testing.B) (string, int) {
+	b.Helper()
+	mb := 100
+	if v := os.Getenv("SESSIONMEM_BENCH_SEARCH_MB"); v != "" {
+		mb, _ = strconv.Atoi(v)
+	}
+	dir := os.Getenv("SESSIONMEM_BENCH_SEARCH_DIR")
+	if dir == "" {
+		dir = b.TempDir()
+	} else {
+		dir = filepath.Join(dir, fmt.Sprintf("search-%dmb", mb))
+	}
+	done := filepath.Join(dir, "bench-complete")
+	if _, err := os.Stat(done); err == nil {
+		return dir, mb
+	}
+	os.RemoveAll(dir)
+	pool := testcorpus.Sized(b, 5000, 1024, 4096)
+	store, err := local.Open(dir, local.Options{Summarize: memory.Summarize, Docs: memory.Docs})
+	if err != nil {
+		b.Fatal(err)
+	}
+	svc := memory.New(store, memory.Options{})
+	ctx := context.Background()
+	var bytes int64
+	start := time.Now()
+	for i, s := 0, 0; bytes < int64(mb)<<20; s++ {
+		var batch []memory.Message
+		for range 170 {
+			m := pool[i%len(pool)]
+			m.ID = fmt.Sprintf("m%d", i)
+			m.Content = append(slices.Clone(m.Content), memory.Block{Type: memory.BlockText,
+				Text: fmt.Sprintf("ticket-%d component%d", i, i%500)})
+			raw, _ := json.Marshal(m)
+			bytes += int64(len(raw))
+			batch = append(batch, m)
+			i++
+		}
+		if _, err := svc.Save(ctx, memory.SaveRequest{WorkingDir: fmt.Sprintf("/bench/p%d", s%10), Messages: batch}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	// The index as a full reindex leaves it (queued saves, then optimized).
+	t := time.Now()
+	if err := store.Reindex(ctx, nil); err != nil {
+		b.Fatal(err)
+	}
+	b.Logf("seeded %.0f MB of message JSON in %v; reindex %v (%.1f MB/s)", float64(bytes)/1e6, t.Sub(start).Round(time.Second),
+		time.Since(t).Round(100*time.Millisecond), float64(bytes)/1e6/time.Since(t).Seconds())
+	if err := store.Close(); err != nil {
+		b.Fatal(err)
+	}
+	os.WriteFile(done, nil, 0o600)
+	return dir, mb
+}
+
+// BenchmarkStdioSearch: session_search round trips (p50) for each query form.
+func BenchmarkStdioSearch(b *testing.B) {
+	dir, mb := searchBenchStore(b)
+	c := stdioClient(b, dir)
+	for _, q := range []struct {
+		name string
+		args obj
+	}{
+		{"rare", obj{"query": "ticket-4242"}},
+		{"two-words", obj{"query": "component42 error"}},
+		{"phrase", obj{"query": `"return nil"`}},
+		{"prefix", obj{"query": "config*"}},
+		{"common", obj{"query": "the"}},
+		{"exclude", obj{"query": "component7 -test"}},
+		{"dir-filter", obj{"query": "error", "working_dir": "/bench/p3"}},
+		{"file-only", obj{"file": "README.md"}},
+		{"none", obj{"query": "zzqxjv"}},
+	} {
+		b.Run(fmt.Sprintf("mb=%d/%s", mb, q.name), func(b *testing.B) {
+			benchCall(b, c, "session_search", func(int) obj { return q.args })
+		})
+	}
+}
+
+// BenchmarkStdioSaveIndex: session_save of one ~2 KB corpus message into a session of 1,000,
+// with the index and without (SESSIONMEM_SEARCH_INDEX=off), one after the other
+// (repeat with -count and compare medians: the machine is shared).
+func BenchmarkStdioSaveIndex(b *testing.B) {
+	msgs := testcorpus.Sized(b, 30000, 1024, 4096)
+	for _, index := range []string{"on", "off"} {
+		b.Run("index="+index, func(b *testing.B) {
+			dir := b.TempDir()
+			id := seedCorpus(b, dir, msgs, 1000)
+			c := stdioClient(b, dir, envSearchIndex+"="+index)
+			var ds []time.Duration
+			i := 1000
+			for b.Loop() {
+				m := asArgs(b, msgs[i]).(map[string]any)
+				m["id"] = fmt.Sprintf("m%d", i)
+				i++
+				start := time.Now()
+				callRaw(b, c, "session_save", obj{"session_id": id, "messages": []any{m}})
+				ds = append(ds, time.Since(start))
+			}
+			b.ReportMetric(float64(median(ds).Nanoseconds())/1e3, "p50-us")
+		})
+	}
+}

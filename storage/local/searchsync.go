@@ -1,0 +1,627 @@
+package local
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"iter"
+	"os"
+	"path/filepath"
+	"sort"
+	"sync"
+	"time"
+
+	"github.com/sessionmem/sessionmem/storage"
+	"github.com/sessionmem/sessionmem/storage/ftsindex"
+)
+
+// searchDirName is the directory of the full-text index inside the store, and rebuildName
+// the marker a rebuild keeps in it (see searchIdx).
+const (
+	searchDirName = "search"
+	rebuildName   = "rebuild.lock"
+)
+
+// searchPoll is how often the syncer looks for records other processes appended and did not
+// index (a process killed before its queue flushed, or one without an index). A range seen
+// missing is indexed at the next look if it is still missing then, so a live writer's own
+// queue (100 ms) always wins the race and nothing is indexed twice.
+var searchPoll = 400 * time.Millisecond
+
+// chunkRecords and chunkBytes bound what the catch-up reads under one session lock: a
+// shared lock blocks that session's saves, so it is taken per chunk, not per session.
+const (
+	chunkRecords = 1024
+	chunkBytes   = 4 << 20
+)
+
+// searchIdx is the store's full-text index and what keeps it current: the session files
+// are the truth, the index in <store>/search is derived from them (package ftsindex).
+//
+//   - A save hands its records' docs to a Queue after its fsync, outside the session lock
+//     (appended); the Queue indexes them within about 100 ms in one short transaction.
+//   - A syncer goroutine compares, every searchPoll, each session's last seq in the listing
+//     index with how far it is indexed, and indexes what is missing. At start (and after a
+//     reset) it does so for every session: the catch-up. Sessions the store no longer has
+//     are deleted from the index.
+//   - An index found damaged (ErrCorrupt from any call) is replaced by an empty one (Reset)
+//     and filled again. While a rebuild is incomplete the marker search/rebuild.lock exists
+//     and Search answers ErrSearchUnavailable; the process rebuilding holds its flock, so
+//     when that process dies another takes the rebuild over.
+type searchIdx struct {
+	s      *Store
+	docs   storage.DocsFunc
+	dir    string
+	marker string
+
+	ctx    context.Context
+	cancel context.CancelFunc
+	done   chan struct{}
+	kick   chan struct{} // a full pass is wanted (buffered 1)
+
+	mu      sync.Mutex
+	ix      *ftsindex.Index
+	q       *ftsindex.Queue
+	openErr error
+	known   map[string]known  // how far each session is indexed or queued by this process
+	behind  map[string]uint64 // sessions found behind at the last pass, and their last seq
+	corrupt bool              // a call reported ErrCorrupt, or a rewrite: reset at the next pass
+	file    string            // the index file the last pass used
+	// gen counts rewrites; resetGen is gen as of the last reset, resetCh is closed (and
+	// replaced) after each reset. A rewrite (redaction) must leave no byte of the old text
+	// in the index, so it is followed by a reset, made by the syncer between two passes so
+	// that no batch read before the rewrite lands in the new file.
+	gen, resetGen uint64
+	resetCh       chan struct{}
+	reindexing    bool // Reindex rebuilds (with progress): the syncer keeps out
+}
+
+// known is how far this process knows a session to be indexed (or queued).
+type known struct {
+	created time.Time
+	through uint64
+}
+
+// openSearch opens the index (a failure leaves search unavailable, never the store) and
+// starts the syncer.
+func openSearch(s *Store) *searchIdx {
+	x := &searchIdx{s: s, docs: s.opts.Docs, dir: filepath.Join(s.dir, searchDirName),
+		done: make(chan struct{}), kick: make(chan struct{}, 1),
+		known: map[string]known{}, behind: map[string]uint64{}, resetCh: make(chan struct{})}
+	x.marker = filepath.Join(x.dir, rebuildName)
+	x.ctx, x.cancel = context.WithCancel(context.Background())
+	x.mu.Lock()
+	x.openLocked()
+	x.mu.Unlock()
+	go x.run()
+	return x
+}
+
+// openLocked opens the index if it is not open; x.mu is held.
+func (x *searchIdx) openLocked() {
+	if x.ix != nil {
+		return
+	}
+	ix, err := ftsindex.Open(x.ctx, x.dir, ftsindex.Options{})
+	if err != nil {
+		if x.openErr == nil || x.openErr.Error() != err.Error() {
+			x.s.log.Warn("search: index unavailable", "dir", x.dir, "err", err)
+		}
+		x.openErr = err
+		return
+	}
+	x.ix, x.openErr = ix, nil
+	x.q = ix.NewQueue(ftsindex.QueueOptions{OnError: x.onError, OnIndexed: x.onIndexed})
+	x.known = map[string]known{}
+	// A new index (none before, or one replaced because it was damaged or of an older
+	// format) is empty while the store is not: it is being rebuilt until the catch-up ends.
+	if ps, err := ix.Sessions(x.ctx); err == nil && len(ps) == 0 && x.storeHasRecords() {
+		x.markRebuild()
+	}
+}
+
+func (x *searchIdx) storeHasRecords() bool {
+	xi := x.s.idx
+	xi.mu.Lock()
+	defer xi.mu.Unlock()
+	if xi.refresh() != nil {
+		return false
+	}
+	for _, e := range xi.ents {
+		if e.lastSeq > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+// markRebuild creates the rebuild marker (see searchIdx).
+func (x *searchIdx) markRebuild() {
+	if f, err := os.OpenFile(x.marker, os.O_RDWR|os.O_CREATE, 0o600); err == nil {
+		f.Close()
+	}
+}
+
+// rebuilding reports whether a rebuild is incomplete.
+func (x *searchIdx) rebuilding() bool {
+	_, err := os.Stat(x.marker)
+	return err == nil
+}
+
+func (x *searchIdx) onError(err error) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if errors.Is(err, ftsindex.ErrCorrupt) {
+		x.corrupt = true
+	}
+	// The batches were dropped: look at every session again.
+	x.known = map[string]known{}
+	x.s.log.Warn("search: indexing failed; the next pass catches up", "err", err)
+	x.wake()
+}
+
+func (x *searchIdx) onIndexed(ps []ftsindex.Progress) {
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	for _, p := range ps {
+		if k, ok := x.known[p.SessionID]; ok && !p.Deleted && k.created.Equal(p.Created) && p.Through < k.through {
+			// The batch left a gap (records another process appended are not indexed yet):
+			// the syncer fills it.
+			x.known[p.SessionID] = known{created: k.created, through: p.Through}
+		}
+	}
+}
+
+func (x *searchIdx) wake() {
+	select {
+	case x.kick <- struct{}{}:
+	default:
+	}
+}
+
+// appended hands the records one Update appended to the queue. It runs after the session
+// lock is released: nothing here delays another save of the session.
+func (x *searchIdx) appended(h storage.Header, name string, recs []storage.Record) {
+	if len(recs) == 0 {
+		return
+	}
+	b := ftsindex.Batch{Session: ftsindex.Session{ID: h.ID, Created: h.Created, WorkingDir: h.WorkingDir, Name: name},
+		From: recs[0].Seq, Through: recs[len(recs)-1].Seq}
+	for _, r := range recs {
+		b.Docs = append(b.Docs, x.docs(h, r)...)
+	}
+	x.mu.Lock()
+	defer x.mu.Unlock()
+	if x.q == nil || x.q.Add(b) != nil {
+		return
+	}
+	if k, ok := x.known[h.ID]; ok && k.created.Equal(h.Created) && b.From <= k.through+1 && b.Through > k.through {
+		x.known[h.ID] = known{created: h.Created, through: b.Through}
+	}
+}
+
+// deleted removes a deleted session from the index, with a tombstone for its incarnation
+// so that batches still queued anywhere cannot bring it back.
+func (x *searchIdx) deleted(id string, created time.Time, haveCreated bool) {
+	x.mu.Lock()
+	ix := x.ix
+	delete(x.known, id)
+	x.mu.Unlock()
+	if ix == nil {
+		return // a rebuild, or the next catch-up, drops it
+	}
+	var err error
+	if haveCreated {
+		err = ix.DeleteSession(x.ctx, id, created)
+	} else {
+		err = ix.ForgetSession(x.ctx, id)
+	}
+	if err != nil {
+		x.noteErr(err)
+		x.s.log.Warn("search: could not remove a deleted session from the index; search hides it", "session", id, "err", err)
+	}
+}
+
+// created lifts the tombstone a deleted session left in the index when the id is created
+// again with the same Created (a session copied back from an export or another store): the
+// index tells incarnations apart by Created, and the tombstone would otherwise hide the new
+// one's records for good.
+func (x *searchIdx) created(id string, created time.Time) {
+	x.mu.Lock()
+	ix := x.ix
+	x.mu.Unlock()
+	if ix == nil {
+		return // a rebuild reads the store afresh
+	}
+	p, err := ix.Progress(x.ctx, id)
+	if err == nil && p.Deleted && p.Created.Equal(created) {
+		err = ix.ForgetSession(x.ctx, id)
+	}
+	if err != nil {
+		x.noteErr(err)
+	}
+}
+
+// rewritten notes that a session's text changed in place (redaction): its old text must
+// leave the index completely, and deleting rows leaves their bytes in free pages and old
+// segments, so the syncer replaces the whole index (see waitReset) and fills it again.
+func (x *searchIdx) rewritten(string) {
+	x.mu.Lock()
+	x.gen++
+	x.corrupt = true
+	x.mu.Unlock()
+	x.wake()
+}
+
+// waitReset waits until the syncer has replaced the index after the last rewrite (or ctx
+// ends, or a minute passes: the reset then happens later).
+func (x *searchIdx) waitReset(ctx context.Context) {
+	timeout := time.NewTimer(time.Minute)
+	defer timeout.Stop()
+	for {
+		x.mu.Lock()
+		done, ch := x.resetGen >= x.gen || x.ix == nil, x.resetCh
+		x.mu.Unlock()
+		if done {
+			return
+		}
+		select {
+		case <-ch:
+		case <-ctx.Done():
+			return
+		case <-x.ctx.Done():
+			return
+		case <-timeout.C:
+			return
+		}
+	}
+}
+
+func (x *searchIdx) noteErr(err error) {
+	if errors.Is(err, ftsindex.ErrCorrupt) {
+		x.mu.Lock()
+		x.corrupt = true
+		x.mu.Unlock()
+		x.wake()
+	}
+}
+
+// close stops the syncer, indexes what is queued and closes the index.
+func (x *searchIdx) close() error {
+	x.cancel()
+	<-x.done
+	// Not under x.mu: the queue's last flush reports to onIndexed, which takes it.
+	x.mu.Lock()
+	ix, q := x.ix, x.q
+	x.ix, x.q = nil, nil
+	x.mu.Unlock()
+	if ix == nil {
+		return nil
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	err := q.Close(ctx)
+	return errors.Join(err, ix.Close())
+}
+
+// run is the syncer: a full pass at start, then one look every searchPoll.
+func (x *searchIdx) run() {
+	defer close(x.done)
+	t := time.NewTicker(searchPoll)
+	defer t.Stop()
+	full := true
+	for {
+		err := x.pass(x.ctx, full, nil)
+		switch {
+		case err == nil:
+			full = false
+		case x.ctx.Err() != nil:
+			return
+		default:
+			x.noteErr(err)
+			x.s.log.Warn("search: catch-up failed; retrying", "err", err)
+		}
+		select {
+		case <-x.ctx.Done():
+			return
+		case <-t.C:
+		case <-x.kick:
+			full = true
+		}
+	}
+}
+
+// pass brings the index up to date with the store. A full pass looks at every session
+// without grace and deletes from the index the sessions the store no longer has; it also
+// does the rebuild after a reset (taking the rebuild marker's lock). progress, when set,
+// is told about each session read (reindex).
+func (x *searchIdx) pass(ctx context.Context, full bool, progress func(sessions, total int, bytes int64)) error {
+	x.mu.Lock()
+	x.openLocked()
+	ix, corrupt := x.ix, x.corrupt
+	x.mu.Unlock()
+	if ix == nil {
+		return nil // unavailable; openLocked logged why
+	}
+	if corrupt {
+		if err := x.reset(ctx, ix); err != nil {
+			return err
+		}
+		full = true
+	}
+	// The file replaced under us (deleted by hand, or another process's reset): what this
+	// process knew is about the old one.
+	if _, err := ix.Size(ctx); err != nil {
+		return err
+	}
+	if f := ix.File(); f != x.file {
+		fresh := x.file != ""
+		x.mu.Lock()
+		x.file, x.known = f, map[string]known{}
+		x.mu.Unlock()
+		if fresh {
+			if ps, err := ix.Sessions(ctx); err == nil && len(ps) == 0 && x.storeHasRecords() {
+				x.markRebuild()
+			}
+		}
+		full = true
+	}
+	// A rebuild marker whose lock nobody holds: its rebuilder died, take it over.
+	var lock *os.File
+	x.mu.Lock()
+	keepOut := x.reindexing && progress == nil
+	x.mu.Unlock()
+	if keepOut {
+		return nil
+	}
+	if x.rebuilding() {
+		f, ok, err := tryLockPath(x.marker)
+		if err != nil {
+			return err
+		}
+		if !ok {
+			return nil // another process rebuilds
+		}
+		lock, full = f, true
+		defer lock.Close()
+		x.mu.Lock()
+		x.known = map[string]known{}
+		x.mu.Unlock()
+	}
+	var indexed []ftsindex.Progress
+	if full {
+		var err error
+		if indexed, err = ix.Sessions(ctx); err != nil {
+			return err
+		}
+	}
+	metas := x.candidates(full)
+	if full {
+		have := make(map[string]bool, len(metas))
+		for _, m := range metas {
+			have[m.ID] = true
+		}
+		for _, p := range indexed {
+			if !have[p.SessionID] && !x.s.exists(p.SessionID) {
+				if err := ix.DeleteSession(ctx, p.SessionID, p.Created); err != nil {
+					return err
+				}
+			}
+		}
+	}
+	var todo []feed
+	newBehind := map[string]uint64{}
+	for _, m := range metas {
+		p, err := ix.Progress(ctx, m.ID)
+		if err != nil {
+			return err
+		}
+		from := p.Through + 1
+		switch {
+		case p.Deleted && p.Created.Equal(m.Created):
+			x.setKnown(m.ID, m.Created, m.LastSeq) // deleted while we listed it
+			continue
+		case !p.Created.Equal(m.Created) && (p.Through > 0 || !p.Created.IsZero()):
+			from = 1 // another incarnation of the id; the batch replaces it
+		case p.Through > m.LastSeq:
+			// The session is shorter than what is indexed (restored from an older copy).
+			if err := ix.ForgetSession(ctx, m.ID); err != nil {
+				return err
+			}
+			from = 1
+		case p.Through >= m.LastSeq:
+			x.setKnown(m.ID, m.Created, p.Through)
+			continue
+		}
+		if !full {
+			x.mu.Lock()
+			seen := x.behind[m.ID]
+			x.mu.Unlock()
+			newBehind[m.ID] = m.LastSeq
+			if seen == 0 {
+				continue // give the writer's own queue time; index at the next look
+			}
+		}
+		todo = append(todo, feed{meta: m, from: from})
+	}
+	x.mu.Lock()
+	x.behind = newBehind
+	x.mu.Unlock()
+	if len(todo) > 0 {
+		if err := x.feed(ctx, ix, todo, progress); err != nil {
+			return err
+		}
+	}
+	if lock != nil {
+		os.Remove(x.marker) // while holding its lock: the rebuild is complete
+	}
+	return nil
+}
+
+// reset replaces a damaged index (or one that held rewritten text) by an empty one and
+// marks the rebuild.
+func (x *searchIdx) reset(ctx context.Context, ix *ftsindex.Index) error {
+	x.mu.Lock()
+	gen := x.gen
+	x.mu.Unlock()
+	x.markRebuild()
+	if err := ix.Reset(ctx); err != nil {
+		return err
+	}
+	x.mu.Lock()
+	x.corrupt = gen != x.gen // a rewrite meanwhile: once more
+	x.known = map[string]known{}
+	x.resetGen = gen
+	close(x.resetCh)
+	x.resetCh = make(chan struct{})
+	x.mu.Unlock()
+	x.s.log.Info("search: index replaced; rebuilding it from the sessions", "dir", x.dir)
+	return nil
+}
+
+func (x *searchIdx) setKnown(id string, created time.Time, through uint64) {
+	x.mu.Lock()
+	x.known[id] = known{created: created, through: through}
+	delete(x.behind, id)
+	x.mu.Unlock()
+}
+
+// candidates lists the sessions whose last seq is beyond what this process knows to be
+// indexed, oldest first for a full pass (a rebuild fills history in the order it was
+// written, and ids sort by time), by id otherwise.
+func (x *searchIdx) candidates(full bool) []storage.Meta {
+	xi := x.s.idx
+	xi.mu.Lock()
+	if err := xi.refresh(); err != nil {
+		xi.mu.Unlock()
+		return nil
+	}
+	var out []storage.Meta
+	x.mu.Lock()
+	for id, e := range xi.ents {
+		if e.lastSeq == 0 {
+			continue
+		}
+		m, ok := e.decode()
+		if !ok {
+			continue
+		}
+		if k, ok := x.known[id]; ok && k.created.Equal(m.Created) && k.through >= e.lastSeq {
+			continue
+		}
+		out = append(out, *m)
+	}
+	x.mu.Unlock()
+	xi.mu.Unlock()
+	// Most recently updated first: what agents look for is most often recent, and a
+	// rebuild that is interrupted has then indexed what matters most.
+	sort.Slice(out, func(i, j int) bool { return storage.NewerFirst(&out[i], &out[j]) })
+	return out
+}
+
+// exists reports whether the store has a session file for id.
+func (s *Store) exists(id string) bool {
+	_, err := os.Stat(s.zstPath(id))
+	return err == nil
+}
+
+// feed is one session to index from seq from on.
+type feed struct {
+	meta storage.Meta
+	from uint64
+}
+
+// feed indexes the sessions' missing records in large transactions (IndexAll), reading
+// each session a chunk at a time under its shared lock.
+func (x *searchIdx) feed(ctx context.Context, ix *ftsindex.Index, todo []feed, progress func(sessions, total int, bytes int64)) error {
+	var fed []known
+	var bytes int64
+	x.mu.Lock()
+	gen := x.gen
+	x.mu.Unlock()
+	batches := func(yield func(ftsindex.Batch, error) bool) {
+		guard := func(b ftsindex.Batch, err error) bool {
+			x.mu.Lock()
+			rewritten := x.gen != gen
+			x.mu.Unlock()
+			// What was read may be text a redaction removed: the reset redoes it all.
+			return !rewritten && yield(b, err)
+		}
+		for i, f := range todo {
+			through, ok := x.readSession(ctx, f, &bytes, guard)
+			if !ok {
+				return
+			}
+			fed = append(fed, known{created: f.meta.Created, through: through})
+			if progress != nil {
+				progress(i+1, len(todo), bytes)
+			}
+		}
+	}
+	if err := ix.IndexAll(ctx, iter.Seq2[ftsindex.Batch, error](batches), nil); err != nil {
+		return err
+	}
+	for i, k := range fed {
+		if k.through > 0 {
+			x.setKnown(todo[i].meta.ID, k.created, k.through)
+		}
+	}
+	return nil
+}
+
+// readSession yields f's records from f.from on as batches of at most a chunk each, and
+// returns the last seq covered (0 when the session was gone or unreadable: skipped). ok is
+// false when yield asked to stop.
+func (x *searchIdx) readSession(ctx context.Context, f feed, bytes *int64, yield func(ftsindex.Batch, error) bool) (uint64, bool) {
+	from, through := f.from, uint64(0)
+	for {
+		var b ftsindex.Batch
+		var last uint64
+		err := x.s.View(ctx, f.meta.ID, func(r storage.Reader) error {
+			h := r.Header()
+			last = r.LastSeq()
+			if from > last {
+				return nil
+			}
+			b = ftsindex.Batch{Session: ftsindex.Session{ID: h.ID, Created: h.Created, WorkingDir: h.WorkingDir, Name: f.meta.Name}, From: from}
+			size := 0
+			for rec, err := range r.Records(from) {
+				if err != nil {
+					return err
+				}
+				b.Docs = append(b.Docs, x.docs(h, rec)...)
+				b.Through = rec.Seq
+				size += len(rec.Data)
+				if b.Through-from+1 >= chunkRecords || size >= chunkBytes {
+					break
+				}
+			}
+			*bytes += int64(size)
+			return nil
+		})
+		switch {
+		case err != nil && (ctx.Err() != nil || errors.Is(err, storage.ErrClosed)):
+			return through, false
+		case err != nil:
+			if !errors.Is(err, storage.ErrNotFound) {
+				x.s.log.Warn("search: cannot index session; skipping it", "session", f.meta.ID, "err", err)
+				return f.meta.LastSeq, true // not retried every poll; a rebuild tries again
+			}
+			return 0, true
+		case b.Through == 0:
+			return through, true
+		}
+		if !yield(b, nil) {
+			return through, false
+		}
+		through, from = b.Through, b.Through+1
+		if through >= last {
+			return through, true
+		}
+	}
+}
+
+// searchUnavailable wraps storage.ErrSearchUnavailable with what to do.
+func searchUnavailable(format string, a ...any) error {
+	return fmt.Errorf("%w: %s", storage.ErrSearchUnavailable, fmt.Sprintf(format, a...))
+}

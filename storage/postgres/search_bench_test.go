@@ -1,0 +1,344 @@
+package postgres
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"math/rand/v2"
+	"os"
+	"path/filepath"
+	"slices"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+	"unicode/utf8"
+
+	"github.com/tidwall/gjson"
+
+	"github.com/sessionmem/sessionmem/storage"
+	"github.com/sessionmem/sessionmem/storage/fts"
+	"github.com/sessionmem/sessionmem/storage/storetest"
+)
+
+// Search benchmarks on a store generated from the real transcripts in /work/shared/corpus
+// (skipped without it): messages of about 2 KB of JSON in memory's format (prompts, tool
+// calls on files, tool output, answers), 200 per session. SESSIONMEM_BENCH_MB sets the size
+// of message JSON (default 100). Run with
+//
+//	go test -run '^$' -bench 'Search|AppendDocs' -benchtime 200x -timeout 60m ./storage/postgres/
+
+const benchCorpusDir = "/work/shared/corpus"
+
+type benchCorpus struct {
+	text  string
+	paths []string
+}
+
+var (
+	bcOnce sync.Once
+	bc     *benchCorpus
+)
+
+func loadBenchCorpus(tb testing.TB) *benchCorpus {
+	bcOnce.Do(func() {
+		files, _ := filepath.Glob(filepath.Join(benchCorpusDir, "*.jsonl"))
+		var b strings.Builder
+		seen := map[string]bool{}
+		c := &benchCorpus{}
+		for _, f := range files {
+			data, _ := os.ReadFile(f)
+			for _, line := range bytes.Split(data, []byte("\n")) {
+				var walk func(key string, v gjson.Result)
+				walk = func(key string, v gjson.Result) {
+					switch {
+					case v.IsObject() || v.IsArray():
+						v.ForEach(func(k, x gjson.Result) bool { walk(k.String(), x); return true })
+					case v.Type == gjson.String && len(v.Str) >= 8 && key != "id" && key != "signature" && key != "data":
+						b.WriteString(v.Str)
+						b.WriteByte('\n')
+						if (key == "file_path" || key == "path") && strings.HasPrefix(v.Str, "/") && !seen[v.Str] {
+							seen[v.Str] = true
+							c.paths = append(c.paths, v.Str)
+						}
+					}
+				}
+				walk("", gjson.ParseBytes(line))
+			}
+		}
+		if b.Len() > 0 && len(c.paths) > 0 {
+			c.text = b.String()
+			bc = c
+		}
+	})
+	if bc == nil {
+		tb.Skip("corpus not found in " + benchCorpusDir)
+	}
+	return bc
+}
+
+// corpusMessage is the i-th message of a session in memory's record format, about 2 KB of
+// JSON: a prompt, an assistant text with a tool call on a file, a tool result or an answer,
+// in turn; one in eight carries a unique ticket number.
+func (c *benchCorpus) message(rng *rand.Rand, i int, wd string, at time.Time) []byte {
+	n := 500 + rng.IntN(3000)
+	start := rng.IntN(len(c.text) - n)
+	for start > 0 && !utf8.RuneStart(c.text[start]) {
+		start--
+	}
+	end := start + n
+	for end < len(c.text) && !utf8.RuneStart(c.text[end]) {
+		end++
+	}
+	text := c.text[start:end]
+	if rng.IntN(8) == 0 {
+		text += fmt.Sprintf(" ticket-%d", rng.Uint64())
+	}
+	role := []string{"user", "assistant", "tool_result", "assistant"}[i%4]
+	content := []any{map[string]any{"type": "text", "text": text}}
+	switch i % 4 {
+	case 1:
+		p := c.paths[rng.IntN(len(c.paths))]
+		if rng.IntN(2) == 0 {
+			p = wd + "/" + filepath.Base(filepath.Dir(p)) + "/" + filepath.Base(p)
+		}
+		content = []any{map[string]any{"type": "text", "text": text[:len(text)/4]},
+			map[string]any{"type": "tool_call", "id": "c" + strconv.Itoa(i), "name": "read", "arguments": map[string]any{"path": p}}}
+	case 2:
+		content = []any{map[string]any{"type": "tool_result", "tool_call_id": "c" + strconv.Itoa(i-1), "content": content}}
+	}
+	var b bytes.Buffer
+	enc := json.NewEncoder(&b)
+	enc.SetEscapeHTML(false)
+	_ = enc.Encode(map[string]any{"id": fmt.Sprintf("e%d", i), "ts": at.Format(time.RFC3339Nano),
+		"message": map[string]any{"role": role, "content": content}})
+	return bytes.TrimSpace(b.Bytes())
+}
+
+func benchMB() int64 {
+	if v, err := strconv.ParseInt(os.Getenv("SESSIONMEM_BENCH_MB"), 10, 64); err == nil && v > 0 {
+		return v
+	}
+	return 100
+}
+
+// searchStore is the generated store, built once per process.
+type searchStore struct {
+	s        *Store
+	bytes    int64
+	messages int
+	loadDur  time.Duration // appends without documents
+	reindex  time.Duration // Reindex of all of it
+	tickets  []string
+	words    []string // a few words of some messages, for multi-word queries
+	paths    []string
+}
+
+var (
+	ssOnce sync.Once
+	ss     *searchStore
+)
+
+func buildSearchStore(b *testing.B) *searchStore {
+	c := loadBenchCorpus(b)
+	ssOnce.Do(func() {
+		url := benchDB(b)
+		// Loaded without Docs (so Reindex below measures building every document), then
+		// searched through a handle with Docs.
+		plain, err := Open(context.Background(), url, Options{})
+		if err != nil {
+			b.Fatal(err)
+		}
+		defer plain.Close()
+		out := &searchStore{}
+		rng := rand.New(rand.NewPCG(42, 7))
+		when := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+		total := benchMB() << 20
+		start := time.Now()
+		for n := 0; out.bytes < total; n++ {
+			id := fmt.Sprintf("s%05d", n)
+			wd := fmt.Sprintf("/home/dev/project%02d", n%20)
+			if err := plain.Create(context.Background(), storage.Header{ID: id, WorkingDir: wd, Created: when}, storage.Meta{Name: "session " + id}); err != nil {
+				b.Fatal(err)
+			}
+			for i := 0; i < 200 && out.bytes < total; i += 50 {
+				recs := make([]storage.Record, 0, 50)
+				for j := i; j < i+50; j++ {
+					m := c.message(rng, j, wd, when.Add(time.Duration(j)*time.Second))
+					out.bytes += int64(len(m))
+					out.messages++
+					if t := gjson.GetBytes(m, `message.content.0.text`).Str; strings.Contains(t, " ticket-") && rng.IntN(4) == 0 {
+						out.tickets = append(out.tickets, t[strings.LastIndex(t, "ticket-"):])
+					}
+					if rng.IntN(200) == 0 {
+						if ws := fts.Terms(gjson.GetBytes(m, `message.content.0.text`).Str); len(ws) > 40 {
+							out.words = append(out.words, strings.Join(ws[20:22], " "))
+						}
+					}
+					if p := gjson.GetBytes(m, `message.content.1.arguments.path`).Str; p != "" && rng.IntN(50) == 0 {
+						out.paths = append(out.paths, p)
+					}
+					recs = append(recs, storage.Record{Kind: "message", Data: m})
+				}
+				if err := plain.Update(context.Background(), id, func(w storage.Writer) error {
+					_, err := w.Append(recs, storage.Meta{Messages: i + 50})
+					return err
+				}); err != nil {
+					b.Fatal(err)
+				}
+			}
+			when = when.Add(time.Hour)
+		}
+		out.loadDur = time.Since(start)
+		s, err := Open(context.Background(), url, Options{Docs: storetest.Docs, BackfillInterval: -1})
+		if err != nil {
+			b.Fatal(err)
+		}
+		start = time.Now()
+		if err := s.Reindex(context.Background(), nil); err != nil {
+			b.Fatal(err)
+		}
+		out.reindex = time.Since(start)
+		if _, err := s.pool.Exec(context.Background(), `VACUUM ANALYZE sessionmem_documents`); err != nil {
+			b.Fatal(err)
+		}
+		u, _ := s.Usage(context.Background())
+		fmt.Fprintf(os.Stderr, "search store: %d MB of message JSON, %d messages; load %s; reindex %s (%.1f MB/s); tables %d MB, documents %d MB\n",
+			out.bytes>>20, out.messages, out.loadDur.Round(time.Millisecond), out.reindex.Round(time.Millisecond),
+			float64(out.bytes)/(1<<20)/out.reindex.Seconds(), u.Total>>20, u.Documents>>20)
+		rows, err := s.pool.Query(context.Background(), `SELECT c.relname, pg_relation_size(c.oid) FROM pg_class c
+			WHERE c.relname LIKE 'sessionmem_documents%' OR c.oid = (SELECT reltoastrelid FROM pg_class WHERE relname = 'sessionmem_documents')
+			ORDER BY 2 DESC`)
+		if err == nil {
+			for rows.Next() {
+				var name string
+				var size int64
+				if rows.Scan(&name, &size) == nil {
+					fmt.Fprintf(os.Stderr, "  %s: %.1f MB\n", name, float64(size)/(1<<20))
+				}
+			}
+			rows.Close()
+		}
+		out.s = s
+		ss = out
+	})
+	if ss == nil {
+		b.Fatal("search store not built")
+	}
+	return ss
+}
+
+// BenchmarkSearch: search latency on the generated store, per query class; each iteration
+// runs one query of the class (cycling through several), and the median and p99 are reported.
+func BenchmarkSearch(b *testing.B) {
+	st := buildSearchStore(b)
+	common := []string{"the", "error", "func", "file", "test"}
+	mid := []string{"migration", "timeout", "retry", "deadline", "goroutine"}
+	classes := []struct {
+		name  string
+		query func(i int) storage.SearchQuery
+	}{
+		{"rare-ticket", func(i int) storage.SearchQuery { return q(st.tickets[i%len(st.tickets)]) }},
+		{"two-words", func(i int) storage.SearchQuery { return q(st.words[i%len(st.words)]) }},
+		{"phrase", func(i int) storage.SearchQuery { return q(`"` + st.words[i%len(st.words)] + `"`) }},
+		{"mid-word", func(i int) storage.SearchQuery { return q(mid[i%len(mid)]) }},
+		{"common-word", func(i int) storage.SearchQuery { return q(common[i%len(common)]) }},
+		{"prefix", func(i int) storage.SearchQuery { return q([]string{"conf*", "migr*", "handl*"}[i%3]) }},
+		{"word+dir", func(i int) storage.SearchQuery {
+			x := q(mid[i%len(mid)])
+			x.WorkingDir = fmt.Sprintf("/home/dev/project%02d", i%20)
+			return x
+		}},
+		{"file-only", func(i int) storage.SearchQuery { return storage.SearchQuery{File: st.paths[i%len(st.paths)]} }},
+		{"nothing", func(i int) storage.SearchQuery { return q(fmt.Sprintf("zzqx%dnomatch", i)) }},
+	}
+	var all []time.Duration
+	defer func() {
+		if len(all) > 0 {
+			slices.Sort(all)
+			fmt.Fprintf(os.Stderr, "all classes: %d searches, p50 %.2f ms, p90 %.2f ms\n", len(all),
+				float64(all[len(all)/2].Microseconds())/1e3, float64(all[len(all)*9/10].Microseconds())/1e3)
+		}
+	}()
+	for _, cl := range classes {
+		b.Run(cl.name, func(b *testing.B) {
+			var ds []time.Duration
+			hits := 0
+			windowed := 0
+			for i := 0; b.Loop(); i++ {
+				start := time.Now()
+				res, err := st.s.Search(context.Background(), cl.query(i))
+				ds = append(ds, time.Since(start))
+				if err != nil {
+					b.Fatal(err)
+				}
+				hits += len(res.Hits)
+				if res.Windowed {
+					windowed++
+				}
+			}
+			all = append(all, ds...)
+			medianOf(b, ds)
+			b.ReportMetric(float64(hits)/float64(len(ds)), "hits/op")
+			b.ReportMetric(float64(windowed)/float64(len(ds)), "windowed/op")
+		})
+	}
+}
+
+func q(query string) storage.SearchQuery {
+	m, err := fts.Parse(query)
+	if err != nil {
+		panic(err)
+	}
+	return storage.SearchQuery{Match: m}
+}
+
+// BenchmarkAppendDocs: the added cost of writing documents on a save. Two stores on one
+// database, one with Docs and one without, append one ~2 KB corpus message (with its key)
+// in alternation, so both see the same load; the medians of each are reported.
+func BenchmarkAppendDocs(b *testing.B) {
+	c := loadBenchCorpus(b)
+	url := benchDB(b)
+	with := openStore(b, url, Options{Docs: storetest.Docs, BackfillInterval: -1})
+	without := openStore(b, url, Options{})
+	ctx := context.Background()
+	for _, id := range []string{"with", "without"} {
+		if err := with.Create(ctx, storage.Header{ID: id, WorkingDir: "/home/dev/p"}, storage.Meta{}); err != nil {
+			b.Fatal(err)
+		}
+	}
+	rng := rand.New(rand.NewPCG(1, 2))
+	var dw, dn []time.Duration
+	for i := 0; b.Loop(); i++ {
+		m := c.message(rng, i, "/home/dev/p", time.Now())
+		for k, st := range []*Store{with, without} {
+			id := []string{"with", "without"}[k]
+			if i%2 == 1 {
+				st, id = []*Store{without, with}[k], []string{"without", "with"}[k]
+			}
+			start := time.Now()
+			err := st.Update(ctx, id, func(w storage.Writer) error {
+				_, err := w.Append([]storage.Record{{Kind: "message", Data: m, Key: fmt.Sprintf("k%d", i)}}, storage.Meta{Messages: i + 1})
+				return err
+			})
+			d := time.Since(start)
+			if err != nil {
+				b.Fatal(err)
+			}
+			if st == with {
+				dw = append(dw, d)
+			} else {
+				dn = append(dn, d)
+			}
+		}
+	}
+	b.StopTimer()
+	slices.Sort(dw)
+	slices.Sort(dn)
+	b.ReportMetric(float64(dw[len(dw)/2].Microseconds()), "with-docs-median-us")
+	b.ReportMetric(float64(dn[len(dn)/2].Microseconds()), "without-median-us")
+	b.ReportMetric(float64(dw[len(dw)*99/100].Microseconds()), "with-docs-p99-us")
+	b.ReportMetric(float64(dn[len(dn)*99/100].Microseconds()), "without-p99-us")
+}
