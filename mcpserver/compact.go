@@ -189,6 +189,14 @@ func factsSchema() schema {
 	})
 }
 
+// resumeFactsSchema is factsSchema as session_resume returns it.
+func resumeFactsSchema() schema {
+	s := factsSchema()
+	s["description"] = "First page only, when the session was compacted: the latest compaction's durable-facts ledger, " +
+		"the same facts session_compact returned (and the summary's tagged blocks hold), structured. Absent otherwise."
+	return s
+}
+
 // progressFunc forwards compaction progress as notifications/progress when the client asked
 // for it with a progress token, and nil otherwise.
 func progressFunc(ctx context.Context, req mcp.CallToolRequest) func(done, total float64, message string) {

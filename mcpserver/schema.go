@@ -123,6 +123,9 @@ func messageInSchema() schema {
 			},
 		},
 		"usage": usageSchema(false),
+		"pinned": boolean("Standing context to keep verbatim (the task statement, the project's instructions, AGENTS.md or CLAUDE.md content): " +
+			"no compaction folds it into a summary, and session_resume returns it in pinned once the kept part starts after it. " +
+			"All pinned messages of a session together may hold at most 8000 tokens (JSON characters / 4)."),
 	}, "role", "content")
 }
 
@@ -134,6 +137,7 @@ func messageOutSchema() schema {
 		"role":     schema{"type": "string", "enum": roles},
 		"content":  schema{"type": "array", "items": blockSchema(true), "description": "Content blocks."},
 		"usage":    usageSchema(true),
+		"pinned":   boolean("True for a pinned message (standing context no compaction folds into a summary); absent otherwise."),
 	}, "role", "content")
 }
 

@@ -124,7 +124,7 @@ func decodeMessages(raw json.RawMessage) ([]memory.Message, error) {
 // Fields the message schema allows, per object; anything else is refused rather than dropped,
 // so a typo such as "txt" for "text" cannot lose content silently.
 var (
-	messageFields = map[string]bool{"id": true, "entry_id": true, "role": true, "content": true, "usage": true}
+	messageFields = map[string]bool{"id": true, "entry_id": true, "role": true, "content": true, "usage": true, "pinned": true}
 	blockFields   = map[string]map[string]bool{
 		"text":        {"type": true, "text": true},
 		"thinking":    {"type": true, "thinking": true},
@@ -144,7 +144,7 @@ func checkMessageFields(raw json.RawMessage) error {
 	}
 	for k := range m {
 		if !messageFields[k] {
-			return fmt.Errorf(" has unknown field %q (allowed: id, role, content, usage)", k)
+			return fmt.Errorf(" has unknown field %q (allowed: id, role, content, usage, pinned)", k)
 		}
 	}
 	if c := bytes.TrimSpace(m["content"]); len(c) > 0 && c[0] == '"' {
@@ -191,7 +191,7 @@ func checkBlocksFields(raw json.RawMessage, path string) error {
 	return nil
 }
 
-const resumeDescription = `Load what you need to continue a session: the latest compaction summary, the files read and modified so far, and the messages after the summary (oldest first, content in block form).
+const resumeDescription = `Load what you need to continue a session: the latest compaction summary, the files read and modified so far, the durable facts the server recorded (facts), the pinned messages the summary replaced (pinned: standing context, verbatim), and the messages after the summary (oldest first, content in block form).
 
 Call it at the start of a conversation that continues earlier work. Omit session_id to get the newest session of working_dir. The answer never exceeds max_tokens (default 20000); when next_cursor is not empty, call again with the same session_id and that cursor for the rest. prune: true replaces old tool outputs with a one-line placeholder to save tokens.
 
@@ -211,8 +211,12 @@ func resumeTool(svc *memory.Service) server.ServerTool {
 		"summary":        str("Latest compaction summary with its <read-files>/<modified-files> blocks; empty if never compacted."),
 		"read_files":     strList("Files read (and not modified), relative to working_dir when inside it."),
 		"modified_files": strList("Files written or edited."),
+		"facts":          resumeFactsSchema(),
+		"pinned": schema{"type": "array", "items": messageOutSchema(), "description": "First page only: the pinned messages that lie before " +
+			"the latest compaction's first kept message, oldest first, verbatim; read them before the messages. " +
+			"Pinned messages from that point on are among messages. Empty when there are none and on later pages."},
 		"messages":       schema{"type": "array", "items": messageOutSchema(), "description": "Messages after the summary, oldest first."},
-		"context_tokens": integer("Estimated tokens of the whole resumed context.", 0),
+		"context_tokens": integer("Estimated tokens of the whole resumed context (pinned messages included).", 0),
 		"next_cursor":    str("Pass as cursor to get the next page; empty when complete."),
 	}, "session_id", "summary", "messages", "next_cursor")
 	return server.ServerTool{
@@ -301,8 +305,13 @@ func resumeResult(res memory.ResumeResult) *mcp.CallToolResult {
 	if res.Summary != "" {
 		summary = fmt.Sprintf("summary of %d characters", len(res.Summary))
 	}
-	text := fmt.Sprintf("Session %s: %s, %s, %d files read, %d modified, context ≈ %d tokens.",
-		res.SessionID, summary, plural(len(out.Messages), "message", "messages"),
+	res.Pinned = normalizeMessages(res.Pinned)
+	pinned := ""
+	if len(res.Pinned) > 0 {
+		pinned = ", " + plural(len(res.Pinned), "pinned message", "pinned messages") + " (standing context, before the messages)"
+	}
+	text := fmt.Sprintf("Session %s: %s%s, %s, %d files read, %d modified, context ≈ %d tokens.",
+		res.SessionID, summary, pinned, plural(len(out.Messages), "message", "messages"),
 		len(res.ReadFiles), len(res.ModifiedFiles), res.ContextTokens)
 	if res.NextCursor != "" {
 		text += fmt.Sprintf(" More messages follow: call session_resume with session_id %q and cursor %q.", res.SessionID, res.NextCursor)

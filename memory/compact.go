@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"math"
 
 	"github.com/sessionmem/sessionmem/compaction"
 	"github.com/sessionmem/sessionmem/fileops"
@@ -180,7 +181,11 @@ func (s *Service) plan(ctx context.Context, req CompactRequest) (*plan, error) {
 			prev = 0
 		}
 	}
-	cut, ok := compaction.FindCut(entries, req.KeepRecentTokens, prev)
+	// One accounting: the kept part is measured in the calibrated tokens context_tokens and
+	// should_compact use, so a session told to compact always has something to fold.
+	factor := p.calibration()
+	keep := p.keepRecentTokens(req.KeepRecentTokens, factor)
+	cut, ok := compaction.FindCutWeighted(entries, compaction.CalibratedWeights(entries, factor), keep, prev)
 	if !ok {
 		return nil, nil
 	}
@@ -209,7 +214,7 @@ func (s *Service) plan(ctx context.Context, req CompactRequest) (*plan, error) {
 	}
 	// The ledger takes this window's facts; the prose gets what the ledger and the file lists
 	// leave of the summary's budget.
-	ledger := compaction.UpdateLedger(prevLedger, withoutCompactions(entries[cut.Start:cut.FirstKept]), p.header.WorkingDir)
+	ledger := compaction.UpdateLedger(prevLedger, p.foldable(entries, cut.Start, cut.FirstKept), p.header.WorkingDir)
 	ledger.Fit(compaction.LedgerMaxTokens)
 	blocks, omitted := fileops.AppendTagsWithin("", read, modified, 4*compaction.FileBlocksMaxTokens)
 	cr.Ledger = &ledger
@@ -220,9 +225,9 @@ func (s *Service) plan(ctx context.Context, req CompactRequest) (*plan, error) {
 	histEnd := cut.FirstKept
 	if cut.SplitTurn {
 		histEnd = cut.TurnStart
-		cr.TurnPrefix = withoutCompactions(entries[cut.TurnStart:cut.FirstKept])
+		cr.TurnPrefix = p.foldable(entries, cut.TurnStart, cut.FirstKept)
 	}
-	cr.History = withoutCompactions(entries[cut.Start:histEnd])
+	cr.History = p.foldable(entries, cut.Start, histEnd)
 	pl := &plan{path: p, entries: entries, cut: cut, req: cr, tokensBefore: p.contextTokens(), read: read, modifed: modified,
 		ledger: ledger, omittedFiles: omitted}
 	if cut.FirstKept < len(p.entries) {
@@ -231,14 +236,46 @@ func (s *Service) plan(ctx context.Context, req CompactRequest) (*plan, error) {
 	return pl, nil
 }
 
-func withoutCompactions(es []compaction.Entry) []compaction.Entry {
-	out := make([]compaction.Entry, 0, len(es))
-	for _, e := range es {
-		if e.Kind != compaction.KindCompaction {
-			out = append(out, e)
+// foldable returns entries[from:to] that a summary folds in: no compactions, and no pinned
+// messages, which stay verbatim (resume returns them in pinned) and so are neither retold by
+// the summary nor copied into the ledger. entries correspond to p.entries one to one.
+func (p *sessionPath) foldable(entries []compaction.Entry, from, to int) []compaction.Entry {
+	out := make([]compaction.Entry, 0, to-from)
+	for i := from; i < to; i++ {
+		e := p.entries[i]
+		if e.Type == KindCompaction || (e.Message != nil && e.Message.Pinned) {
+			continue
 		}
+		out = append(out, entries[i])
 	}
 	return out
+}
+
+// calibration is how many context tokens one estimated token of this path is worth: the
+// session's context_tokens (calibrated from reported usage) over its character estimate.
+func (p *sessionPath) calibration() float64 {
+	if p.est <= 0 || p.ctx <= 0 {
+		return 1
+	}
+	return float64(p.ctx) / float64(p.est)
+}
+
+// keepRecentTokens is the kept part compaction aims at, in context tokens: the request's (or
+// the default), and, when the session's context window is known, at most what leaves the
+// kept part, a full-size summary and the pinned messages under the should_compact threshold,
+// so that a compaction answers should_compact. A window too small for that still keeps a
+// quarter of the threshold.
+func (p *sessionPath) keepRecentTokens(keep int, factor float64) int {
+	if keep <= 0 {
+		keep = compaction.DefaultKeepRecentTokens
+	}
+	if p.window <= 0 {
+		return keep
+	}
+	threshold := p.window - min(compaction.ReserveTokens, p.window/4)
+	fixed := int(math.Ceil(factor * float64(compaction.SummaryBudgetTokens+p.pinTok)))
+	limit := max(threshold-fixed, threshold/4, 1)
+	return min(keep, limit)
 }
 
 // needsSummary is step one of the agent flow: everything the caller needs to write the summary,
@@ -316,8 +353,13 @@ func (s *Service) commitCompaction(ctx context.Context, pl *plan, text, summariz
 		b := newBatch(st, st.leaf, s.now())
 		b.barrier = true
 		b.add(Entry{Type: KindCompaction, Compaction: c})
-		// tokens_after is the context a client resumes with: the new summary and what it keeps.
-		c.TokensAfter = estimateText(summary) + st.keptTokens(st.leaf, pl.firstKeptID)
+		// tokens_after is the context a client resumes with, as context_tokens will report it:
+		// the new summary, the pinned messages before the kept part and what it keeps.
+		first := int32(-1)
+		if k, ok := st.ids[pl.firstKeptID]; ok && pl.firstKeptID != "" {
+			first = k
+		}
+		c.TokensAfter = st.compactionContext(st.leafIdx, first, estimateText(summary))
 		if err := s.commit(w, st, b, s.now()); err != nil {
 			return err
 		}
@@ -350,22 +392,4 @@ func (st *state) compactionsSince(seq uint64) bool {
 		}
 	}
 	return false
-}
-
-// keptTokens sums the estimates from firstKept to leaf along the path.
-func (st *state) keptTokens(leaf, firstKept string) int {
-	if firstKept == "" {
-		return 0
-	}
-	total := 0
-	for i, ok := st.ids[leaf]; ok && i >= 0; i = st.nodes[i].parent {
-		n := &st.nodes[i]
-		if n.kind != KindCompaction {
-			total += n.tokens
-		}
-		if n.id == firstKept {
-			break
-		}
-	}
-	return total
 }

@@ -110,6 +110,8 @@ func decodeMessage(r gjson.Result) Message {
 				return true
 			})
 			m.Usage = u
+		case "pinned":
+			m.Pinned = v.Bool()
 		}
 		return true
 	})

@@ -80,6 +80,7 @@ func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 		if (model != "" && model != st.model) || (provider != "" && provider != st.provider) {
 			b.add(Entry{Type: KindModelChange, ModelChange: &ModelChange{Model: model, Provider: provider}, Time: req.Created})
 		}
+		pinned := st.pinnedCost
 		var files fileops.Sets
 		if hasSummary(req.Items) {
 			// An imported summary's file lists cover the whole session before it, including
@@ -113,6 +114,20 @@ func (s *Service) Import(ctx context.Context, req ImportRequest) (ImportResult, 
 				e.Type, e.Message = KindMessage, &m
 				b.add(e)
 				res.Added++
+				if m.Pinned {
+					// The pinned cap holds for imports too: the first pins that fit stay pinned,
+					// the rest are stored unpinned and counted.
+					raw, err := marshalNoEscape(m)
+					if err != nil {
+						return err
+					}
+					if c := pinCost(raw, b.entries[len(b.entries)-1].ID); pinned+c <= MaxPinnedTokens {
+						pinned += c
+					} else {
+						m.Pinned = false
+						res.Unpinned++
+					}
+				}
 				continue
 			}
 			text := summaryText(s.redact(it.Summary))

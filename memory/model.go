@@ -39,6 +39,11 @@ type Message struct {
 	Role    Role    `json:"role"`
 	Content []Block `json:"content"`
 	Usage   *Usage  `json:"usage,omitempty"`
+	// Pinned marks standing context (the task statement, the project's instructions) that no
+	// compaction folds into a summary: session_resume returns it verbatim in pinned once a
+	// compaction's kept part starts after it. Omitted when false, so messages saved without
+	// it come back byte for byte.
+	Pinned bool `json:"pinned,omitempty"`
 }
 
 // Usage is the token usage a client reports with an assistant turn.
@@ -87,6 +92,7 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 		Role    Role            `json:"role"`
 		Content json.RawMessage `json:"content"`
 		Usage   *Usage          `json:"usage"`
+		Pinned  bool            `json:"pinned"`
 	}
 	if err := json.Unmarshal(b, &raw); err != nil {
 		return err
@@ -95,7 +101,7 @@ func (m *Message) UnmarshalJSON(b []byte) error {
 	if err != nil {
 		return fmt.Errorf("content: %w", err)
 	}
-	*m = Message{ID: raw.ID, EntryID: raw.EntryID, Role: raw.Role, Content: blocks, Usage: raw.Usage}
+	*m = Message{ID: raw.ID, EntryID: raw.EntryID, Role: raw.Role, Content: blocks, Usage: raw.Usage, Pinned: raw.Pinned}
 	return nil
 }
 

@@ -16,6 +16,8 @@ type pathView struct {
 	nodes  []node
 	leaf   int32
 	ctx    int   // the session's context tokens
+	est    int   // the same by characters alone (node.est)
+	pinTok int   // context tokens of the pinned messages on the path
 	comp   int32 // the newest compaction on the path, -1 if none
 	linear bool
 	lo     int32   // linear: the entries are nodes[lo..leaf]
@@ -57,7 +59,7 @@ func (st *state) view(from int32) *pathView {
 		v.linear, v.lo = true, 0
 		return v
 	}
-	v.ctx = st.nodes[st.leafIdx].ctx
+	v.ctx, v.est, v.pinTok = st.nodes[st.leafIdx].ctx, st.nodes[st.leafIdx].est, st.nodes[st.leafIdx].pinTok
 	v.comp = st.nodes[st.leafIdx].comp
 	if from < 0 {
 		from = 0
@@ -172,6 +174,9 @@ type sessionPath struct {
 	entries []*pathEntry // root-to-leaf order
 	comp    int          // index of the latest compaction on the path, -1 if none
 	ctx     int          // the session's context tokens
+	est     int          // the same estimated by characters alone
+	pinTok  int          // context tokens of the pinned messages on the path
+	window  int          // the context window the latest save gave, 0 if not known
 }
 
 // readPath reads the leaf's path: from the root if full is set, else from the first entry the
@@ -190,8 +195,9 @@ func (s *Service) readPath(ctx context.Context, id string, full bool) (*sessionP
 		} else {
 			v = st.contextView()
 		}
+		window := st.window
 		st.mu.Unlock()
-		p = &sessionPath{header: r.Header(), lastSeq: r.LastSeq(), comp: -1, ctx: v.ctx}
+		p = &sessionPath{header: r.Header(), lastSeq: r.LastSeq(), comp: -1, ctx: v.ctx, est: v.est, pinTok: v.pinTok, window: window}
 		p.entries = make([]*pathEntry, 0, v.len())
 		return v.each(r, 0, func(_ int, rec storage.Record) (bool, error) {
 			e, err := readEntry(rec)

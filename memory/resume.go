@@ -110,13 +110,15 @@ func (s *Service) resumePage(r storage.Reader, id string, cur *resumeCursor, max
 		}
 	}
 	var comp *Compaction
+	var pins []int32
 	if cur == nil && v.comp >= 0 {
 		comp = st.comps[v.comp]
+		pins = st.pinnedBeforeKept(v.comp)
 	}
 	st.mu.Unlock()
 
 	res := ResumeResult{SessionID: id, WorkingDir: r.Header().WorkingDir, ReadFiles: []string{}, ModifiedFiles: []string{},
-		Messages: []Message{}, ContextTokens: v.ctx}
+		Pinned: []Message{}, Messages: []Message{}, ContextTokens: v.ctx}
 	if cur == nil && v.comp >= 0 {
 		if comp == nil {
 			if comp, err = s.readCompaction(r, st, v.comp); err != nil {
@@ -126,6 +128,10 @@ func (s *Service) resumePage(r storage.Reader, id string, cur *resumeCursor, max
 		res.Summary = comp.Summary
 		res.ReadFiles = nonNil(comp.ReadFiles)
 		res.ModifiedFiles = nonNil(comp.ModifiedFiles)
+		if comp.Facts != nil {
+			f := comp.Facts.Clone()
+			res.Facts = &f
+		}
 	}
 	// The budget covers this result's JSON; the slack covers what a transport adds around it
 	// (a short text and the envelope), and the cursor reserve a next_cursor not yet set, which
@@ -134,11 +140,19 @@ func (s *Service) resumePage(r storage.Reader, id string, cur *resumeCursor, max
 	budget := maxTokens*4 - responseSlack - 2*cursorReserve
 	fitHeader(&res, budget/2)
 	used := jsonChars(res)
+	count := 0 // messages in this page (pinned ones included)
+	if len(pins) > 0 {
+		pinned, err := readPinned(r, v.nodes, pins)
+		if err != nil {
+			return ResumeResult{}, err
+		}
+		used = addPinned(&res, pinned, used, budget)
+		count = len(res.Pinned)
+	}
 	protectFrom := v.nodes[v.leaf].out - PruneProtectTokens // entries whose out total is above it are recent
 	if raw {
 		res.RawMessages = []json.RawMessage{}
 	}
-	count := 0 // messages in this page
 	err = v.each(r, start, func(p int, rec storage.Record) (bool, error) {
 		n := &v.nodes[v.at(p)]
 		if n.kind != KindMessage && n.kind != KindBranchSummary {
@@ -305,6 +319,15 @@ func fitHeader(res *ResumeResult, chars int) {
 			keep = keep * 3 / 4
 			*list = append(all[:keep:keep], fmt.Sprintf("… %d more files; call session_resume with a larger max_tokens for the whole list", len(all)-keep))
 		}
+	}
+	// The facts repeat the ledger blocks of the summary: they give way last, the least durable
+	// first (Ledger.Fit counts what it drops).
+	for tokens := compaction.LedgerMaxTokens; res.Facts != nil && jsonChars(*res) > chars; tokens /= 2 {
+		if tokens < 100 {
+			res.Facts = nil
+			break
+		}
+		res.Facts.Fit(tokens)
 	}
 }
 

@@ -220,6 +220,11 @@ func (s *Service) Save(ctx context.Context, req SaveRequest) (SaveResult, error)
 		return SaveResult{}, err
 	}
 	msgs := stripEntryIDs(req.Messages) // the gate redacts them in commit
+	if creating {
+		if err := s.preCheckPinned(msgs); err != nil {
+			return SaveResult{}, err
+		}
+	}
 	id := req.SessionID
 	now := s.now()
 	if creating {
@@ -269,6 +274,12 @@ func (s *Service) Save(ctx context.Context, req SaveRequest) (SaveResult, error)
 			}
 			b.add(Entry{Type: KindMessage, Message: &m})
 			res.Saved++
+		}
+		if err := s.checkPinned(st, b); err != nil {
+			return err
+		}
+		if req.ContextWindow > 0 {
+			st.window = req.ContextWindow
 		}
 		if err := s.commit(w, st, b, now); err != nil {
 			return err

@@ -35,14 +35,19 @@ type node struct {
 	tokens    int // estimated tokens of the entry as context
 	usage     int // input+output tokens an assistant message reported, 0 if none
 
-	// Totals along the path from the root to this entry. (Pinned messages, contract v2, fit
-	// the same scheme: a flag here plus the index of the nearest pinned ancestor make the
-	// pinned messages before a compaction's first kept entry a walk over those alone, and
-	// their tokens one more total.)
+	// Totals along the path from the root to this entry.
 	ctx  int   // context tokens with this entry as the leaf (see contextTokens)
+	est  int   // the same context estimated by characters alone, no usage (see calibration)
 	msgs int   // message entries on the path
 	out  int   // tokens of the conversation resume returns: messages and branch summaries
 	comp int32 // the newest compaction on the path (this entry included), -1 if none
+
+	// Pinned messages (contract v2): pin is the nearest pinned message on the path, this
+	// entry included (-1 if none), so the pinned messages before any entry are a walk over
+	// those alone (see pinnedBefore); pinTok is their tokens, this entry's included.
+	pinned bool
+	pin    int32
+	pinTok int
 }
 
 // state is a process's view of one session, built from the log once and kept current by
@@ -70,6 +75,12 @@ type state struct {
 	provider    string
 	checkpoint  uint64 // seq of the first entry a resume needs
 	updated     time.Time
+	// pinnedCost is what all pinned messages of the session (every branch) weigh against
+	// MaxPinnedTokens, in the contract's measure: the JSON resume returns, divided by 4.
+	pinnedCost int
+	// window is the context window the latest session_save in this process gave (0: not
+	// known), which compaction uses to keep the kept part under the compaction threshold.
+	window int
 
 	// path caches the current path of a branched session (see pathOf); comps caches decoded
 	// compactions by index, for resume's first page.
@@ -113,7 +124,7 @@ func (st *state) apply(rec storage.Record) error {
 	if id == "" {
 		return fmt.Errorf("record %d has no entry id", rec.Seq)
 	}
-	n := node{id: strings.Clone(id), kind: kindName(typ), parent: -1, firstKept: -1, comp: -1}
+	n := node{id: strings.Clone(id), kind: kindName(typ), parent: -1, firstKept: -1, comp: -1, pin: -1}
 	if p, ok := st.ids[parent]; ok && parent != "" {
 		n.parent = p
 	}
@@ -125,13 +136,27 @@ func (st *state) apply(rec storage.Record) error {
 	outTokens := 0
 	switch n.kind {
 	case KindMessage:
-		n.role = roleName(body.Get("role").Str)
-		n.clientID = strings.Clone(body.Get("id").Str)
-		n.tokens = compaction.EstimateMessage(unsafe.Slice(unsafe.StringData(body.Raw), len(body.Raw)))
-		if u := body.Get("usage"); u.Exists() {
-			n.usage = int(u.Get("input_tokens").Int() + u.Get("output_tokens").Int())
-		}
+		// One pass over the message's keys: usage and pinned follow the content, which a
+		// lookup per key would skip over again each time.
+		body.ForEach(func(k, v gjson.Result) bool {
+			switch k.Str {
+			case "role":
+				n.role = roleName(v.Str)
+			case "id":
+				n.clientID = strings.Clone(v.Str)
+			case "usage":
+				n.usage = int(v.Get("input_tokens").Int() + v.Get("output_tokens").Int())
+			case "pinned":
+				n.pinned = v.Bool()
+			}
+			return true
+		})
+		raw := unsafe.Slice(unsafe.StringData(body.Raw), len(body.Raw))
+		n.tokens = compaction.EstimateMessage(raw)
 		outTokens = n.tokens
+		if n.pinned {
+			st.pinnedCost += pinCost(raw, n.id)
+		}
 		if st.preview == "" && n.role == RoleUser {
 			st.preview = previewOf(body)
 		}
@@ -161,23 +186,30 @@ func (st *state) apply(rec storage.Record) error {
 		}
 	}
 	// Totals along the path.
-	ctxBefore := 0
+	ctxBefore, estBefore := 0, 0
 	if n.parent >= 0 {
 		p := &st.nodes[n.parent]
-		n.msgs, n.out, n.comp, ctxBefore = p.msgs, p.out, p.comp, p.ctx
+		n.msgs, n.out, n.comp, ctxBefore, estBefore = p.msgs, p.out, p.comp, p.ctx, p.est
+		n.pin, n.pinTok = p.pin, p.pinTok
 	}
 	if n.kind == KindMessage {
 		n.msgs++
+	}
+	if n.pinned {
+		n.pin, n.pinTok = i, n.pinTok+n.tokens
 	}
 	n.out += outTokens
 	switch {
 	case n.kind == KindCompaction:
 		n.comp = i
-		n.ctx = n.tokens + st.keptTokensIdx(n.parent, n.firstKept)
+		n.ctx = st.compactionContext(n.parent, n.firstKept, n.tokens)
+		n.est = n.ctx
 	case n.usage > 0:
 		n.ctx = n.usage
+		n.est = estBefore + n.tokens
 	default:
 		n.ctx = ctxBefore + n.tokens
+		n.est = estBefore + n.tokens
 	}
 	if n.clientID != "" {
 		st.client[n.clientID] = n.id
@@ -222,17 +254,27 @@ func (st *state) onPathIdx(i, k int32) bool {
 }
 
 // keptTokensIdx sums the tokens of the entries from first (an ancestor of last, or last
-// itself) to last along the path; 0 when first is -1. Compactions are rare and keep a
-// recent window, so this walk stays short.
+// itself) to last along the path, earlier compactions left out (the new summary replaces
+// theirs); 0 when first is -1. Compactions are rare and keep a recent window, so this walk
+// stays short.
 func (st *state) keptTokensIdx(last, first int32) int {
 	if first < 0 {
 		return 0
 	}
 	total := 0
 	for i := last; i >= first && i >= 0; i = st.nodes[i].parent {
-		total += st.nodes[i].tokens
+		if st.nodes[i].kind != KindCompaction {
+			total += st.nodes[i].tokens
+		}
 	}
 	return total
+}
+
+// compactionContext is the context a compaction of summary tokens leaves when it is appended
+// under parent keeping the path from firstKept on (-1: nothing): the summary, the pinned
+// messages before the kept part (resume returns them in pinned), and the kept entries.
+func (st *state) compactionContext(parent, firstKept int32, summary int) int {
+	return summary + st.pinnedTokensBefore(parent, firstKept) + st.keptTokensIdx(parent, firstKept)
 }
 
 // applyAll adds records in order.

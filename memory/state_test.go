@@ -47,7 +47,9 @@ func refContextTokens(st *state) int {
 		total += comp.tokens
 		if comp.firstKept >= 0 {
 			for k := comp.parent; k >= 0; k = st.nodes[k].parent {
-				total += st.nodes[k].tokens
+				if st.nodes[k].kind != KindCompaction { // an earlier summary is replaced
+					total += st.nodes[k].tokens
+				}
 				if k == comp.firstKept {
 					break
 				}
@@ -67,6 +69,9 @@ func refPathTokens(p *sessionPath) int {
 	es := []compaction.Entry{compactionEntry(p.entries[p.comp])}
 	trustFrom := 1
 	for _, e := range p.context() {
+		if e.Type == KindCompaction {
+			continue // an earlier summary is replaced by the newest
+		}
 		es = append(es, compactionEntry(e))
 		if e.seq < p.entries[p.comp].seq {
 			trustFrom = len(es)
@@ -322,9 +327,13 @@ func refResume(t *testing.T, s *Service, id string, maxTokens int, prune bool) [
 	start := 0
 	for {
 		res := ResumeResult{SessionID: id, WorkingDir: p.header.WorkingDir, ReadFiles: []string{}, ModifiedFiles: []string{},
-			Messages: []Message{}, ContextTokens: refPathTokens(p)}
+			Pinned: []Message{}, Messages: []Message{}, ContextTokens: refPathTokens(p)}
 		if c := p.compaction(); c != nil && start == 0 {
 			res.Summary, res.ReadFiles, res.ModifiedFiles = c.Summary, nonNil(c.ReadFiles), nonNil(c.ModifiedFiles)
+			if c.Facts != nil {
+				f := c.Facts.Clone()
+				res.Facts = &f
+			}
 		}
 		cursorReserve := len(encodeToken("r1.", resumeCursor{Session: id, Next: strings.Repeat("x", MaxIDBytes), Seq: 1 << 62}))
 		budget := maxTokens*4 - responseSlack - 2*cursorReserve

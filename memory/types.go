@@ -78,11 +78,17 @@ type ResumeRequest struct {
 
 // ResumeResult is session_resume's output.
 type ResumeResult struct {
-	SessionID     string    `json:"session_id"`
-	WorkingDir    string    `json:"working_dir"`
-	Summary       string    `json:"summary"`
-	ReadFiles     []string  `json:"read_files"`
-	ModifiedFiles []string  `json:"modified_files"`
+	SessionID     string   `json:"session_id"`
+	WorkingDir    string   `json:"working_dir"`
+	Summary       string   `json:"summary"`
+	ReadFiles     []string `json:"read_files"`
+	ModifiedFiles []string `json:"modified_files"`
+	// Facts is the latest compaction's durable-facts ledger (the shape session_compact
+	// returns), on the first page of a session compacted with one; omitted otherwise.
+	Facts *compaction.Ledger `json:"facts,omitempty"`
+	// Pinned are the pinned messages before the latest compaction's kept part, oldest first,
+	// verbatim: on the first page only; [] otherwise and when there are none.
+	Pinned        []Message `json:"pinned"`
 	Messages      []Message `json:"messages"`
 	ContextTokens int       `json:"context_tokens"`
 	NextCursor    string    `json:"next_cursor"`
@@ -219,4 +225,7 @@ type ImportResult struct {
 	SessionID string
 	Created   bool
 	Added     int
+	// Unpinned counts pinned messages stored unpinned because the session's pinned messages
+	// would otherwise exceed MaxPinnedTokens (the first that fit stay pinned).
+	Unpinned int
 }

@@ -14,7 +14,9 @@ import (
 // Only the response_item stream is read; event_msg lines repeat the same conversation for the
 // UI and are skipped. Ids: rollouts are append-only (resuming appends to the same file), so a
 // message's id is "codex.<n>", n being the 0-based line number of the line it came from.
-type codexReader struct{}
+type codexReader struct {
+	standing map[string]bool // standing instructions already imported by this parse
+}
 
 type codexLine struct {
 	Timestamp string          `json:"timestamp"`
@@ -55,6 +57,13 @@ var codexInjected = []string{
 	"<environment_context>", "<user_instructions>", "# AGENTS.md instructions", "<INSTRUCTIONS>",
 	"<permissions instructions>", "<developer_instructions>",
 }
+
+// codexStanding are the injected openings that carry the project's and the user's standing
+// instructions (AGENTS.md, the user's instructions file). Codex sends them at the start of every
+// session for the model to follow throughout, so they are imported as pinned system messages:
+// the standing context no compaction should fold away. The environment, permission and
+// developer blocks describe the harness (and change between sessions); they stay out.
+var codexStanding = []string{"<user_instructions>", "# AGENTS.md instructions", "<INSTRUCTIONS>"}
 
 // codexSkipped are top-level line types left out on purpose.
 var codexSkipped = map[string]bool{
@@ -155,7 +164,21 @@ func (r *codexReader) item(p *parser, id string, pl *codexPayload, t time.Time) 
 			return
 		}
 		blocks := codexBlocks(p, pl.Content)
-		if role == memory.RoleUser && codexIsInjected(blocks) {
+		if role == memory.RoleUser && codexOpensWith(blocks, codexStanding) {
+			// Standing instructions: pinned, once per distinct text within a parse.
+			key := codexText(blocks)
+			if r.standing[key] {
+				p.st.Skipped++
+				return
+			}
+			if r.standing == nil {
+				r.standing = map[string]bool{}
+			}
+			r.standing[key] = true
+			p.add(memory.ImportItem{Message: &memory.Message{ID: id, Role: memory.RoleSystem, Content: blocks, Pinned: true}, Time: t})
+			return
+		}
+		if role == memory.RoleUser && codexOpensWith(blocks, codexInjected) {
 			p.st.Skipped++
 			return
 		}
@@ -228,13 +251,26 @@ func dataURLImage(u string) memory.Block {
 	return memory.Block{Type: memory.BlockText, Text: "[image: " + u + "]"}
 }
 
-func codexIsInjected(blocks []memory.Block) bool {
+// codexText joins a message's text blocks.
+func codexText(blocks []memory.Block) string {
+	var b strings.Builder
+	for _, x := range blocks {
+		if x.Type == memory.BlockText {
+			b.WriteString(x.Text)
+			b.WriteByte('\n')
+		}
+	}
+	return b.String()
+}
+
+// codexOpensWith reports whether a message's first text block starts with one of prefixes.
+func codexOpensWith(blocks []memory.Block, prefixes []string) bool {
 	for _, b := range blocks {
 		if b.Type != memory.BlockText {
 			continue
 		}
 		s := strings.TrimSpace(b.Text)
-		for _, pre := range codexInjected {
+		for _, pre := range prefixes {
 			if strings.HasPrefix(s, pre) {
 				return true
 			}

@@ -42,6 +42,10 @@ type ImportResult struct {
 	Created bool
 	// Added counts the items (messages and compactions) stored by this import.
 	Added int
+	// Pinned counts the imported messages stored pinned (standing context such as Codex's
+	// AGENTS.md instructions); Unpinned those stored unpinned because the session's pinned
+	// messages would have exceeded memory.MaxPinnedTokens.
+	Pinned, Unpinned int
 	// Stats describes the part of the file this import parsed.
 	Stats Stats
 }
@@ -88,7 +92,13 @@ func (im *Importer) importFile(ctx context.Context, path string, format Format, 
 		if err != nil {
 			return res, fmt.Errorf("import %s into session %s: %w", abs, req.SessionID, err)
 		}
-		res.Created, res.Added = out.Created, out.Added
+		res.Created, res.Added, res.Unpinned = out.Created, out.Added, out.Unpinned
+		for _, it := range req.Items {
+			if it.Message != nil && it.Message.Pinned {
+				res.Pinned++
+			}
+		}
+		res.Pinned = max(res.Pinned-res.Unpinned, 0)
 	}
 	if st.Next != start {
 		if err := im.saveCheckpoint(abs, st.Next); err != nil {

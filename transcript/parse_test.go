@@ -430,6 +430,30 @@ func TestPiVersionsAgree(t *testing.T) {
 	}
 }
 
+// TestCodexPinsStandingInstructions: the AGENTS.md instructions Codex injects become one pinned
+// system message; the environment and permission blocks stay out; nothing else is pinned.
+func TestCodexPinsStandingInstructions(t *testing.T) {
+	req, _, err := ParseFile(filepath.Join("..", "testdata", "transcripts", "codex-rollout.jsonl"), FormatCodex)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var pinned []*memory.Message
+	for _, it := range req.Items {
+		if m := it.Message; m != nil {
+			if m.Pinned {
+				pinned = append(pinned, m)
+			}
+			if len(m.Content) > 0 && strings.Contains(m.Content[0].Text, "<environment_context>") {
+				t.Errorf("environment context imported: %s", m.ID)
+			}
+		}
+	}
+	if len(pinned) != 1 || pinned[0].ID != "codex.2" || pinned[0].Role != memory.RoleSystem ||
+		pinned[0].Content[0].Text != "# AGENTS.md instructions for /home/dev/proj\n\n<INSTRUCTIONS>\nUse tabs.\n</INSTRUCTIONS>" {
+		t.Fatalf("pinned = %+v", pinned)
+	}
+}
+
 func TestCodexMapping(t *testing.T) {
 	req, _, err := ParseFile(filepath.Join("..", "testdata", "transcripts", "codex-rollout.jsonl"), FormatCodex)
 	if err != nil {

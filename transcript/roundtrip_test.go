@@ -30,6 +30,9 @@ func TestExportRoundTripKeepsEveryCompaction(t *testing.T) {
 				memory.Message{Role: memory.RoleToolResult, Content: []memory.Block{{Type: "tool_result", ToolCallID: c,
 					Content: []memory.Block{{Type: "text", Text: strings.Repeat("output ", 400)}}}}})
 		}
+		if round == 0 {
+			msgs[0].Pinned = true // exports carry pins
+		}
 		res, err := svc.Save(ctx, memory.SaveRequest{SessionID: id, WorkingDir: "/w", Name: "rt", Messages: msgs})
 		if err != nil {
 			t.Fatal(err)
@@ -60,6 +63,9 @@ func TestExportRoundTripKeepsEveryCompaction(t *testing.T) {
 		if !strings.Contains(first.String(), who) {
 			t.Errorf("export lacks %s", who)
 		}
+	}
+	if got := strings.Count(first.String(), `"pinned":true`); got != 1 {
+		t.Fatalf("export has %d pinned messages, want 1", got)
 	}
 	exp := filepath.Join(dir, "export.jsonl")
 	if err := os.WriteFile(exp, first.Bytes(), 0o600); err != nil {

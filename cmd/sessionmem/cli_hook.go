@@ -251,9 +251,13 @@ func hookContext(ctx context.Context, svc *memory.Service, id, source string, wi
 	if withSummary {
 		summary = summaryText(res.Summary)
 	}
+	pinned, err := svc.Pinned(ctx, id)
+	if err != nil {
+		return "", err
+	}
 	files := len(res.ReadFiles) + len(res.ModifiedFiles)
 	startup := source != "resume" && source != "compact"
-	if summary == "" && files == 0 && !startup {
+	if summary == "" && files == 0 && len(pinned) == 0 && !startup {
 		return "", nil
 	}
 	var b strings.Builder
@@ -274,12 +278,35 @@ func hookContext(ctx context.Context, svc *memory.Service, id, source string, wi
 	default:
 		fmt.Fprintf(&b, "sessionmem: what this session (%s) recorded before it was resumed.\n", id)
 	}
+	writeHookPinned(&b, pinned)
 	if summary != "" {
 		fmt.Fprintf(&b, "\n## Summary of the earlier work\n\n%s\n", clipRunes(clean(summary), hookSummaryRunes))
 	}
 	writeHookFiles(&b, "Files read", res.ReadFiles)
 	writeHookFiles(&b, "Files modified", res.ModifiedFiles)
 	return b.String(), nil
+}
+
+// writeHookPinned writes the session's pinned messages (standing context the user or the
+// agent asked to keep: the task, the project's instructions) verbatim, their text blocks that
+// is; the pinned cap (memory.MaxPinnedTokens) bounds them.
+func writeHookPinned(b *strings.Builder, pinned []memory.Message) {
+	if len(pinned) == 0 {
+		return
+	}
+	fmt.Fprintf(b, "\n## Standing context (pinned, verbatim)\n")
+	for _, m := range pinned {
+		var parts []string
+		for _, blk := range m.Content {
+			if blk.Type == memory.BlockText && strings.TrimSpace(blk.Text) != "" {
+				parts = append(parts, clean(blk.Text))
+			}
+		}
+		if len(parts) == 0 {
+			continue
+		}
+		fmt.Fprintf(b, "\n### %s message %s\n\n%s\n", m.Role, m.EntryID, strings.Join(parts, "\n\n"))
+	}
 }
 
 func writeHookFiles(b *strings.Builder, title string, files []string) {

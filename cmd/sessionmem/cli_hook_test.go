@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"encoding/json"
 	"os"
 	"path/filepath"
@@ -154,6 +155,36 @@ func TestCLIHookCodex(t *testing.T) {
 	r = runCLI(t, in, "hook", "codex", "--store", store).must(t)
 	if ctx := hookContextOf(t, r.stdout); !strings.Contains(ctx, codexFixtureID) || !strings.Contains(ctx, `("Print hello")`) {
 		t.Fatalf("additionalContext:\n%s", ctx)
+	}
+}
+
+// TestCLIHookPinnedContext: the AGENTS.md instructions Codex injects are imported pinned, and a
+// later session's SessionStart context carries them verbatim.
+func TestCLIHookPinnedContext(t *testing.T) {
+	store := t.TempDir()
+	rollout := copyFixture(t, "codex.jsonl", t.TempDir(), "rollout.jsonl")
+	b, err := os.ReadFile(rollout)
+	if err != nil {
+		t.Fatal(err)
+	}
+	first, rest, _ := bytes.Cut(b, []byte("\n"))
+	agents := `{"timestamp":"2026-03-03T08:00:00.500Z","type":"response_item","payload":{"type":"message","role":"user","content":[{"type":"input_text","text":"# AGENTS.md instructions for /work/codexproj\n\n<INSTRUCTIONS>\nAlways run gofmt & go vet before <commit>.\n</INSTRUCTIONS>"}]}}`
+	if err := os.WriteFile(rollout, []byte(string(first)+"\n"+agents+"\n"+string(rest)), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	in := hookPayload(t, map[string]string{"session_id": "0199aaaa-bbbb-7ccc-8ddd-eeeeeeeeeeee", "transcript_path": rollout,
+		"cwd": "/work/codexproj", "hook_event_name": "Stop", "turn_id": "t1", "model": "gpt-5"})
+	runCLI(t, in, "hook", "codex", "--store", store).must(t)
+	in = hookPayload(t, map[string]string{"session_id": "0199ffff-0000-7000-8000-000000000000", "cwd": "/work/codexproj",
+		"hook_event_name": "SessionStart", "source": "startup"})
+	r := runCLI(t, in, "hook", "codex", "--store", store).must(t)
+	ctx := hookContextOf(t, r.stdout)
+	if !strings.Contains(ctx, "## Standing context (pinned, verbatim)") || !strings.Contains(ctx, "Always run gofmt & go vet before <commit>.") {
+		t.Fatalf("additionalContext lacks the pinned instructions:\n%s", ctx)
+	}
+	// The instructions are not the session's first prompt.
+	if got := listJSON(t, store); len(got) != 1 || !strings.HasPrefix(got[0].Preview, "Print hello") {
+		t.Fatalf("sessions = %+v", got)
 	}
 }
 

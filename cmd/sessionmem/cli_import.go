@@ -9,6 +9,7 @@ import (
 	"os"
 	"time"
 
+	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/transcript"
 )
 
@@ -197,6 +198,12 @@ func (t *importTotals) add(e *env, res transcript.ImportResult, err error) {
 	if res.Created {
 		t.created++
 		note = " (new)"
+	}
+	if res.Pinned > 0 {
+		note += fmt.Sprintf(" (%d pinned)", res.Pinned)
+	}
+	if res.Unpinned > 0 {
+		note += fmt.Sprintf(" (%d more left unpinned: over the %d-token pinned limit)", res.Unpinned, memory.MaxPinnedTokens)
 	}
 	fmt.Fprintf(e.stdout, "  +%-6d %s%s  %s\n", res.Added, res.SessionID, note, res.Path)
 }
