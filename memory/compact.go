@@ -252,9 +252,14 @@ func (p *sessionPath) foldable(entries []compaction.Entry, from, to int) []compa
 }
 
 // calibration is how many context tokens one estimated token of this path is worth: the
-// session's context_tokens (calibrated from reported usage) over its character estimate.
+// session's context_tokens (calibrated from reported usage) over its character estimate, but
+// never less than 1. Usage below the character estimate is more often usage that leaves
+// something out (input_tokens without the cached part, a client's own numbers) than text
+// that tokenizes that well; counting fewer tokens than the characters suggest would keep
+// everything and answer nothing_to_compact to an explicit request. At 1 the cut counts at
+// least what context_tokens reports, so a session that should_compact can still be compacted.
 func (p *sessionPath) calibration() float64 {
-	if p.est <= 0 || p.ctx <= 0 {
+	if p.est <= 0 || p.ctx <= p.est {
 		return 1
 	}
 	return float64(p.ctx) / float64(p.est)

@@ -223,3 +223,21 @@ func TestCompactWithSummarizers(t *testing.T) {
 		t.Errorf("sampler got an empty request: %d entries, %v", len(got.History), got.ModifiedFiles)
 	}
 }
+
+// TestCompactUsageBelowEstimate: usage far below the character estimate (input_tokens without
+// the cached part, as some clients report it) must not make an explicit compaction keep
+// everything: the cut never counts fewer tokens than the characters suggest.
+func TestCompactUsageBelowEstimate(t *testing.T) {
+	s := newTestService(t, Options{})
+	var msgs []Message
+	for i := range 20 {
+		a := assistant(fmt.Sprintf("a%d", i), strings.Repeat("a long answer ", 50))
+		a.Usage = &Usage{InputTokens: 100 + i, OutputTokens: 20}
+		msgs = append(msgs, user(fmt.Sprintf("u%d", i), strings.Repeat("a long question ", 40)), a)
+	}
+	res := mustSave(t, s, SaveRequest{WorkingDir: wd, Messages: msgs})
+	c, err := s.Compact(t.Context(), CompactRequest{SessionID: res.SessionID, Summarizer: SummarizerExtractive, KeepRecentTokens: 1000})
+	if err != nil || c.Status != StatusCompacted {
+		t.Fatalf("compact: %+v, %v", c, err)
+	}
+}
