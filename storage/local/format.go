@@ -1,7 +1,6 @@
 package local
 
 import (
-	"bytes"
 	"encoding/binary"
 	"encoding/json"
 	"fmt"
@@ -138,27 +137,4 @@ type tailHeader struct {
 func encodeTailHeader(id string) []byte {
 	b, _ := json.Marshal(tailHeader{Version: FormatVersion, Tail: id})
 	return append(b, '\n')
-}
-
-// lineSeq parses the `{"seq":N` prefix that storage writes in front of every record. Lines
-// without it are not records.
-func lineSeq(line []byte) (uint64, bool) {
-	const prefix = `{"seq":`
-	if !bytes.HasPrefix(line, []byte(prefix)) {
-		return 0, false
-	}
-	var n uint64
-	i := len(prefix)
-	start := i
-	for ; i < len(line) && line[i] >= '0' && line[i] <= '9'; i++ {
-		d := uint64(line[i] - '0')
-		if n > (math.MaxUint64-d)/10 {
-			return 0, false
-		}
-		n = n*10 + d
-	}
-	if i == start || i-start > 1 && line[start] == '0' || i >= len(line) || (line[i] != ',' && line[i] != '}') || n == 0 {
-		return 0, false
-	}
-	return n, true
 }

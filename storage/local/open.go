@@ -432,7 +432,7 @@ func (r *Reader) scanTail(tid fileID, off int64) error {
 			break
 		}
 		line := data[pos : pos+i]
-		seq, ok := lineSeq(line)
+		seq, ok := storage.RecordSeq(line)
 		if ok && seq <= sealed && len(r.v.lines) == 0 {
 			pos += i + 1
 			r.v.tailEnd = off + int64(pos)

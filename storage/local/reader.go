@@ -174,7 +174,7 @@ func (r *Reader) decodeFrame(fr frameInfo, content, comp []byte) ([]byte, []byte
 	seq, rest := fr.first, out
 	for len(rest) > 0 {
 		nl := bytes.IndexByte(rest, '\n')
-		if got, ok := lineSeq(rest[:nl]); !ok || got != seq || seq > fr.last() {
+		if got, ok := storage.RecordSeq(rest[:nl]); !ok || got != seq || seq > fr.last() {
 			return content, comp, corrupt("record sequence mismatch")
 		}
 		rest = rest[nl+1:]

@@ -277,7 +277,7 @@ func checkSessionLenient(t *testing.T, s *Store, fx crashFixture, zst, tail []by
 			t.Fatalf("%s: unexpected error %v", who, err)
 		}
 		for i := range got {
-			if seq, ok := lineSeq([]byte(got[i])); !ok || seq != uint64(i+1) || !json.Valid([]byte(got[i])) {
+			if seq, ok := storage.RecordSeq([]byte(got[i])); !ok || seq != uint64(i+1) || !json.Valid([]byte(got[i])) {
 				t.Fatalf("%s: record %d is not a record: %.100s", who, i+1, got[i])
 			}
 			if i == mayDiffer {
@@ -390,7 +390,7 @@ func FuzzRecordReader(f *testing.F) {
 					if rec.Seq != uint64(n) {
 						t.Fatalf("seq %d at position %d", rec.Seq, n)
 					}
-					if got, ok := lineSeq(rec.Data); !ok || got != rec.Seq {
+					if got, ok := storage.RecordSeq(rec.Data); !ok || got != rec.Seq {
 						t.Fatalf("record %d does not carry its seq: %.80s", n, rec.Data)
 					}
 				}

@@ -51,7 +51,7 @@ func (s *Store) Rewrite(ctx context.Context, id string, fn storage.RewriteFunc) 
 			if d == nil {
 				continue
 			}
-			line, _, err := appendLine(nil, storage.Record{Kind: recs[i].Kind, Data: d}, recs[i].Seq)
+			line, _, err := storage.AppendRecord(nil, storage.Record{Kind: recs[i].Kind, Data: d}, recs[i].Seq)
 			if err != nil {
 				return fmt.Errorf("rewrite session %s: record %d: %w", id, recs[i].Seq, err)
 			}

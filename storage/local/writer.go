@@ -1,17 +1,11 @@
 package local
 
 import (
-	"bytes"
 	"encoding/binary"
-	"encoding/json"
-	"errors"
 	"fmt"
 	"math"
-	"strconv"
 
 	"github.com/sessionmem/sessionmem/storage"
-
-	"github.com/tidwall/gjson"
 )
 
 // Writer appends to one locked session. It embeds Reader for read-your-writes.
@@ -63,7 +57,7 @@ func (w *Writer) Append(recs []storage.Record, m storage.Meta) ([]storage.Record
 	for i, rec := range recs {
 		var err error
 		var kind string
-		buf, kind, err = appendLine(buf, rec, next+uint64(i))
+		buf, kind, err = storage.AppendRecord(buf, rec, next+uint64(i))
 		if err != nil {
 			return nil, fmt.Errorf("session %s: record %d: %w", w.id, i, err)
 		}
@@ -307,48 +301,4 @@ func (r *Reader) fillMeta(m *storage.Meta) {
 	if m.Updated.IsZero() {
 		m.Updated = r.s.now()
 	}
-}
-
-// appendLine validates one record and appends its stored line (with newline) to buf.
-func appendLine(buf []byte, rec storage.Record, seq uint64) ([]byte, string, error) {
-	data := bytes.TrimSpace(rec.Data)
-	if len(data) == 0 || data[0] != '{' || !gjson.ValidBytes(data) {
-		return buf, "", errors.New("data must be one JSON object")
-	}
-	if bytes.ContainsAny(data, "\n\r") {
-		var c bytes.Buffer
-		if err := json.Compact(&c, data); err != nil {
-			return buf, "", fmt.Errorf("data: %w", err)
-		}
-		data = c.Bytes()
-	}
-	if gjson.GetBytes(data, "seq").Exists() {
-		return buf, "", errors.New(`data must not contain "seq" (storage assigns it)`)
-	}
-	kind := rec.Kind
-	typ := gjson.GetBytes(data, "type")
-	addType := false
-	switch {
-	case typ.Exists() && typ.Type != gjson.String:
-		return buf, "", errors.New(`"type" must be a string`)
-	case typ.Exists() && kind != "" && typ.Str != kind:
-		return buf, "", fmt.Errorf("record kind %q differs from data's \"type\" %q", kind, typ.Str)
-	case typ.Exists():
-		kind = typ.Str
-	case kind != "":
-		addType = true
-	}
-	rest := bytes.TrimLeft(data[1:], " \t")
-	buf = append(buf, `{"seq":`...)
-	buf = strconv.AppendUint(buf, seq, 10)
-	if addType {
-		kb, _ := json.Marshal(kind)
-		buf = append(buf, `,"type":`...)
-		buf = append(buf, kb...)
-	}
-	if rest[0] != '}' {
-		buf = append(buf, ',')
-	}
-	buf = append(buf, rest...)
-	return append(buf, '\n'), kind, nil
 }
