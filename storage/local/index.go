@@ -277,13 +277,10 @@ func (x *index) apply(line []byte) lineKind {
 	return lineOK
 }
 
-// write appends one line under the cross-process index lock.
-func (x *index) write(line indexLine) error {
-	b, err := json.Marshal(line)
-	if err != nil {
-		return fmt.Errorf("encode index line: %w", err)
-	}
-	b = append(b, '\n')
+// exclusive runs fn holding this process's index mutex and the cross-process index lock,
+// with the entries refreshed from what other processes appended: every index writer goes
+// through it.
+func (x *index) exclusive(fn func() error) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if err := lockFD(x.lockF, true); err != nil {
@@ -293,7 +290,19 @@ func (x *index) write(line indexLine) error {
 	if err := x.refresh(); err != nil {
 		return err
 	}
-	return x.writeLocked(b)
+	return fn()
+}
+
+// write appends one line under the cross-process index lock.
+func (x *index) write(line indexLine) error {
+	b, err := json.Marshal(line)
+	if err != nil {
+		return fmt.Errorf("encode index line: %w", err)
+	}
+	b = append(b, '\n')
+	return x.exclusive(func() error {
+		return x.writeLocked(b)
+	})
 }
 
 // encodeIndexLine writes what json.Marshal(indexLine{...}) would, without encoding the meta a
@@ -410,47 +419,33 @@ func (x *index) put(id string, m storage.Meta, sz fileSizes) error {
 	if err != nil {
 		return err
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if err := lockFD(x.lockF, true); err != nil {
-		return fmt.Errorf("lock index: %w", err)
-	}
-	defer unlockFD(x.lockF)
-	if err := x.refresh(); err != nil {
-		return err
-	}
-	return x.writeLocked(line)
+	return x.exclusive(func() error {
+		return x.writeLocked(line)
+	})
 }
 
 // update writes a line for id built from its current entry (folded under the lock, so a
 // newer line from another process is not overwritten with older fields).
 func (x *index) update(id string, fn func(old storage.Meta, ok bool) storage.Meta, sz fileSizes) error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if err := lockFD(x.lockF, true); err != nil {
-		return fmt.Errorf("lock index: %w", err)
-	}
-	defer unlockFD(x.lockF)
-	if err := x.refresh(); err != nil {
-		return err
-	}
-	var old storage.Meta
-	e, ok := x.ents[id]
-	if ok {
-		var m *storage.Meta
-		if m, ok = e.decode(); ok {
-			old = *m
+	return x.exclusive(func() error {
+		var old storage.Meta
+		e, ok := x.ents[id]
+		if ok {
+			var m *storage.Meta
+			if m, ok = e.decode(); ok {
+				old = *m
+			}
 		}
-	}
-	raw, err := json.Marshal(fn(old, ok))
-	if err != nil {
-		return fmt.Errorf("encode meta: %w", err)
-	}
-	b, err := json.Marshal(indexLine{ID: id, Files: &sz, Meta: raw})
-	if err != nil {
-		return fmt.Errorf("encode index line: %w", err)
-	}
-	return x.writeLocked(append(b, '\n'))
+		raw, err := json.Marshal(fn(old, ok))
+		if err != nil {
+			return fmt.Errorf("encode meta: %w", err)
+		}
+		b, err := json.Marshal(indexLine{ID: id, Files: &sz, Meta: raw})
+		if err != nil {
+			return fmt.Errorf("encode index line: %w", err)
+		}
+		return x.writeLocked(append(b, '\n'))
+	})
 }
 
 func (x *index) del(id string) error {

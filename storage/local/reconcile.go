@@ -67,34 +67,27 @@ func (s *Store) reconcile() error {
 	if !damaged && len(fixed) == 0 && len(gone) == 0 {
 		return nil
 	}
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if err := lockFD(x.lockF, true); err != nil {
-		return fmt.Errorf("lock index: %w", err)
-	}
-	defer unlockFD(x.lockF)
-	if err := x.refresh(); err != nil {
-		return err
-	}
-	for _, id := range gone {
-		if _, err := os.Stat(s.zstPath(id)); errors.Is(err, fs.ErrNotExist) {
-			delete(x.ents, id)
-		}
-	}
-	for id, f := range fixed {
-		// Another process may have written a newer line meanwhile; keep it if it matches.
-		if e := x.ents[id]; e != nil && e.sizes == s.statSizes(id) {
-			if _, ok := e.decode(); ok {
-				continue
+	return x.exclusive(func() error {
+		for _, id := range gone {
+			if _, err := os.Stat(s.zstPath(id)); errors.Is(err, fs.ErrNotExist) {
+				delete(x.ents, id)
 			}
 		}
-		raw, err := jsonMarshal(f.meta)
-		if err != nil {
-			return err
+		for id, f := range fixed {
+			// Another process may have written a newer line meanwhile; keep it if it matches.
+			if e := x.ents[id]; e != nil && e.sizes == s.statSizes(id) {
+				if _, ok := e.decode(); ok {
+					continue
+				}
+			}
+			raw, err := jsonMarshal(f.meta)
+			if err != nil {
+				return err
+			}
+			x.ents[id] = &indexEntry{raw: raw, sizes: f.sizes}
 		}
-		x.ents[id] = &indexEntry{raw: raw, sizes: f.sizes}
-	}
-	return x.rewriteLocked()
+		return x.rewriteLocked()
+	})
 }
 
 // statSizes returns a session's file sizes without opening them (-1 for a missing tail).

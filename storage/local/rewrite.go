@@ -142,15 +142,5 @@ func (s *Store) CompactMeta(ctx context.Context) error {
 }
 
 func (s *Store) compactMeta() error {
-	x := s.idx
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if err := lockFD(x.lockF, true); err != nil {
-		return fmt.Errorf("lock index: %w", err)
-	}
-	defer unlockFD(x.lockF)
-	if err := x.refresh(); err != nil {
-		return err
-	}
-	return x.rewriteLocked()
+	return s.idx.exclusive(s.idx.rewriteLocked)
 }
