@@ -393,23 +393,10 @@ func (ix *Index) DeleteSession(ctx context.Context, id string, created time.Time
 	}
 	defer release()
 	return db.write(ctx, func(tx *sql.Tx) error {
-		// A tombstone goes too: the id is to be fed again as a new session.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM tombstones WHERE sid = ?`, id); err != nil {
+		if err := forget(ctx, tx, id); err != nil {
 			return err
 		}
-		var sid int64
-		switch err := tx.QueryRowContext(ctx, `SELECT id FROM sessions WHERE sid = ?`, id).Scan(&sid); {
-		case err == nil:
-			if err := deleteDocs(ctx, tx, sid); err != nil {
-				return err
-			}
-			if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, sid); err != nil {
-				return err
-			}
-		case !errors.Is(err, sql.ErrNoRows):
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `INSERT OR REPLACE INTO tombstones (sid, created) VALUES (?, ?)`, id, nanos(created))
+		_, err := tx.ExecContext(ctx, `INSERT INTO tombstones (sid, created) VALUES (?, ?)`, id, nanos(created))
 		return err
 	})
 }
@@ -423,24 +410,26 @@ func (ix *Index) ForgetSession(ctx context.Context, id string) error {
 		return err
 	}
 	defer release()
-	return db.write(ctx, func(tx *sql.Tx) error {
-		// A tombstone goes too: the id is to be fed again as a new session.
-		if _, err := tx.ExecContext(ctx, `DELETE FROM tombstones WHERE sid = ?`, id); err != nil {
-			return err
-		}
-		var sid int64
-		switch err := tx.QueryRowContext(ctx, `SELECT id FROM sessions WHERE sid = ?`, id).Scan(&sid); {
-		case errors.Is(err, sql.ErrNoRows):
-			return nil
-		case err != nil:
-			return err
-		}
-		if err := deleteDocs(ctx, tx, sid); err != nil {
-			return err
-		}
-		_, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, sid)
+	return db.write(ctx, func(tx *sql.Tx) error { return forget(ctx, tx, id) })
+}
+
+// forget removes id's docs, its progress and any tombstone, in tx.
+func forget(ctx context.Context, tx *sql.Tx, id string) error {
+	if _, err := tx.ExecContext(ctx, `DELETE FROM tombstones WHERE sid = ?`, id); err != nil {
 		return err
-	})
+	}
+	var sid int64
+	switch err := tx.QueryRowContext(ctx, `SELECT id FROM sessions WHERE sid = ?`, id).Scan(&sid); {
+	case errors.Is(err, sql.ErrNoRows):
+		return nil
+	case err != nil:
+		return err
+	}
+	if err := deleteDocs(ctx, tx, sid); err != nil {
+		return err
+	}
+	_, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, sid)
+	return err
 }
 
 // Progress returns how far a session is indexed (zero Through when it is not).
