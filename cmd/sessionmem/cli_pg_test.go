@@ -182,6 +182,20 @@ func TestCLIOnPostgres(t *testing.T) {
 	if a, b := normalize(runCLI(t, "", "show", seedAlpha, "--all", "--store", into).must(t).stdout), normalize(runCLI(t, "", "show", seedAlpha, "--all", "--store", dir).must(t).stdout); a != b {
 		t.Fatalf("show differs after local → postgres → local → postgres:\n%s\n---\n%s", a, b)
 	}
+	// reindex on a database builds the documents the store lacks (none here: every save and
+	// every migrated record wrote its own), with progress; search then finds the text.
+	r = runCLI(t, "", "reindex", "--store", into).must(t)
+	if !strings.Contains(r.stdout, "Search documents cover") || !strings.Contains(r.stderr, "reindex:") {
+		t.Fatalf("reindex on PostgreSQL:\n%s\n%s", r.stdout, r.stderr)
+	}
+	if f := strings.Fields(r.stdout); len(f) < 6 || f[3] != f[5] {
+		t.Fatalf("reindex left records without documents: %s", r.stdout)
+	}
+	for _, store := range []string{dir, into} {
+		if r := runCLI(t, "", "search", "main file", "--json", "--store", store).must(t); !strings.Contains(r.stdout, seedAlpha) {
+			t.Fatalf("search on %s does not find the seeded text:\n%s", store, r.stdout)
+		}
+	}
 }
 
 // TestCLIUnreachableDatabase: a wrong password or a closed port is one clear line and exit 1,
