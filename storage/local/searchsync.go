@@ -354,11 +354,15 @@ func (x *searchIdx) pass(ctx context.Context, full bool, progress func(sessions,
 	if _, err := ix.Size(ctx); err != nil {
 		return err
 	}
-	if f := ix.File(); f != x.file {
-		fresh := x.file != ""
-		x.mu.Lock()
+	// x.file under x.mu: Reindex runs passes of its own beside the syncer's.
+	f := ix.File()
+	x.mu.Lock()
+	replaced, fresh := f != x.file, x.file != ""
+	if replaced {
 		x.file, x.known = f, map[string]known{}
-		x.mu.Unlock()
+	}
+	x.mu.Unlock()
+	if replaced {
 		if fresh {
 			if ps, err := ix.Sessions(ctx); err == nil && len(ps) == 0 && x.storeHasRecords() {
 				x.markRebuild()
@@ -462,8 +466,13 @@ func (x *searchIdx) pass(ctx context.Context, full bool, progress func(sessions,
 // marks the rebuild.
 func (x *searchIdx) reset(ctx context.Context, ix *ftsindex.Index) error {
 	x.mu.Lock()
-	gen := x.gen
+	gen, q := x.gen, x.q
 	x.mu.Unlock()
+	if q != nil {
+		// Saves queued before a rewrite hold the old text: they go into the index being
+		// replaced, not into its successor.
+		_ = q.Flush(ctx)
+	}
 	x.markRebuild()
 	if err := ix.Reset(ctx); err != nil {
 		return err
