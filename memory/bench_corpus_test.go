@@ -116,23 +116,22 @@ func BenchmarkResumeFull(b *testing.B) {
 }
 
 // BenchmarkResumeFirstPage: the first page at the default max_tokens of an uncompacted session
-// of 2,000 or 6,000 corpus messages: warm, and cold (a new service, as after a server start,
-// with the store already open).
+// of 2,000 or 6,000 corpus messages: warm; cold (a new service, as after a server start, with
+// the store already open) restoring the state from the snapshot the previous service wrote
+// when it closed; and cold without snapshots (built from the whole log, as after a kill -9
+// before any snapshot was written).
 func BenchmarkResumeFirstPage(b *testing.B) {
 	for _, n := range []int{2000, 6000} {
-		for _, cold := range []bool{false, true} {
-			name := fmt.Sprintf("msgs=%d/warm", n)
-			if cold {
-				name = fmt.Sprintf("msgs=%d/cold", n)
-			}
-			b.Run(name, func(b *testing.B) {
+		for _, mode := range []string{"warm", "cold", "cold-nosnapshot"} {
+			b.Run(fmt.Sprintf("msgs=%d/%s", n, mode), func(b *testing.B) {
 				s := corpusService(b)
 				id := fillCorpus(b, s, testcorpus.Sized(b, n, 1024, 4096), n)
+				s.Close() // writes the snapshot
 				var ds []time.Duration
 				for b.Loop() {
 					svc := s
-					if cold {
-						svc = memory.New(s.Store(), memory.Options{})
+					if mode != "warm" {
+						svc = memory.New(s.Store(), memory.Options{NoSnapshots: mode == "cold-nosnapshot"})
 					}
 					start := time.Now()
 					res, err := svc.Resume(context.Background(), memory.ResumeRequest{SessionID: id, Raw: true})

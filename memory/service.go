@@ -30,6 +30,8 @@ type Service struct {
 	mu    sync.Mutex
 	cache map[string]*state
 	lru   []string
+
+	snaps *snapshotter // nil when the store keeps no snapshots
 }
 
 // New returns a Service over store.
@@ -42,7 +44,19 @@ func New(store storage.Store, opts Options) *Service {
 	if s.now == nil {
 		s.now = time.Now
 	}
+	if ss, ok := store.(storage.Snapshots); ok && !opts.NoSnapshots {
+		s.snaps = newSnapshotter(s, ss)
+	}
 	return s
+}
+
+// Close writes the state snapshots still due (see snapshot.go) and stops writing them in the
+// background. The Service stays usable; the store is the caller's to close, after this.
+func (s *Service) Close() error {
+	if s.snaps != nil {
+		s.snaps.close()
+	}
+	return nil
 }
 
 // Store returns the underlying store.
@@ -64,32 +78,41 @@ func (s *Service) newSessionID() string {
 func (s *Service) current(id string, r storage.Reader) (*state, error) {
 	last := r.LastSeq()
 	h := r.Header()
+	gen := ""
+	if s.snaps != nil {
+		gen = s.snaps.store.Generation(r)
+	}
 	s.mu.Lock()
 	st := s.cache[id]
 	s.mu.Unlock()
 	if st != nil {
 		st.mu.Lock()
-		if st.lastSeq > last || st.header.Nonce != h.Nonce || !st.header.Created.Equal(h.Created) {
+		if st.lastSeq > last || st.header.Nonce != h.Nonce || !st.header.Created.Equal(h.Created) || st.gen != gen {
 			st.mu.Unlock()
 			st = nil
 		}
 	}
-	from := uint64(1)
 	if st == nil {
 		// Cached before it is built, locked: a concurrent caller (a resume racing the warm-up
 		// at start, two first calls) waits for this build instead of reading the log again.
 		st = newState(h)
+		st.gen = gen
 		st.mu.Lock()
 		s.remember(id, st)
-	} else {
-		from = st.lastSeq + 1
+		if s.snaps != nil && last >= snapshotMinEntries {
+			if snap, err := decodeSnapshot(h, s.snaps.store.LoadSnapshot(r)); err == nil && snap.lastSeq <= last {
+				st.adopt(snap)
+				st.snapSeq = snap.lastSeq
+			}
+		}
 	}
-	if from <= last {
+	if from := st.lastSeq + 1; from <= last {
 		if err := st.applyAll(r.Records(from)); err != nil {
 			st.mu.Unlock()
 			s.forget(id)
 			return nil, fmt.Errorf("read session %s: %w", id, err)
 		}
+		s.snapshotLater(id, st)
 	}
 	s.remember(id, st)
 	return st, nil
@@ -360,6 +383,8 @@ func (s *Service) commit(w storage.Writer, st *state, b *batch, updated time.Tim
 		if len(written) != len(seg) || written[len(written)-1].Seq != st.lastSeq {
 			// Records we did not see slipped in; rebuild from the log next time.
 			s.forget(id)
+		} else {
+			s.snapshotLater(id, st)
 		}
 		seg = nil
 		return nil

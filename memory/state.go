@@ -86,6 +86,13 @@ type state struct {
 	// compactions by index, for resume's first page.
 	path  []int32
 	comps map[int32]*Compaction
+
+	// gen is the store's generation of the content the state was built from (see
+	// storage.Snapshots; "" when the store keeps no snapshots): a rewrite by another process
+	// changes it, and the state is built again. snapSeq is the last record the newest
+	// snapshot this process wrote or read covers.
+	gen     string
+	snapSeq uint64
 }
 
 func newState(h storage.Header) *state {

@@ -15,6 +15,9 @@ import (
 // Options configure a Service.
 type Options struct {
 	Logger *slog.Logger
+	// NoSnapshots keeps the Service from reading and writing state snapshots (see
+	// snapshot.go) even when the store keeps them: every cold session is built from its log.
+	NoSnapshots bool
 	// LLM is the configured llm summarizer (nil when not configured).
 	LLM compaction.Summarizer
 	// FileMapping adds tool names to file tracking.

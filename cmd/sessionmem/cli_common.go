@@ -190,6 +190,7 @@ func openCLIStore(e *env, storeFlag string, o openOptions) (*cliStore, error) {
 
 // close closes the store; a failure to seal is reported, since it may mean lost durability.
 func (c *cliStore) close(e *env) {
+	c.svc.Close() // writes the state snapshots of long sessions this command read from their logs
 	if err := c.store.Close(); err != nil {
 		fmt.Fprintf(e.stderr, "sessionmem: %v\n", err)
 	}

@@ -98,6 +98,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	}()
 
 	svc := memory.New(store, opts)
+	// Before the store closes (deferred calls run last first): the state snapshots still due
+	// are written, so the next start reads a snapshot instead of whole logs.
+	defer svc.Close()
 	// The first resume after a start is usually of the session worked on last: build its
 	// state in the background so that call reads a page, not the whole log.
 	go func() {

@@ -261,6 +261,9 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if err := os.Remove(s.tailPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("delete session %s tail: %w", id, err)
 	}
+	if err := s.removeSnapshot(id); err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
 	if err := syncDir(s.sessDir); err != nil {
 		return fmt.Errorf("delete session %s: %w", id, err)
 	}

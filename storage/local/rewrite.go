@@ -99,6 +99,11 @@ func (s *Store) Rewrite(ctx context.Context, id string, fn storage.RewriteFunc) 
 		}
 		// From here the cached view no longer describes the files: the next open re-reads.
 		w.poison()
+		// The snapshot holds strings of the old records (ids, names, a preview): it goes
+		// first, so that no crash leaves it beside the new file.
+		if err := s.removeSnapshot(id); err != nil {
+			return fmt.Errorf("rewrite session %s: %w", id, err)
+		}
 		if err := writeFileAtomic(s.sessDir, id+zstSuffix, file, true); err != nil {
 			return fmt.Errorf("rewrite session %s: %w", id, err)
 		}

@@ -1,0 +1,109 @@
+package main
+
+import (
+	"bufio"
+	"encoding/json"
+	"fmt"
+	"os"
+	"os/exec"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/client"
+)
+
+// resumeEverything pages through a whole resume and returns each page's structured content.
+func resumeEverything(t *testing.T, c *client.Client, id string) []string {
+	t.Helper()
+	var pages []string
+	cursor := ""
+	for {
+		args := obj{"session_id": id, "max_tokens": 5000}
+		if cursor != "" {
+			args["cursor"] = cursor
+		}
+		res := call(t, c, "session_resume", args, nil)
+		b, _ := json.Marshal(res.StructuredContent)
+		pages = append(pages, string(b))
+		var page struct {
+			NextCursor string `json:"next_cursor"`
+		}
+		json.Unmarshal(b, &page)
+		if cursor = page.NextCursor; cursor == "" {
+			return pages
+		}
+	}
+}
+
+// TestStateSnapshotAcrossRestarts: a server that stops writes the state snapshots of the long
+// sessions it wrote; one killed with SIGKILL leaves the snapshot it wrote once the session
+// was idle. Either way the next server answers exactly what the first one would have.
+func TestStateSnapshotAcrossRestarts(t *testing.T) {
+	store := t.TempDir()
+	c := stdioClient(t, store)
+	var saved struct {
+		SessionID string `json:"session_id"`
+	}
+	call(t, c, "session_save", obj{"working_dir": "/p", "messages": msgs("a", 80, "first part")}, &saved)
+	id := saved.SessionID
+	want := resumeEverything(t, c, id)
+	c.Close()
+	snap := filepath.Join(store, "sessions", id+".state")
+	st, err := os.Stat(snap)
+	if err != nil {
+		t.Fatalf("no snapshot after the server stopped: %v", err)
+	}
+
+	c = stdioClient(t, store)
+	if got := resumeEverything(t, c, id); !reflect.DeepEqual(got, want) {
+		t.Fatal("after a restart the resume differs")
+	}
+	c.Close()
+
+	// SIGKILL after the session went idle: the idle snapshot is there, and newer.
+	cmd := exec.Command(binary(t), "serve", "--store", store)
+	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
+	stdin, _ := cmd.StdinPipe()
+	stdout, _ := cmd.StdoutPipe()
+	if err := cmd.Start(); err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	more, _ := json.Marshal(obj{"session_id": id, "messages": msgs("b", 20, "second part")})
+	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
+	fmt.Fprintf(stdin, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"session_save","arguments":%s}}`+"\n", more)
+	sc := bufio.NewScanner(stdout)
+	sc.Buffer(nil, 1<<20)
+	for n := 0; n < 2 && sc.Scan(); {
+		if strings.Contains(sc.Text(), `"id":2`) && strings.Contains(sc.Text(), `"isError":true`) {
+			t.Fatalf("save: %s", sc.Text())
+		}
+		if strings.Contains(sc.Text(), `"id":`) {
+			n++
+		}
+	}
+	deadline := time.Now().Add(20 * time.Second)
+	for {
+		if now, err := os.Stat(snap); err == nil && now.ModTime().After(st.ModTime()) {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("no new snapshot 20 s after the last save")
+		}
+		time.Sleep(50 * time.Millisecond)
+	}
+	cmd.Process.Kill()
+	cmd.Wait()
+
+	c = stdioClient(t, store)
+	var all struct {
+		Messages []json.RawMessage `json:"messages"`
+	}
+	call(t, c, "session_resume", obj{"session_id": id, "max_tokens": 1000000}, &all)
+	if len(all.Messages) != 300 {
+		t.Fatalf("after SIGKILL and a restart: %d messages, want 300", len(all.Messages))
+	}
+}
