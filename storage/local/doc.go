@@ -11,6 +11,7 @@
 //	sessions/<id>.zst             sealed history; a valid zstd stream (zstdcat prints the lines)
 //	sessions/<id>.tail.jsonl      records not yet sealed, plain JSONL after a header line
 //	sessions/<id>.lock            per-session flock
+//	sessions/<id>.state           state snapshot (storage.Snapshots; snapshot.go), a disposable cache
 //	search/                       full-text index (package ftsindex), with Options.Docs only
 //
 // <id>.zst starts with a skippable frame (magic 0x184D2A50) holding the Header as JSON with
