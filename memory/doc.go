@@ -20,6 +20,9 @@
 // its own records from the store: the cursor carries the next entry's seq. A state is built
 // from the log once per process and then kept current by applying only what other processes
 // appended since (a session deleted and created again is told apart by its header nonce).
+// Where the store keeps snapshots (storage.Snapshots, the local store), a long session's state
+// is written as a snapshot once it is idle and on Close (snapshot.go, snapshot_writer.go), so
+// a process that starts cold restores it and applies only the newer records.
 //
 // Search: Docs (docs.go) says what a store's full-text index receives from each record, so
 // every backend indexes the same text and files; Search (search.go) asks the store's index
