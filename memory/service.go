@@ -103,6 +103,7 @@ func (s *Service) current(id string, r storage.Reader) (*state, error) {
 			if snap, err := decodeSnapshot(h, s.snaps.store.LoadSnapshot(r)); err == nil && snap.lastSeq <= last {
 				st.adopt(snap)
 				st.snapSeq = snap.lastSeq
+				s.log.Debug("state restored from its snapshot", "session", id, "records", snap.lastSeq, "newer", last-snap.lastSeq)
 			}
 		}
 	}
