@@ -120,8 +120,9 @@ func (s *Service) current(id string, r storage.Reader) (*state, error) {
 }
 
 // Warm builds the cached states of the n most recently updated sessions of at most
-// maxWarmRecords records, so that the first resume after a server start (usually of the
-// session the agent worked on last) need not read a whole log. Servers call it in the
+// maxWarmRecords records and reads their first pages, so that the first resume after a server
+// start (usually of the session the agent worked on last) need not read a whole log or
+// decode a frame. Servers call it in the
 // background at start; a call for a session being warmed waits for that build.
 func (s *Service) Warm(ctx context.Context, n int) error {
 	metas, err := s.listMetas(ctx, storage.ListQuery{Limit: n})
@@ -140,6 +141,17 @@ func (s *Service) Warm(ctx context.Context, n int) error {
 			return err
 		})
 		if err != nil && ctx.Err() != nil {
+			return ctx.Err()
+		}
+	}
+	// Read each one's first page too, the session worked on last at the end: the store then
+	// holds the frames that page is cut from (storage/local keeps the last two decoded), so
+	// the client's first resume decodes nothing.
+	for i := len(metas) - 1; i >= 0; i-- {
+		if metas[i].LastSeq > maxWarmRecords {
+			continue
+		}
+		if _, err := s.Resume(ctx, ResumeRequest{SessionID: metas[i].ID, Raw: true}); err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}
