@@ -39,15 +39,17 @@ type reader struct {
 
 // sessionRow is what View and Update read of the session row.
 const sessionRow = `SELECT sid, format, nonce, created_ns, working_dir, parent_session, last_seq,
-	l2_end, l1_end, l1_chunks, l0_bytes, open_l2, docs_through FROM sessionmem_sessions WHERE id = $1`
+	l2_end, l1_end, l1_chunks, l0_bytes, open_l2, docs_through, docs_gen FROM sessionmem_sessions WHERE id = $1`
 
 type rowState struct {
 	sid  int64
 	hdr  storage.Header
 	last uint64
 	lay  layout
-	// docsThrough: every record up to it has its search documents (docs.go).
+	// docsThrough: every record up to it has its search documents (docs.go); docsGen: how
+	// many times the session's records were rewritten (docqueue.go).
 	docsThrough uint64
+	docsGen     int64
 }
 
 func (s *Store) readSession(ctx context.Context, q dbtx, id, suffix string) (rowState, error) {
@@ -64,7 +66,7 @@ func scanSession(row pgx.Row, id string) (rowState, error) {
 		created, last, l2End, l1End, openL2, n, docs int64
 	)
 	err := row.Scan(&r.sid, &format, &r.hdr.Nonce, &created, &r.hdr.WorkingDir,
-		&r.hdr.ParentSession, &last, &l2End, &l1End, &n, &r.lay.l0Bytes, &openL2, &docs)
+		&r.hdr.ParentSession, &last, &l2End, &l1End, &n, &r.lay.l0Bytes, &openL2, &docs, &r.docsGen)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, notFound(id)
 	}
@@ -287,7 +289,7 @@ func (s *Store) update(ctx context.Context, id string, fn func(w storage.Writer)
 		return s.wrap(ctx, "lock session "+id, err), unavailable(err)
 	}
 	w := &writer{reader: reader{s: s, ctx: ctx, q: conn, sid: row.sid, hdr: row.hdr, last: row.last, writing: true},
-		lay: row.lay, docsThrough: row.docsThrough, pending: &pgx.Batch{}}
+		lay: row.lay, docsThrough: row.docsThrough, docsGen: row.docsGen, pending: &pgx.Batch{}}
 	w.flushFn = w.flush
 	ferr := fn(w)
 	w.done = true
@@ -302,5 +304,9 @@ func (s *Store) update(ctx context.Context, id string, fn func(w storage.Writer)
 		return err, false
 	}
 	open = false
+	if len(w.docRecs) > 0 {
+		// Committed: its records' search documents follow shortly (docqueue.go).
+		s.docs.enqueue(docBatch{sid: w.sid, id: w.hdr.ID, gen: w.docsGen, hdr: w.hdr, recs: w.docRecs})
+	}
 	return nil, false
 }
