@@ -23,10 +23,10 @@
 // # Writes
 //
 // Update is one transaction on one pooled connection, in two round trips: BEGIN with SELECT
-// ... FOR UPDATE on the session row (every writer on every server queues there, and sequence
-// numbers are assigned under that lock), then, after fn, the statements its Appends queued
-// (the new chunk, the keys, the session row) with COMMIT. Nothing of an Update that failed is
-// stored.
+// ... FOR NO KEY UPDATE on the session row (every writer on every server queues there, and
+// sequence numbers are assigned under that lock), then, after fn, the statements its Appends
+// queued (the new chunk, the keys, the session row) with COMMIT. Nothing of an Update that
+// failed is stored.
 //
 // Chunks come in three levels (append.go). An Append adds a level-0 chunk holding its batch;
 // when the level-0 chunks reach Options.TailRecords or TailBytes (32 records or 32 KiB) they

@@ -30,7 +30,7 @@ var (
 // those are kept. See the package doc ("Rewriting").
 func (s *Store) Rewrite(ctx context.Context, id string, fn storage.RewriteFunc) (bool, error) {
 	changed := false
-	err := s.Update(ctx, id, func(sw storage.Writer) error {
+	err := s.updateLock(ctx, id, lockRewrite, func(sw storage.Writer) error {
 		w := sw.(*writer)
 		h := w.Header()
 		var recs []storage.Record

@@ -224,11 +224,27 @@ func (r *reader) missing(seq uint64) error {
 	return fmt.Errorf("session %s: record %d is missing: %w", r.hdr.ID, seq, storage.ErrCorrupt)
 }
 
-// Update runs fn in one transaction holding the session row's lock (SELECT ... FOR UPDATE), so
-// writers on every server queue on it and sequence numbers are assigned under it; COMMIT
-// makes everything fn appended durable at once. If fn or a statement fails, the transaction
-// rolls back and nothing of it is stored.
+// Update runs fn in one transaction holding the session row's lock (SELECT ... FOR NO KEY
+// UPDATE), so writers on every server queue on it and sequence numbers are assigned under it;
+// COMMIT makes everything fn appended durable at once. If fn or a statement fails, the
+// transaction rolls back and nothing of it is stored.
+//
+// The lock is FOR NO KEY UPDATE, not FOR UPDATE: it serialises writers all the same, but does
+// not wait for the FOR KEY SHARE lock that the writer of search documents holds on the row
+// while it inserts them (docqueue.go), nor block it.
 func (s *Store) Update(ctx context.Context, id string, fn func(w storage.Writer) error) error {
+	return s.updateLock(ctx, id, lockWrite, fn)
+}
+
+// Row locks an Update takes on the session row.
+const (
+	lockWrite = " FOR NO KEY UPDATE"
+	// lockRewrite also excludes FOR KEY SHARE: a Rewrite waits for a batch of documents
+	// being written, and a batch waits for the Rewrite, then sees its docs_gen (docqueue.go).
+	lockRewrite = " FOR UPDATE"
+)
+
+func (s *Store) updateLock(ctx context.Context, id, lock string, fn func(w storage.Writer) error) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
@@ -238,7 +254,7 @@ func (s *Store) Update(ctx context.Context, id string, fn func(w storage.Writer)
 	}
 	defer done()
 	for attempt := 0; ; attempt++ {
-		err, retry := s.update(ctx, id, fn)
+		err, retry := s.update(ctx, id, lock, fn)
 		if retry && attempt == 0 && ctx.Err() == nil {
 			// The pooled connection was dead (the database restarted since it was last
 			// used) and nothing was sent: try once more on a fresh one.
@@ -253,7 +269,7 @@ func (s *Store) Update(ctx context.Context, id string, fn func(w storage.Writer)
 //
 // The transaction is driven by hand on one pooled connection so that it costs two round
 // trips: BEGIN with the row lock, and the queued appends with COMMIT.
-func (s *Store) update(ctx context.Context, id string, fn func(w storage.Writer) error) (err error, retry bool) {
+func (s *Store) update(ctx context.Context, id, lock string, fn func(w storage.Writer) error) (err error, retry bool) {
 	sctx, cancel := s.stmtCtx(ctx)
 	conn, err := s.pool.Acquire(sctx)
 	cancel()
@@ -274,7 +290,7 @@ func (s *Store) update(ctx context.Context, id string, fn func(w storage.Writer)
 	sctx, cancel = s.stmtCtx(ctx)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue(sessionRow+" FOR UPDATE", id)
+	b.Queue(sessionRow+lock, id)
 	br := conn.SendBatch(sctx, b)
 	_, err = br.Exec()
 	var row rowState
