@@ -172,10 +172,15 @@ func (s *Store) stopDocWriter() {
 		stop()
 		<-done
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), s.stmt)
+	// Bounded: with the database unreachable, Close should not wait a statement timeout per
+	// session; what is not written is left to the backfill.
+	ctx, cancel := context.WithTimeout(context.Background(), closeFlushTimeout)
 	defer cancel()
 	_ = s.flushDocs(ctx)
 }
+
+// closeFlushTimeout bounds the writing of the queue at Close.
+const closeFlushTimeout = 10 * time.Second
 
 // flushDocs writes the documents of every batch queued so far, one transaction per session
 // (sessions in sid order), and returns the first error. Failed batches are queued again up
