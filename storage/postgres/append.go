@@ -39,8 +39,13 @@ type writer struct {
 	reader
 	lay     layout
 	pending *pgx.Batch // statements queued for the next round trip (at the latest, COMMIT's)
-	// docsThrough is the session's docs_through as this transaction will leave it.
+	// docsThrough is the session's docs_through as this transaction will leave it, docsGen
+	// its docs_gen as it was read.
 	docsThrough uint64
+	docsGen     int64
+	// docRecs are the records appended, whose documents are queued once the Update
+	// committed (docqueue.go).
+	docRecs []storage.Record
 }
 
 // Append validates recs and queues the statements that store them with their keys and m (the
@@ -105,11 +110,11 @@ func (w *writer) Append(recs []storage.Record, m storage.Meta) ([]storage.Record
 		w.pending.Queue("INSERT INTO sessionmem_keys (sid, key_hash) SELECT $1, unnest($2::bigint[])", w.sid, keys)
 	}
 	if w.s.opts.Docs != nil && len(out) > 0 {
-		// The records' search documents, in this transaction: found by every server as
-		// soon as the save returns.
-		w.s.queueDocs(w.pending, w.sid, w.hdr, out)
-		if w.docsThrough == w.last {
-			w.docsThrough = out[len(out)-1].Seq
+		// The records' search documents are written after the commit, off the save's path
+		// (docqueue.go); docs_through stays where it is until they are.
+		for _, r := range out {
+			r.Data = append([]byte(nil), r.Data...)
+			w.docRecs = append(w.docRecs, r)
 		}
 	}
 	l := p.lay

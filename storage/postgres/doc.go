@@ -20,13 +20,15 @@
 //	                     text's terms (tsvector); GIN indexes on terms and files
 //	sessionmem_settings  (schema 2) store-wide key/value settings (storage.Settings)
 //
+// Schema 3 adds docs_gen to sessionmem_sessions (see Search).
+//
 // # Writes
 //
 // Update is one transaction on one pooled connection, in two round trips: BEGIN with SELECT
-// ... FOR UPDATE on the session row (every writer on every server queues there, and sequence
-// numbers are assigned under that lock), then, after fn, the statements its Appends queued
-// (the new chunk, the keys, the session row) with COMMIT. Nothing of an Update that failed is
-// stored.
+// ... FOR NO KEY UPDATE on the session row (every writer on every server queues there, and
+// sequence numbers are assigned under that lock), then, after fn, the statements its Appends
+// queued (the new chunk, the keys, the session row) with COMMIT. Nothing of an Update that
+// failed is stored.
 //
 // Chunks come in three levels (append.go). An Append adds a level-0 chunk holding its batch;
 // when the level-0 chunks reach Options.TailRecords or TailBytes (32 records or 32 KiB) they
@@ -52,9 +54,17 @@
 //
 // # Search
 //
-// With Options.Docs (memory.Docs), every Append turns its records into documents and inserts
-// them in the same transaction as the records, so a message is found by every server as soon
-// as its save returned, and a save that failed left no document. A document keeps no text: its
+// With Options.Docs (memory.Docs), the records of every committed Update are turned into
+// documents and inserted right after the commit, not in the save's transaction
+// (docqueue.go): each Store queues them and writes them Options.DocsDelay (50 ms) later, a
+// batch per session in one round trip, which keeps them off the save's path (they were a
+// third of a save's time). A Search on the Store that saved writes its queue first, so it
+// finds the save at once; other servers find it once the batch is written (about 60 ms); a
+// save that failed leaves no document; a process killed in between leaves the session's
+// docs_through behind its last_seq, and the backfill (below) builds what is missing. A
+// redaction or a deletion racing with a queued batch never lets it write the old text back:
+// the batch is written under a lock on the session row only if its docs_gen, which every
+// Rewrite increments, is unchanged. A document keeps no text: its
 // terms column is a tsvector built in Go from fts.TSVector (sessionmem's own tokenizer, not
 // to_tsvector's parser, which would split max_tokens into max and tokens), and snippets are cut
 // by memory from the record, read back by seq (Records(from) seeks the chunk holding it). The
@@ -86,8 +96,8 @@
 // only the newest of them by the order they were written, and says so (Windowed): ts_rank_cd
 // reads every match's tsvector.
 //
-// Records stored without documents (before schema 2, or by a handle without Docs) are found
-// once the backfill built theirs: a background job of every store with Docs (at start, then
+// Records stored without documents (before schema 2, by a handle without Docs, or by a
+// process that died before it wrote them) are found once the backfill built theirs: a background job of every store with Docs (at start, then
 // every Options.BackfillInterval) or Reindex. It reads backfillBatch records of a session
 // without a lock, builds their documents, and inserts them in a short transaction under the
 // session's row lock, moving the session's docs_through, so it is resumable, several servers

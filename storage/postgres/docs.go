@@ -190,7 +190,7 @@ func (s *Store) reindex(ctx context.Context, progress func(IndexProgress)) error
 		}
 		after = sid
 		for {
-			n, again, err := s.backfillSession(ctx, sid, id)
+			n, again, err := s.backfillSession(ctx, sid, id, backfillBatch)
 			if err != nil {
 				if errors.Is(err, storage.ErrNotFound) {
 					break // deleted meanwhile
@@ -217,11 +217,12 @@ func (s *Store) reindex(ctx context.Context, progress func(IndexProgress)) error
 	return nil
 }
 
-// backfillSession builds the documents of the next backfillBatch records of a session after
-// its docs_through and returns how many records it covered, and whether to call it again
+// backfillSession builds the documents of the next batch records of a session after its
+// docs_through and returns how many records it covered, and whether to call it again
 // (false: the session has documents for all its records).
-func (s *Store) backfillSession(ctx context.Context, sid int64, id string) (int, bool, error) {
+func (s *Store) backfillSession(ctx context.Context, sid int64, id string, batch int) (int, bool, error) {
 	var from, through uint64
+	var gen int64
 	var cols docColumns
 	err := s.View(ctx, id, func(r storage.Reader) error {
 		rr := r.(*reader)
@@ -231,14 +232,14 @@ func (s *Store) backfillSession(ctx context.Context, sid int64, id string) (int,
 		sctx, cancel := s.stmtCtx(ctx)
 		defer cancel()
 		var dt int64
-		if err := s.pool.QueryRow(sctx, `SELECT docs_through FROM sessionmem_sessions WHERE sid = $1`, sid).Scan(&dt); err != nil {
+		if err := s.pool.QueryRow(sctx, `SELECT docs_through, docs_gen FROM sessionmem_sessions WHERE sid = $1`, sid).Scan(&dt, &gen); err != nil {
 			return err
 		}
 		from = uint64(dt) + 1
 		if from > r.LastSeq() {
 			return nil
 		}
-		through = min(r.LastSeq(), from+backfillBatch-1)
+		through = min(r.LastSeq(), from+uint64(batch)-1)
 		h := r.Header()
 		for rec, err := range r.Records(from) {
 			if err != nil {
@@ -262,15 +263,16 @@ func (s *Store) backfillSession(ctx context.Context, sid int64, id string) (int,
 		return 0, false, nil
 	}
 	// Under the row lock, only if nobody moved docs_through past from-1 meanwhile (another
-	// backfill, or a Rewrite that rebuilt every document).
+	// backfill, the queued documents of a save) and no Rewrite changed the records since they
+	// were read (docs_gen; a Rewrite may also have set docs_through back to 0).
 	sctx, cancel := s.stmtCtx(ctx)
 	defer cancel()
 	err = pgx.BeginFunc(sctx, s.pool, func(tx pgx.Tx) error {
-		var dt int64
-		if err := tx.QueryRow(sctx, `SELECT docs_through FROM sessionmem_sessions WHERE sid = $1 FOR UPDATE`, sid).Scan(&dt); err != nil {
+		var dt, g int64
+		if err := tx.QueryRow(sctx, `SELECT docs_through, docs_gen FROM sessionmem_sessions WHERE sid = $1 FOR UPDATE`, sid).Scan(&dt, &g); err != nil {
 			return err
 		}
-		if uint64(dt) != from-1 {
+		if uint64(dt) != from-1 || g != gen {
 			through = from - 1 // someone else did it; look again
 			return nil
 		}

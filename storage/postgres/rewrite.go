@@ -30,7 +30,7 @@ var (
 // those are kept. See the package doc ("Rewriting").
 func (s *Store) Rewrite(ctx context.Context, id string, fn storage.RewriteFunc) (bool, error) {
 	changed := false
-	err := s.Update(ctx, id, func(sw storage.Writer) error {
+	err := s.updateLock(ctx, id, lockRewrite, func(sw storage.Writer) error {
 		w := sw.(*writer)
 		h := w.Header()
 		var recs []storage.Record
@@ -73,7 +73,10 @@ func (s *Store) Rewrite(ctx context.Context, id string, fn storage.RewriteFunc) 
 		if err := w.rewriteChunks(lines, dirty); err != nil {
 			return err
 		}
-		w.pending.Queue(`UPDATE sessionmem_sessions SET working_dir = $2, dir_key = $3, parent_session = $4 WHERE sid = $1`,
+		// docs_gen + 1: documents queued from the old records (docqueue.go) or built by a
+		// backfill that read them are no longer written.
+		w.pending.Queue(`UPDATE sessionmem_sessions SET working_dir = $2, dir_key = $3, parent_session = $4,
+			docs_gen = docs_gen + 1 WHERE sid = $1`,
 			w.sid, nh.WorkingDir, dirKey(nh.WorkingDir), nh.ParentSession)
 		w.hdr.WorkingDir, w.hdr.ParentSession = nh.WorkingDir, nh.ParentSession
 		w.pending.Queue(`DELETE FROM sessionmem_documents WHERE sid = $1`, w.sid)

@@ -74,6 +74,9 @@ func (s *Store) Search(ctx context.Context, q storage.SearchQuery) (storage.Sear
 		return storage.SearchResult{}, err
 	}
 	defer done()
+	// Read your writes: what this Store saved is searchable now, not after DocsDelay. A
+	// failure is logged and left to the writer's retry and the backfill.
+	_ = s.flushDocs(ctx)
 	sctx, cancel := s.stmtCtx(ctx)
 	defer cancel()
 	var res storage.SearchResult

@@ -76,7 +76,7 @@ func TestMigrateAndBackfill(t *testing.T) {
 	// Back to schema 1, as a database written by the previous release.
 	admin := openStore(t, url, Options{})
 	_, err := admin.pool.Exec(context.Background(), `DROP TABLE sessionmem_documents, sessionmem_settings;
-		ALTER TABLE sessionmem_sessions DROP COLUMN docs_through; UPDATE sessionmem_schema SET version = 1`)
+		ALTER TABLE sessionmem_sessions DROP COLUMN docs_through, DROP COLUMN docs_gen; UPDATE sessionmem_schema SET version = 1`)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -39,15 +39,17 @@ type reader struct {
 
 // sessionRow is what View and Update read of the session row.
 const sessionRow = `SELECT sid, format, nonce, created_ns, working_dir, parent_session, last_seq,
-	l2_end, l1_end, l1_chunks, l0_bytes, open_l2, docs_through FROM sessionmem_sessions WHERE id = $1`
+	l2_end, l1_end, l1_chunks, l0_bytes, open_l2, docs_through, docs_gen FROM sessionmem_sessions WHERE id = $1`
 
 type rowState struct {
 	sid  int64
 	hdr  storage.Header
 	last uint64
 	lay  layout
-	// docsThrough: every record up to it has its search documents (docs.go).
+	// docsThrough: every record up to it has its search documents (docs.go); docsGen: how
+	// many times the session's records were rewritten (docqueue.go).
 	docsThrough uint64
+	docsGen     int64
 }
 
 func (s *Store) readSession(ctx context.Context, q dbtx, id, suffix string) (rowState, error) {
@@ -64,7 +66,7 @@ func scanSession(row pgx.Row, id string) (rowState, error) {
 		created, last, l2End, l1End, openL2, n, docs int64
 	)
 	err := row.Scan(&r.sid, &format, &r.hdr.Nonce, &created, &r.hdr.WorkingDir,
-		&r.hdr.ParentSession, &last, &l2End, &l1End, &n, &r.lay.l0Bytes, &openL2, &docs)
+		&r.hdr.ParentSession, &last, &l2End, &l1End, &n, &r.lay.l0Bytes, &openL2, &docs, &r.docsGen)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return r, notFound(id)
 	}
@@ -222,11 +224,27 @@ func (r *reader) missing(seq uint64) error {
 	return fmt.Errorf("session %s: record %d is missing: %w", r.hdr.ID, seq, storage.ErrCorrupt)
 }
 
-// Update runs fn in one transaction holding the session row's lock (SELECT ... FOR UPDATE), so
-// writers on every server queue on it and sequence numbers are assigned under it; COMMIT
-// makes everything fn appended durable at once. If fn or a statement fails, the transaction
-// rolls back and nothing of it is stored.
+// Update runs fn in one transaction holding the session row's lock (SELECT ... FOR NO KEY
+// UPDATE), so writers on every server queue on it and sequence numbers are assigned under it;
+// COMMIT makes everything fn appended durable at once. If fn or a statement fails, the
+// transaction rolls back and nothing of it is stored.
+//
+// The lock is FOR NO KEY UPDATE, not FOR UPDATE: it serialises writers all the same, but does
+// not wait for the FOR KEY SHARE lock that the writer of search documents holds on the row
+// while it inserts them (docqueue.go), nor block it.
 func (s *Store) Update(ctx context.Context, id string, fn func(w storage.Writer) error) error {
+	return s.updateLock(ctx, id, lockWrite, fn)
+}
+
+// Row locks an Update takes on the session row.
+const (
+	lockWrite = " FOR NO KEY UPDATE"
+	// lockRewrite also excludes FOR KEY SHARE: a Rewrite waits for a batch of documents
+	// being written, and a batch waits for the Rewrite, then sees its docs_gen (docqueue.go).
+	lockRewrite = " FOR UPDATE"
+)
+
+func (s *Store) updateLock(ctx context.Context, id, lock string, fn func(w storage.Writer) error) error {
 	if err := checkID(id); err != nil {
 		return err
 	}
@@ -236,7 +254,7 @@ func (s *Store) Update(ctx context.Context, id string, fn func(w storage.Writer)
 	}
 	defer done()
 	for attempt := 0; ; attempt++ {
-		err, retry := s.update(ctx, id, fn)
+		err, retry := s.update(ctx, id, lock, fn)
 		if retry && attempt == 0 && ctx.Err() == nil {
 			// The pooled connection was dead (the database restarted since it was last
 			// used) and nothing was sent: try once more on a fresh one.
@@ -251,7 +269,7 @@ func (s *Store) Update(ctx context.Context, id string, fn func(w storage.Writer)
 //
 // The transaction is driven by hand on one pooled connection so that it costs two round
 // trips: BEGIN with the row lock, and the queued appends with COMMIT.
-func (s *Store) update(ctx context.Context, id string, fn func(w storage.Writer) error) (err error, retry bool) {
+func (s *Store) update(ctx context.Context, id, lock string, fn func(w storage.Writer) error) (err error, retry bool) {
 	sctx, cancel := s.stmtCtx(ctx)
 	conn, err := s.pool.Acquire(sctx)
 	cancel()
@@ -272,7 +290,7 @@ func (s *Store) update(ctx context.Context, id string, fn func(w storage.Writer)
 	sctx, cancel = s.stmtCtx(ctx)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
-	b.Queue(sessionRow+" FOR UPDATE", id)
+	b.Queue(sessionRow+lock, id)
 	br := conn.SendBatch(sctx, b)
 	_, err = br.Exec()
 	var row rowState
@@ -287,7 +305,7 @@ func (s *Store) update(ctx context.Context, id string, fn func(w storage.Writer)
 		return s.wrap(ctx, "lock session "+id, err), unavailable(err)
 	}
 	w := &writer{reader: reader{s: s, ctx: ctx, q: conn, sid: row.sid, hdr: row.hdr, last: row.last, writing: true},
-		lay: row.lay, docsThrough: row.docsThrough, pending: &pgx.Batch{}}
+		lay: row.lay, docsThrough: row.docsThrough, docsGen: row.docsGen, pending: &pgx.Batch{}}
 	w.flushFn = w.flush
 	ferr := fn(w)
 	w.done = true
@@ -302,5 +320,9 @@ func (s *Store) update(ctx context.Context, id string, fn func(w storage.Writer)
 		return err, false
 	}
 	open = false
+	if len(w.docRecs) > 0 {
+		// Committed: its records' search documents follow shortly (docqueue.go).
+		s.docs.enqueue(docBatch{sid: w.sid, id: w.hdr.ID, gen: w.docsGen, hdr: w.hdr, recs: w.docRecs})
+	}
 	return nil, false
 }

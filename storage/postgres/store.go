@@ -73,11 +73,13 @@ type Options struct {
 	Logger *slog.Logger
 	// Now is the clock for times the store sets (Create without Created). nil is time.Now.
 	Now func() time.Time
-	// Docs turns a stored record into its search documents (memory.Docs). With it, every
-	// Append writes the documents of its records in its own transaction, Search finds them at
-	// once on every server, and a background backfill builds the documents of records stored
-	// without them (before schema 2, or by a handle without Docs). nil: Append writes no
-	// documents, and Search finds only what handles with Docs wrote.
+	// Docs turns a stored record into its search documents (memory.Docs). With it, the
+	// documents of every Update's records are written right after it committed (DocsDelay;
+	// docqueue.go), Search on this Store finds them at once and on other servers after
+	// DocsDelay and the write, and a background backfill builds the documents of records
+	// stored without them (before schema 2, by a handle without Docs, or by a process that
+	// died before it wrote them). nil: no documents are written, and Search finds only what
+	// handles with Docs wrote.
 	Docs storage.DocsFunc
 	// RankWindow is how many of the newest matches a search ranks when more match (default
 	// DefaultRankWindow; negative: no limit). See Search.
@@ -89,6 +91,9 @@ type Options struct {
 	// documents after its first pass at start (default DefaultBackfillInterval; negative:
 	// only Reindex builds them).
 	BackfillInterval time.Duration
+	// DocsDelay is how long after a save its documents are written, so that the saves of
+	// that time share one write (default DefaultDocsDelay; negative: at once).
+	DocsDelay time.Duration
 }
 
 // Store is a PostgreSQL session store: a storage.Store that any number of processes on any
@@ -113,6 +118,8 @@ type Store struct {
 	bgCancel context.CancelFunc
 	bgDone   chan struct{}
 	backfill backfillState
+	// docs is the queue of documents written after their saves committed (docqueue.go).
+	docs docQueue
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -153,6 +160,12 @@ func New(url string, opts Options) (*Store, error) {
 	if opts.BackfillInterval == 0 {
 		opts.BackfillInterval = DefaultBackfillInterval
 	}
+	if opts.DocsDelay == 0 {
+		opts.DocsDelay = DefaultDocsDelay
+	}
+	if opts.DocsDelay < 0 {
+		opts.DocsDelay = 0
+	}
 	cc := cfg.ConnConfig
 	if cc.ConnectTimeout == 0 {
 		cc.ConnectTimeout = opts.ConnectTimeout
@@ -190,7 +203,7 @@ func New(url string, opts Options) (*Store, error) {
 		return nil, fmt.Errorf("PostgreSQL pool: %s", scrub(err.Error(), cc.Password))
 	}
 	s := &Store{pool: pool, opts: opts, log: opts.Logger, now: opts.Now, secret: cc.Password,
-		stmt: stmt + clientSlack, label: Redact(url)}
+		stmt: stmt + clientSlack, label: Redact(url), docs: docQueue{wake: make(chan struct{}, 1)}}
 	if s.log == nil {
 		s.log = slog.New(slog.NewTextHandler(io.Discard, nil))
 	}
@@ -243,6 +256,7 @@ func (s *Store) ready(ctx context.Context) error {
 		return err
 	}
 	s.readyAt, s.readyErr = true, nil
+	s.startDocWriter()
 	s.startBackfill()
 	return nil
 }
@@ -290,6 +304,7 @@ func (s *Store) Close() error {
 	s.mu.Unlock()
 	s.stopBackfill()
 	s.inflight.Wait()
+	s.stopDocWriter() // after the saves: it writes what they queued
 	s.pool.Close()
 	return nil
 }
