@@ -8,7 +8,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"log/slog"
 	"strconv"
 	"strings"
@@ -41,9 +40,11 @@ import (
 //     (notifications/cancelled withdraws a request still waiting for its turn).
 //   - At the end of input every request read is still answered before ServeStdio returns.
 //
-// The sequencer reads each message's method, id and session id with gjson; mcp-go still
-// parses and serves it. Malformed messages (not JSON, ids of other types) are passed on
-// unordered, and mcp-go answers them.
+// The sequencer reads each message's method, id and session id with gjson, then hands the
+// message to MCPServer.HandleMessage on the goroutine that waited for its turn, with a
+// session of our own (stdio_session.go), and writes the answer itself (encodeMessage).
+// Malformed messages (not JSON, ids of other types) are served unordered, and answered as
+// mcp-go's stdio server answers them.
 
 // StdioOptions configure ServeStdio. The zero value is usable.
 type StdioOptions struct {
@@ -57,8 +58,8 @@ type StdioOptions struct {
 	MaxMessageBytes int
 }
 
-// Defaults of StdioOptions, and mcp-go's stdio worker pool: tool calls run on it once their
-// turn has come, so it bounds how many run at once (calls on different sessions).
+// Defaults of StdioOptions, and how many tool calls run at once (calls on different sessions;
+// mcp-go's stdio server had a worker pool of that size).
 const (
 	DefaultMaxPending      = 1000
 	DefaultMaxMessageBytes = 128 << 20
@@ -84,26 +85,26 @@ func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.W
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	pr, pw := io.Pipe()
-	c := &stdioConn{opts: o, out: out, toMCP: pw, byID: map[string]*pending{}, log: o.Logger}
-	std := server.NewStdioServer(s)
-	std.SetErrorLogger(log.New(slogWriter{o.Logger}, "", 0))
-	server.WithWorkerPoolSize(stdioWorkers)(std)
-	// Every forwarded tool call fits the queue, so mcp-go never falls back to running one on
-	// its read loop, where a call waiting for sampling would stop sampling answers.
-	server.WithQueueSize(o.MaxPending + 16)(std)
-
-	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	c := &stdioConn{opts: o, out: out, byID: map[string]*pending{}, log: o.Logger, srv: s,
+		slots: make(chan struct{}, stdioWorkers)}
+	c.sess = newStdioSession(c)
+	if err := s.RegisterSession(ctx, c.sess); err != nil {
+		return fmt.Errorf("register stdio session: %w", err)
+	}
+	defer s.UnregisterSession(ctx, c.sess.SessionID())
+	// Requests run under a context of their own: it ends only after everything read has been
+	// answered (or ctx ended), which releases any handler still waiting on it.
+	rctx, stop := context.WithCancel(s.WithContext(context.WithoutCancel(ctx), c.sess))
 	defer stop()
-	listened := make(chan error, 1)
-	go func() { listened <- std.Listen(lctx, pr, c) }()
+	c.ctx = rctx
+	go c.sess.pumpNotifications(rctx)
 	read := make(chan error, 1)
 	go func() { read <- c.readLoop(in) }()
 
 	var err error
 	select {
 	case err = <-read:
-		// Answer everything read before closing mcp-go's input (which cancels its calls).
+		// Answer everything read before cancelling the requests' context.
 		all := make(chan struct{})
 		go func() { c.wg.Wait(); close(all) }()
 		select {
@@ -112,11 +113,8 @@ func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.W
 		}
 	case <-ctx.Done():
 	}
-	pw.Close()
 	stop()
-	if lerr := <-listened; err == nil && lerr != nil && !errors.Is(lerr, io.EOF) && !errors.Is(lerr, context.Canceled) {
-		err = lerr
-	}
+	c.running.Wait()
 	if errors.Is(err, io.EOF) {
 		err = nil
 	}
@@ -132,6 +130,7 @@ type pending struct {
 	init      bool
 	line      []byte
 	done      chan struct{}
+	tool      bool // a tools/call: takes one of the slots while it runs
 	forwarded bool
 	cancelled bool
 }
@@ -151,17 +150,20 @@ func conflicts(a, b *pending) bool {
 type stdioConn struct {
 	opts  StdioOptions
 	log   *slog.Logger
-	toMCP *io.PipeWriter
+	srv   *server.MCPServer
+	sess  *stdioSession
+	ctx   context.Context // the requests' context: server, session
 	out   io.Writer
+	slots chan struct{} // bounds tool calls running at once
 
 	mu       sync.Mutex
 	inflight []*pending // in arrival order
 	byID     map[string]*pending
 	initSeen bool
 	creates  int
-	wg       sync.WaitGroup
+	wg       sync.WaitGroup // requests read and not yet answered
+	running  sync.WaitGroup // goroutines serving a message
 
-	fwd  sync.Mutex // serializes writes into mcp-go's input
 	outm sync.Mutex // serializes writes to the client
 }
 
@@ -200,47 +202,52 @@ func (c *stdioConn) readLine(r *bufio.Reader) ([]byte, error) {
 	}
 }
 
-// handle routes one message: passes it on at once, answers it itself, or queues it behind
-// the requests it must follow.
+// handle routes one message: serves it at once, answers it itself, or queues it behind the
+// requests it must follow.
 func (c *stdioConn) handle(line []byte) {
 	line = bytes.TrimRight(line, "\r\n")
 	line, _ = CheckUTF8(line)
 	if !gjson.ValidBytes(line) {
-		c.forward(line)
+		c.unordered(line)
 		return
 	}
 	msg := gjson.ParseBytes(line)
 	method, id := msg.Get("method"), msg.Get("id")
 	switch {
-	case !msg.IsObject() || msg.Get("result").Exists() || msg.Get("error").Exists():
-		c.forward(line) // a batch, or an answer to the server's own request (sampling)
+	case !msg.IsObject():
+		c.unordered(line) // a batch
+		return
+	case msg.Get("result").Exists() || msg.Get("error").Exists():
+		if !c.sess.deliver(msg) { // an answer to the server's own request (sampling)
+			c.unordered(line)
+		}
 		return
 	case (method.Type != gjson.String || msg.Get("jsonrpc").Str != "2.0") && (id.Type == gjson.String || id.Type == gjson.Number):
 		// mcp-go would answer "parse error" to id null; the id is known, so answer to it.
 		c.reply(json.RawMessage(id.Raw), codeInvalidRequest, `invalid request: want {"jsonrpc":"2.0","id":…,"method":"<name>",…}`)
 		return
 	case method.Type != gjson.String:
-		c.forward(line)
+		c.unordered(line)
 		return
 	case !id.Exists() || id.Type == gjson.Null:
 		if method.Str == string(mcp.MethodNotificationCancelled) {
 			c.cancel(msg.Get("params.requestId"))
 		}
-		c.forward(line)
+		c.notify(line) // served at once, in the order read
 		return
 	case id.Type != gjson.String && id.Type != gjson.Number:
-		c.forward(line)
+		c.unordered(line)
 		return
 	case method.Str == string(mcp.MethodSubscriptionsListen):
-		c.forward(line) // long-lived by design: never waited for
+		c.unordered(line) // long-lived by design: never waited for
 		return
 	}
 	key, ok := normalizeID([]byte(id.Raw))
 	if !ok {
-		c.forward(line)
+		c.unordered(line)
 		return
 	}
-	p := &pending{key: key, line: line, done: make(chan struct{})}
+	p := &pending{key: key, line: line, done: make(chan struct{}), tool: method.Str == string(mcp.MethodToolsCall)}
 	c.classify(p, method.Str, msg)
 	modern := mcp.IsModernProtocol(msg.Get("params._meta." + gjsonEscape(mcp.MetaKeyProtocolVersion)).String())
 
@@ -272,6 +279,7 @@ func (c *stdioConn) handle(line []byte) {
 	c.inflight = append(c.inflight, p)
 	c.byID[key] = p
 	c.wg.Add(1)
+	c.running.Add(1)
 	c.mu.Unlock()
 
 	if method.Str == string(mcp.MethodPing) {
@@ -336,8 +344,10 @@ func (c *stdioConn) classify(p *pending, method string, msg gjson.Result) {
 	}
 }
 
-// send passes a request on to mcp-go once its turn has come, unless it was cancelled.
+// send serves a request once its turn has come, unless it was cancelled, writes its answer
+// and releases the requests that waited for it.
 func (c *stdioConn) send(p *pending) {
+	defer c.running.Done()
 	c.mu.Lock()
 	if p.cancelled {
 		c.mu.Unlock()
@@ -346,7 +356,62 @@ func (c *stdioConn) send(p *pending) {
 	}
 	p.forwarded = true
 	c.mu.Unlock()
-	c.forward(p.line)
+	if p.tool {
+		c.slots <- struct{}{}
+		defer func() { <-c.slots }()
+	}
+	if resp := c.serve(p.line); resp != nil {
+		c.writeMessage(resp)
+	}
+	c.finish(p.key)
+}
+
+// serve runs one message through mcp-go. A panic is answered the way mcp-go's stdio server
+// answers it: an internal error to the request's id (none to a notification).
+func (c *stdioConn) serve(line []byte) (resp mcp.JSONRPCMessage) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("stdio: panic serving a message", "panic", fmt.Sprint(r))
+			var id any
+			if raw := gjson.GetBytes(line, "id"); raw.Exists() && json.Unmarshal([]byte(raw.Raw), &id) == nil && id != nil {
+				resp = mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id),
+					Error: mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, fmt.Sprintf("internal panic: %v", r), nil)}
+			}
+		}
+	}()
+	return c.srv.HandleMessage(c.ctx, line)
+}
+
+// notify serves a notification on the read loop (they are quick, and their order counts).
+func (c *stdioConn) notify(line []byte) {
+	if resp := c.serve(line); resp != nil {
+		c.writeMessage(resp)
+	}
+}
+
+// unordered serves a message outside the ordering, as mcp-go's stdio server would: not JSON
+// gets a parse error; a request (it has an id) runs on its own goroutine; anything else (a
+// batch, an answer nobody waits for) is served at once.
+func (c *stdioConn) unordered(line []byte) {
+	if !json.Valid(line) {
+		c.writeMessage(mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(nil),
+			Error: mcp.NewJSONRPCErrorDetails(mcp.PARSE_ERROR, "Parse error", nil)})
+		return
+	}
+	var base struct {
+		ID any `json:"id,omitempty"`
+	}
+	if json.Unmarshal(line, &base) == nil && base.ID != nil {
+		c.running.Add(1)
+		go func() {
+			defer c.running.Done()
+			if resp := c.serve(line); resp != nil {
+				c.writeMessage(resp)
+			}
+		}()
+		return
+	}
+	c.notify(line)
 }
 
 // cancel withdraws a request that has not been passed on yet; one already running is
@@ -361,14 +426,6 @@ func (c *stdioConn) cancel(id gjson.Result) {
 		p.cancelled = true
 	}
 	c.mu.Unlock()
-}
-
-func (c *stdioConn) forward(line []byte) {
-	c.fwd.Lock()
-	defer c.fwd.Unlock()
-	if _, err := c.toMCP.Write(append(line[:len(line):len(line)], '\n')); err != nil && !errors.Is(err, io.ErrClosedPipe) {
-		c.log.Warn("stdio: pass message on", "err", err)
-	}
 }
 
 // finish releases the requests waiting for key's.
@@ -391,25 +448,25 @@ func (c *stdioConn) finish(key string) {
 	c.wg.Done()
 }
 
-// Write receives everything mcp-go sends the client (one message per call): answers,
-// notifications and the server's own requests. An answer is written, then releases the
-// requests that waited for it, so dependent answers also reach the client in order.
-func (c *stdioConn) Write(b []byte) (int, error) {
-	n := len(b)
-	b = FixResponse(b)
-	c.outm.Lock()
-	_, err := c.out.Write(b)
-	c.outm.Unlock()
-	msg := gjson.ParseBytes(b)
-	if !msg.Get("method").Exists() && (msg.Get("result").Exists() || msg.Get("error").Exists()) {
-		if key, ok := normalizeID([]byte(msg.Get("id").Raw)); ok {
-			c.finish(key)
-		}
-	}
+// writeMessage writes one message to the client: answers, notifications, the server's own
+// requests.
+func (c *stdioConn) writeMessage(msg any) {
+	b, err := encodeMessage(msg)
 	if err != nil {
-		return 0, err
+		c.log.Warn("stdio: encode answer", "err", err)
+		return
 	}
-	return n, nil
+	if err := c.writeLine(FixResponse(b)); err != nil {
+		c.log.Warn("stdio: write", "err", err)
+	}
+}
+
+// writeLine writes b and a newline in one write.
+func (c *stdioConn) writeLine(b []byte) error {
+	c.outm.Lock()
+	defer c.outm.Unlock()
+	_, err := c.out.Write(append(b[:len(b):len(b)], '\n'))
+	return err
 }
 
 // reply answers a request with a JSON-RPC error of ours (id nil: null).
@@ -428,9 +485,7 @@ func (c *stdioConn) reply(id json.RawMessage, code int, message string) {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
 	}{code, message}})
-	c.outm.Lock()
-	defer c.outm.Unlock()
-	if _, err := c.out.Write(append(b, '\n')); err != nil {
+	if err := c.writeLine(b); err != nil {
 		c.log.Warn("stdio: write", "err", err)
 	}
 }
@@ -467,12 +522,4 @@ func gjsonEscape(k string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// slogWriter adapts the standard logger mcp-go's stdio server reports errors through.
-type slogWriter struct{ l *slog.Logger }
-
-func (w slogWriter) Write(p []byte) (int, error) {
-	w.l.Warn(strings.TrimSpace(string(p)))
-	return len(p), nil
 }

@@ -277,20 +277,18 @@ func resultTextChars(res *mcp.CallToolResult) int {
 	return n
 }
 
-// resumeOut is a resume page as the tool returns it: the messages as memory read them from
-// the store (memory.ResumeRequest.Raw), the bytes a client saved plus entry_id, so they are
-// neither decoded nor encoded again on their way out.
-type resumeOut struct {
-	memory.ResumeResult
-	Messages []json.RawMessage `json:"messages"`
-}
+// A resume page goes out with the messages as memory read them from the store
+// (memory.ResumeRequest.Raw), the bytes a client saved plus entry_id: they are neither decoded
+// nor encoded again on their way out. The structured content is built once as JSON
+// (rawStructured: the page's other fields, then "messages"), and the stdio transport copies it
+// into the answer as it is (encodeMessage).
 
 // resumeResult shapes a resume page: structured content plus a short text (which repeats the
 // cursor for clients that read only text, but not working_dir, which can be long: memory sized
 // the page with an allowance for the text's fixed part and the cursor only).
 func resumeResult(res memory.ResumeResult) *mcp.CallToolResult {
 	res.ReadFiles, res.ModifiedFiles = orEmpty(res.ReadFiles), orEmpty(res.ModifiedFiles)
-	out := resumeOut{Messages: orEmpty(res.RawMessages)}
+	msgs := orEmpty(res.RawMessages)
 	if res.RawMessages == nil {
 		// Decoded messages (a caller that did not ask for raw ones).
 		for _, m := range normalizeMessages(res.Messages) {
@@ -298,7 +296,7 @@ func resumeResult(res memory.ResumeResult) *mcp.CallToolResult {
 			if err != nil {
 				continue
 			}
-			out.Messages = append(out.Messages, b)
+			msgs = append(msgs, b)
 		}
 	}
 	summary := "no summary"
@@ -311,14 +309,26 @@ func resumeResult(res memory.ResumeResult) *mcp.CallToolResult {
 		pinned = ", " + plural(len(res.Pinned), "pinned message", "pinned messages") + " (standing context, before the messages)"
 	}
 	text := fmt.Sprintf("Session %s: %s%s, %s, %d files read, %d modified, context ≈ %d tokens.",
-		res.SessionID, summary, pinned, plural(len(out.Messages), "message", "messages"),
+		res.SessionID, summary, pinned, plural(len(msgs), "message", "messages"),
 		len(res.ReadFiles), len(res.ModifiedFiles), res.ContextTokens)
 	if res.NextCursor != "" {
 		text += fmt.Sprintf(" More messages follow: call session_resume with session_id %q and cursor %q.", res.SessionID, res.NextCursor)
 	}
 	res.Messages, res.RawMessages = nil, nil
-	out.ResumeResult = res
-	return result(out, text)
+	raw, err := rawStructured(resumeHead{ResumeResult: res}, "messages", msgs)
+	if err != nil {
+		return toolError("session_resume", fmt.Errorf("encode the page: %w", err))
+	}
+	out := result(nil, text)
+	out.RawStructuredContent = raw
+	return out
+}
+
+// resumeHead is a resume page without its messages (rawStructured appends them): the
+// embedded result's own messages field is shadowed by one that is never written.
+type resumeHead struct {
+	memory.ResumeResult
+	Messages *struct{} `json:"messages,omitempty"`
 }
 
 const listDescription = `List stored sessions, newest first (by last update).
