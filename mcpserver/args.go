@@ -10,6 +10,7 @@ import (
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/tidwall/gjson"
 )
 
 // args decodes one call's arguments with messages a model can act on. mcp-go's own schema
@@ -128,9 +129,15 @@ func (a *args) raw(key string) json.RawMessage {
 	// The bytes the client sent, when the transport kept them: numbers keep every digit and
 	// objects their key order (decoding into any turned numbers into float64s).
 	if len(a.rawArgs) > 0 {
-		var all map[string]json.RawMessage
-		if json.Unmarshal(a.rawArgs, &all) == nil && all[key] != nil {
-			return all[key]
+		var found gjson.Result
+		gjson.ParseBytes(a.rawArgs).ForEach(func(k, v gjson.Result) bool {
+			if k.Str == key {
+				found = v // the last one counts, as for encoding/json
+			}
+			return true
+		})
+		if found.Exists() && found.Type != gjson.Null {
+			return json.RawMessage(found.Raw)
 		}
 	}
 	// No HTML escaping: text such as "a && b" or "<div>" is stored as written, so it reads
