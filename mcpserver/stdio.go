@@ -86,7 +86,7 @@ func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.W
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &stdioConn{opts: o, out: out, byID: map[string]*pending{}, log: o.Logger, srv: s,
-		slots: make(chan struct{}, stdioWorkers)}
+		work: make(chan *pending, o.MaxPending+stdioWorkers)}
 	c.sess = newStdioSession(c)
 	if err := s.RegisterSession(ctx, c.sess); err != nil {
 		return fmt.Errorf("register stdio session: %w", err)
@@ -98,6 +98,10 @@ func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.W
 	defer stop()
 	c.ctx = rctx
 	go c.sess.pumpNotifications(rctx)
+	c.running.Add(stdioWorkers)
+	for range stdioWorkers {
+		go c.worker()
+	}
 	read := make(chan error, 1)
 	go func() { read <- c.readLoop(in) }()
 
@@ -130,7 +134,7 @@ type pending struct {
 	init      bool
 	line      []byte
 	done      chan struct{}
-	tool      bool // a tools/call: takes one of the slots while it runs
+	tool      bool // a tools/call: runs on a worker
 	forwarded bool
 	cancelled bool
 }
@@ -154,7 +158,10 @@ type stdioConn struct {
 	sess  *stdioSession
 	ctx   context.Context // the requests' context: server, session
 	out   io.Writer
-	slots chan struct{} // bounds tool calls running at once
+	// work feeds tool calls whose turn has come to stdioWorkers long-lived goroutines: they
+	// bound how many run at once, and a goroutine per call would grow a new stack each time
+	// (tens of µs a save). MaxPending bounds what is queued, so sending never blocks.
+	work chan *pending
 
 	mu       sync.Mutex
 	inflight []*pending // in arrival order
@@ -279,19 +286,44 @@ func (c *stdioConn) handle(line []byte) {
 	c.inflight = append(c.inflight, p)
 	c.byID[key] = p
 	c.wg.Add(1)
-	c.running.Add(1)
 	c.mu.Unlock()
 
-	if method.Str == string(mcp.MethodPing) {
+	switch {
+	case method.Str == string(mcp.MethodPing):
 		c.send(p) // nothing to wait for, and nothing waits for it
-		return
+	case p.tool && len(deps) == 0:
+		c.work <- p
+	default:
+		c.running.Add(1)
+		go func() {
+			defer c.running.Done()
+			for _, d := range deps {
+				select {
+				case <-d:
+				case <-c.ctx.Done():
+					return
+				}
+			}
+			if p.tool {
+				c.work <- p
+				return
+			}
+			c.send(p)
+		}()
 	}
-	go func() {
-		for _, d := range deps {
-			<-d
+}
+
+// worker serves tool calls until the requests' context ends.
+func (c *stdioConn) worker() {
+	defer c.running.Done()
+	for {
+		select {
+		case p := <-c.work:
+			c.send(p)
+		case <-c.ctx.Done():
+			return
 		}
-		c.send(p)
-	}()
+	}
 }
 
 // classify sets what a request is about (its scope) and whether it writes.
@@ -347,7 +379,6 @@ func (c *stdioConn) classify(p *pending, method string, msg gjson.Result) {
 // send serves a request once its turn has come, unless it was cancelled, writes its answer
 // and releases the requests that waited for it.
 func (c *stdioConn) send(p *pending) {
-	defer c.running.Done()
 	c.mu.Lock()
 	if p.cancelled {
 		c.mu.Unlock()
@@ -356,10 +387,6 @@ func (c *stdioConn) send(p *pending) {
 	}
 	p.forwarded = true
 	c.mu.Unlock()
-	if p.tool {
-		c.slots <- struct{}{}
-		defer func() { <-c.slots }()
-	}
 	if resp := c.serve(p.line); resp != nil {
 		c.writeMessage(resp)
 	}
