@@ -135,6 +135,7 @@ type pending struct {
 	line      []byte
 	done      chan struct{}
 	tool      bool // a tools/call: runs on a worker
+	args      []byte // a tools/call's arguments, taken out of line (see takeArguments)
 	forwarded bool
 	cancelled bool
 }
@@ -256,6 +257,9 @@ func (c *stdioConn) handle(line []byte) {
 	}
 	p := &pending{key: key, line: line, done: make(chan struct{}), tool: method.Str == string(mcp.MethodToolsCall)}
 	c.classify(p, method.Str, msg)
+	if p.tool {
+		c.takeArguments(p, msg)
+	}
 	modern := mcp.IsModernProtocol(msg.Get("params._meta." + gjsonEscape(mcp.MetaKeyProtocolVersion)).String())
 
 	c.mu.Lock()
@@ -387,15 +391,36 @@ func (c *stdioConn) send(p *pending) {
 	}
 	p.forwarded = true
 	c.mu.Unlock()
-	if resp := c.serve(p.line); resp != nil {
+	ctx := c.ctx
+	if p.args != nil {
+		ctx = withRawArguments(ctx, p.args)
+	}
+	if resp := c.serve(ctx, p.line); resp != nil {
 		c.writeMessage(resp)
 	}
 	c.finish(p.key)
 }
 
+// takeArguments moves a tools/call's arguments out of the message mcp-go decodes into the
+// context the tool reads them from (newArgs). mcp-go would decode them into a map[string]any
+// (allocations for every string of a save's messages, and several scans of the line) that no
+// tool uses: each reads its arguments from the JSON as sent.
+func (c *stdioConn) takeArguments(p *pending, msg gjson.Result) {
+	args := msg.Get("params.arguments")
+	end := args.Index + len(args.Raw)
+	if !args.IsObject() || args.Index <= 0 || end > len(p.line) || string(p.line[args.Index:end]) != args.Raw {
+		return // left where it is: mcp-go decodes it, and the tool finds it in RawArguments
+	}
+	line := make([]byte, 0, len(p.line)-len(args.Raw)+2)
+	line = append(line, p.line[:args.Index]...)
+	line = append(line, "{}"...)
+	line = append(line, p.line[end:]...)
+	p.args, p.line = p.line[args.Index:end], line
+}
+
 // serve runs one message through mcp-go. A panic is answered the way mcp-go's stdio server
 // answers it: an internal error to the request's id (none to a notification).
-func (c *stdioConn) serve(line []byte) (resp mcp.JSONRPCMessage) {
+func (c *stdioConn) serve(ctx context.Context, line []byte) (resp mcp.JSONRPCMessage) {
 	defer func() {
 		if r := recover(); r != nil {
 			c.log.Error("stdio: panic serving a message", "panic", fmt.Sprint(r))
@@ -406,12 +431,12 @@ func (c *stdioConn) serve(line []byte) (resp mcp.JSONRPCMessage) {
 			}
 		}
 	}()
-	return c.srv.HandleMessage(c.ctx, line)
+	return c.srv.HandleMessage(ctx, line)
 }
 
 // notify serves a notification on the read loop (they are quick, and their order counts).
 func (c *stdioConn) notify(line []byte) {
-	if resp := c.serve(line); resp != nil {
+	if resp := c.serve(c.ctx, line); resp != nil {
 		c.writeMessage(resp)
 	}
 }
@@ -432,7 +457,7 @@ func (c *stdioConn) unordered(line []byte) {
 		c.running.Add(1)
 		go func() {
 			defer c.running.Done()
-			if resp := c.serve(line); resp != nil {
+			if resp := c.serve(c.ctx, line); resp != nil {
 				c.writeMessage(resp)
 			}
 		}()

@@ -50,7 +50,7 @@ func saveTool(svc *memory.Service) server.ServerTool {
 			title: "Save session messages", readOnly: false, destructive: false, idempotent: false, openWorld: false}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_save"
-			a := newArgs(name, req)
+			a := newArgs(ctx, name, req)
 			r := memory.SaveRequest{
 				SessionID:     a.str("session_id", false, idHint),
 				WorkingDir:    a.str("working_dir", false, ""),
@@ -165,7 +165,7 @@ func resumeTool(svc *memory.Service) server.ServerTool {
 			title: "Resume a session", readOnly: true, destructive: false, idempotent: true, openWorld: false}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_resume"
-			a := newArgs(name, req)
+			a := newArgs(ctx, name, req)
 			r := memory.ResumeRequest{
 				SessionID:  a.str("session_id", false, idHint),
 				WorkingDir: a.str("working_dir", false, ""),
@@ -294,7 +294,7 @@ func listTool(svc *memory.Service, o *Options) server.ServerTool {
 			title: "List sessions", readOnly: true, destructive: false, idempotent: true, openWorld: false}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_list"
-			a := newArgs(name, req)
+			a := newArgs(ctx, name, req)
 			r := memory.ListRequest{
 				WorkingDir: a.str("working_dir", false, ""),
 				Query:      a.str("query", false, ""),
@@ -370,7 +370,7 @@ func forkTool(svc *memory.Service) server.ServerTool {
 			title: "Fork a session", readOnly: false, destructive: false, idempotent: false, openWorld: false}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_fork"
-			a := newArgs(name, req)
+			a := newArgs(ctx, name, req)
 			r := memory.ForkRequest{
 				SessionID: a.str("session_id", true, idHint),
 				FromID:    a.str("from_id", false, ""),
@@ -407,7 +407,7 @@ func deleteTool(svc *memory.Service) server.ServerTool {
 			title: "Delete a session", readOnly: false, destructive: true, idempotent: true, openWorld: false}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_delete"
-			a := newArgs(name, req)
+			a := newArgs(ctx, name, req)
 			id := a.str("session_id", true, idHint)
 			if err := a.done(); err != nil {
 				return toolError(name, err), nil
