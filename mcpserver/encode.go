@@ -82,7 +82,7 @@ func encodeToolResponse(r mcp.JSONRPCResponse, res *mcp.CallToolResult) ([]byte,
 		}
 	}
 	head.WriteString(`,"structuredContent":`)
-	out := make([]byte, 0, head.Len()+len(res.RawStructuredContent)+2)
+	out := make([]byte, 0, head.Len()+len(res.RawStructuredContent)+3) // and room for a newline
 	out = append(out, head.Bytes()...)
 	out = append(out, res.RawStructuredContent...)
 	return append(out, '}', '}'), nil

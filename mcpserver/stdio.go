@@ -513,11 +513,13 @@ func (c *stdioConn) writeMessage(msg any) {
 	}
 }
 
-// writeLine writes b and a newline in one write.
+// writeLine writes b and a newline in one write. b is the caller's to give away: the
+// newline is appended in place when there is room (a resume page is megabytes).
 func (c *stdioConn) writeLine(b []byte) error {
+	b = append(b, '\n')
 	c.outm.Lock()
 	defer c.outm.Unlock()
-	_, err := c.out.Write(append(b[:len(b):len(b)], '\n'))
+	_, err := c.out.Write(b)
 	return err
 }
 
