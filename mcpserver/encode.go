@@ -22,19 +22,32 @@ import (
 // differ only in that <, > and & inside the raw structured content are not escaped as
 // \u003c, \u003e and \u0026, which JSON readers decode to the same text.
 
-// encodeMessage returns msg as one line of JSON, without the newline.
-func encodeMessage(msg any) ([]byte, error) {
+// encodeMessage returns msg as one line of JSON, without the newline, in pieces to be written
+// one after the other: a tool answer's raw structured content (a resume page: megabytes) is
+// written from where it lies, not copied into one buffer with the rest.
+func encodeMessage(msg any) ([][]byte, error) {
 	if r, ok := msg.(mcp.JSONRPCResponse); ok {
 		if res, ok := r.Result.(*mcp.CallToolResult); ok && res != nil && len(res.RawStructuredContent) > 0 {
-			return encodeToolResponse(r, res)
+			head, err := encodeToolHead(r, res)
+			if err != nil {
+				return nil, err
+			}
+			return [][]byte{head, res.RawStructuredContent, []byte("}}")}, nil
 		}
 	}
-	return json.Marshal(msg)
+	b, err := json.Marshal(msg)
+	if err != nil {
+		return nil, err
+	}
+	// The error code of a missing session's resource (transport.go); a tool answer is never a
+	// JSON-RPC error.
+	return [][]byte{FixResponse(b)}, nil
 }
 
-// encodeToolResponse writes {"jsonrpc","id","result"} with the result's fields in the order
-// CallToolResult.MarshalJSON (a map, so sorted keys) gives them.
-func encodeToolResponse(r mcp.JSONRPCResponse, res *mcp.CallToolResult) ([]byte, error) {
+// encodeToolHead writes {"jsonrpc","id","result":{…,"structuredContent": with the result's
+// fields in the order CallToolResult.MarshalJSON (a map, so sorted keys) gives them; the
+// structured content and "}}" follow.
+func encodeToolHead(r mcp.JSONRPCResponse, res *mcp.CallToolResult) ([]byte, error) {
 	var head bytes.Buffer
 	head.WriteString(`{"jsonrpc":`)
 	if err := appendJSON(&head, r.JSONRPC); err != nil {
@@ -82,10 +95,7 @@ func encodeToolResponse(r mcp.JSONRPCResponse, res *mcp.CallToolResult) ([]byte,
 		}
 	}
 	head.WriteString(`,"structuredContent":`)
-	out := make([]byte, 0, head.Len()+len(res.RawStructuredContent)+3) // and room for a newline
-	out = append(out, head.Bytes()...)
-	out = append(out, res.RawStructuredContent...)
-	return append(out, '}', '}'), nil
+	return head.Bytes(), nil
 }
 
 // appendJSON appends json.Marshal(v) to b.

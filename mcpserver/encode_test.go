@@ -85,10 +85,11 @@ func TestEncodeMessageMatchesMarshal(t *testing.T) {
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
-			got, err := encodeMessage(tc.msg)
+			parts, err := encodeMessage(tc.msg)
 			if err != nil {
 				t.Fatal(err)
 			}
+			got := bytes.Join(parts, nil)
 			want, err := json.Marshal(tc.msg)
 			if err != nil {
 				t.Fatal(err)

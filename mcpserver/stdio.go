@@ -503,24 +503,28 @@ func (c *stdioConn) finish(key string) {
 // writeMessage writes one message to the client: answers, notifications, the server's own
 // requests.
 func (c *stdioConn) writeMessage(msg any) {
-	b, err := encodeMessage(msg)
+	parts, err := encodeMessage(msg)
 	if err != nil {
 		c.log.Warn("stdio: encode answer", "err", err)
 		return
 	}
-	if err := c.writeLine(FixResponse(b)); err != nil {
+	if err := c.writeLine(parts...); err != nil {
 		c.log.Warn("stdio: write", "err", err)
 	}
 }
 
-// writeLine writes b and a newline in one write. b is the caller's to give away: the
-// newline is appended in place when there is room (a resume page is megabytes).
-func (c *stdioConn) writeLine(b []byte) error {
-	b = append(b, '\n')
+// writeLine writes the parts of one message and a newline, with no other message between
+// them. The last part is the caller's to give away: the newline is appended to it.
+func (c *stdioConn) writeLine(parts ...[]byte) error {
+	parts[len(parts)-1] = append(parts[len(parts)-1], '\n')
 	c.outm.Lock()
 	defer c.outm.Unlock()
-	_, err := c.out.Write(b)
-	return err
+	for _, p := range parts {
+		if _, err := c.out.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // reply answers a request with a JSON-RPC error of ours (id nil: null).
