@@ -134,7 +134,7 @@ type pending struct {
 	init      bool
 	line      []byte
 	done      chan struct{}
-	tool      bool // a tools/call: runs on a worker
+	tool      bool   // a tools/call: runs on a worker
 	args      []byte // a tools/call's arguments, taken out of line (see takeArguments)
 	forwarded bool
 	cancelled bool
@@ -153,12 +153,12 @@ func conflicts(a, b *pending) bool {
 }
 
 type stdioConn struct {
-	opts  StdioOptions
-	log   *slog.Logger
-	srv   *server.MCPServer
-	sess  *stdioSession
-	ctx   context.Context // the requests' context: server, session
-	out   io.Writer
+	opts StdioOptions
+	log  *slog.Logger
+	srv  *server.MCPServer
+	sess *stdioSession
+	ctx  context.Context // the requests' context: server, session
+	out  io.Writer
 	// work feeds tool calls whose turn has come to stdioWorkers long-lived goroutines: they
 	// bound how many run at once, and a goroutine per call would grow a new stack each time
 	// (tens of µs a save). MaxPending bounds what is queued, so sending never blocks.
