@@ -12,6 +12,7 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -86,7 +87,7 @@ func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.W
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &stdioConn{opts: o, out: out, byID: map[string]*pending{}, log: o.Logger, srv: s,
-		work: make(chan *pending, o.MaxPending+stdioWorkers)}
+		work: make(chan *pending, o.MaxPending+stdioWorkers), slots: make(chan struct{}, stdioWorkers), lead: make(chan struct{}, 1)}
 	c.sess = newStdioSession(c)
 	if err := s.RegisterSession(ctx, c.sess); err != nil {
 		return fmt.Errorf("register stdio session: %w", err)
@@ -103,7 +104,9 @@ func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.W
 		go c.worker()
 	}
 	read := make(chan error, 1)
-	go func() { read <- c.readLoop(in) }()
+	c.readErr = read
+	c.lead <- struct{}{}
+	go c.follower(bufio.NewReaderSize(in, 64<<10))
 
 	var err error
 	select {
@@ -162,7 +165,17 @@ type stdioConn struct {
 	// work feeds tool calls whose turn has come to stdioWorkers long-lived goroutines: they
 	// bound how many run at once, and a goroutine per call would grow a new stack each time
 	// (tens of µs a save). MaxPending bounds what is queued, so sending never blocks.
-	work chan *pending
+	work  chan *pending
+	slots chan struct{} // a tool call runs holding one: at most stdioWorkers at once
+
+	// Reading: whoever holds lead reads the next line (followers). A follower that read a
+	// tool call free to run passes lead on, then runs the call itself: the call starts on
+	// the goroutine that read it, with no wake-up of another thread in between (on a busy
+	// two-core machine such a wake-up costs from tens of µs to milliseconds), and reading
+	// still never waits for a call.
+	lead    chan struct{}
+	idle    atomic.Int32 // followers waiting for lead
+	readErr chan<- error // where reading reports its end
 
 	mu       sync.Mutex
 	inflight []*pending // in arrival order
@@ -175,16 +188,41 @@ type stdioConn struct {
 	outm sync.Mutex // serializes writes to the client
 }
 
-// readLoop reads messages until in ends.
-func (c *stdioConn) readLoop(in io.Reader) error {
-	r := bufio.NewReaderSize(in, 64<<10)
+// maxIdleFollowers is how many followers wait for lead at most; more exit.
+const maxIdleFollowers = 2
+
+// follower reads a line when it holds lead, routes it, passes lead on and runs the call it
+// kept for itself, until reading ends or the requests' context does.
+func (c *stdioConn) follower(r *bufio.Reader) {
 	for {
+		c.idle.Add(1)
+		select {
+		case <-c.lead:
+			c.idle.Add(-1)
+		case <-c.ctx.Done():
+			c.idle.Add(-1)
+			return
+		}
 		line, err := c.readLine(r)
+		var own *pending
 		if len(bytes.TrimSpace(line)) > 0 {
-			c.handle(line)
+			own = c.handle(line)
 		}
 		if err != nil {
-			return err
+			c.readErr <- err // nobody reads again
+		} else {
+			if c.idle.Load() == 0 {
+				go c.follower(r)
+			}
+			c.lead <- struct{}{}
+		}
+		if own != nil {
+			c.send(own)
+			<-c.slots
+			c.running.Done()
+		}
+		if err != nil || c.idle.Load() >= maxIdleFollowers {
+			return
 		}
 	}
 }
@@ -211,49 +249,50 @@ func (c *stdioConn) readLine(r *bufio.Reader) ([]byte, error) {
 }
 
 // handle routes one message: serves it at once, answers it itself, or queues it behind the
-// requests it must follow.
-func (c *stdioConn) handle(line []byte) {
+// requests it must follow. A tool call that may run at once is returned for the caller to
+// run (it holds a slot, and counts in running).
+func (c *stdioConn) handle(line []byte) *pending {
 	line = bytes.TrimRight(line, "\r\n")
 	line, _ = CheckUTF8(line)
 	if !gjson.ValidBytes(line) {
 		c.unordered(line)
-		return
+		return nil
 	}
 	msg := gjson.ParseBytes(line)
 	method, id := msg.Get("method"), msg.Get("id")
 	switch {
 	case !msg.IsObject():
 		c.unordered(line) // a batch
-		return
+		return nil
 	case msg.Get("result").Exists() || msg.Get("error").Exists():
 		if !c.sess.deliver(msg) { // an answer to the server's own request (sampling)
 			c.unordered(line)
 		}
-		return
+		return nil
 	case (method.Type != gjson.String || msg.Get("jsonrpc").Str != "2.0") && (id.Type == gjson.String || id.Type == gjson.Number):
 		// mcp-go would answer "parse error" to id null; the id is known, so answer to it.
 		c.reply(json.RawMessage(id.Raw), codeInvalidRequest, `invalid request: want {"jsonrpc":"2.0","id":…,"method":"<name>",…}`)
-		return
+		return nil
 	case method.Type != gjson.String:
 		c.unordered(line)
-		return
+		return nil
 	case !id.Exists() || id.Type == gjson.Null:
 		if method.Str == string(mcp.MethodNotificationCancelled) {
 			c.cancel(msg.Get("params.requestId"))
 		}
 		c.notify(line) // served at once, in the order read
-		return
+		return nil
 	case id.Type != gjson.String && id.Type != gjson.Number:
 		c.unordered(line)
-		return
+		return nil
 	case method.Str == string(mcp.MethodSubscriptionsListen):
 		c.unordered(line) // long-lived by design: never waited for
-		return
+		return nil
 	}
 	key, ok := normalizeID([]byte(id.Raw))
 	if !ok {
 		c.unordered(line)
-		return
+		return nil
 	}
 	p := &pending{key: key, line: line, done: make(chan struct{}), tool: method.Str == string(mcp.MethodToolsCall)}
 	c.classify(p, method.Str, msg)
@@ -267,16 +306,16 @@ func (c *stdioConn) handle(line []byte) {
 	case c.byID[key] != nil:
 		c.mu.Unlock()
 		c.reply(json.RawMessage(id.Raw), codeInvalidRequest, fmt.Sprintf("request id %s is already used by a request that has not been answered; use a new id", id.Raw))
-		return
+		return nil
 	case !c.initSeen && !p.init && method.Str != string(mcp.MethodPing) && !modern:
 		c.mu.Unlock()
 		c.reply(json.RawMessage(id.Raw), codeInvalidRequest,
 			"server not initialized: send initialize first; only initialize and ping are served before it")
-		return
+		return nil
 	case len(c.byID) >= c.opts.MaxPending:
 		c.mu.Unlock()
 		c.reply(json.RawMessage(id.Raw), codeServerBusy, fmt.Sprintf("server busy: %d requests are waiting for an answer; retry later", len(c.byID)))
-		return
+		return nil
 	}
 	if p.init {
 		c.initSeen = true
@@ -296,7 +335,13 @@ func (c *stdioConn) handle(line []byte) {
 	case method.Str == string(mcp.MethodPing):
 		c.send(p) // nothing to wait for, and nothing waits for it
 	case p.tool && len(deps) == 0:
-		c.work <- p
+		select {
+		case c.slots <- struct{}{}:
+			c.running.Add(1)
+			return p
+		default:
+			c.work <- p // as many calls run as may: a worker takes it when a slot frees
+		}
 	default:
 		c.running.Add(1)
 		go func() {
@@ -315,6 +360,7 @@ func (c *stdioConn) handle(line []byte) {
 			c.send(p)
 		}()
 	}
+	return nil
 }
 
 // worker serves tool calls until the requests' context ends.
@@ -323,7 +369,9 @@ func (c *stdioConn) worker() {
 	for {
 		select {
 		case p := <-c.work:
+			c.slots <- struct{}{}
 			c.send(p)
+			<-c.slots
 		case <-c.ctx.Done():
 			return
 		}
