@@ -141,7 +141,7 @@ func rawStructured(head any, key string, items []json.RawMessage) ([]byte, error
 		}
 		if len(it) == 0 {
 			it = json.RawMessage("null") // as json.Marshal writes a nil RawMessage
-		} else if bytes.ContainsAny(it, "\r\n") {
+		} else if bytes.IndexByte(it, '\n') >= 0 || bytes.IndexByte(it, '\r') >= 0 {
 			var c bytes.Buffer
 			if err := json.Compact(&c, it); err != nil {
 				return nil, err

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"reflect"
 	"strings"
 	"testing"
@@ -10,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/sessionmem/sessionmem/compaction"
+	"github.com/sessionmem/sessionmem/internal/testcorpus"
 	"github.com/sessionmem/sessionmem/memory"
 )
 
@@ -151,4 +153,50 @@ func TestRawStructuredMatchesMarshal(t *testing.T) {
 	if _, err := rawStructured([]int{1}, "messages", nil); err == nil || !strings.Contains(err.Error(), "object") {
 		t.Fatalf("a head that is not an object: %v", err)
 	}
+}
+
+// BenchmarkEncodeResumePage: the answer to a resume page of 200 corpus messages (about
+// 400 KB, what max_tokens 100,000 returns) as mcp-go encoded it (json.Marshal of the page as
+// a struct, then of the response) and as the stdio transport writes it now.
+//
+//	go test ./mcpserver -run XXX -bench EncodeResumePage
+func BenchmarkEncodeResumePage(b *testing.B) {
+	var msgs []json.RawMessage
+	size := 0
+	for i, m := range testcorpus.Sized(b, 200, 1024, 4096) {
+		m.EntryID = fmt.Sprintf("e%d", i)
+		raw, err := json.Marshal(m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		msgs = append(msgs, raw)
+		size += len(raw)
+	}
+	res := memory.ResumeResult{SessionID: "s1", WorkingDir: "/p", ReadFiles: []string{}, ModifiedFiles: []string{}, Pinned: []memory.Message{}, NextCursor: "r1.x"}
+	b.Run("json.Marshal", func(b *testing.B) {
+		b.SetBytes(int64(size))
+		for b.Loop() {
+			r := mcp.NewToolResultStructured(struct {
+				memory.ResumeResult
+				Messages []json.RawMessage `json:"messages"`
+			}{res, msgs}, "text")
+			if _, err := json.Marshal(mcp.NewJSONRPCResultResponse(mcp.NewRequestId(1), r)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("rawStructured+encodeMessage", func(b *testing.B) {
+		b.SetBytes(int64(size))
+		for b.Loop() {
+			raw, err := rawStructured(resumeHead{ResumeResult: res}, "messages", msgs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := mcp.NewToolResultText("text")
+			r.RawStructuredContent = raw
+			if _, err := encodeMessage(mcp.NewJSONRPCResultResponse(mcp.NewRequestId(1), r)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
 }
