@@ -22,8 +22,8 @@ import (
 // Ordered stdio. mcp-go's stdio server runs requests concurrently (tool calls on a worker
 // pool, everything else on its own goroutine), so a client that writes several requests
 // without waiting (a `printf … | sessionmem serve` pipeline) sees them take effect in any
-// order, and a tool call may run before initialize. ServeStdio puts a sequencer between
-// stdin and mcp-go's stdio server:
+// order, and a tool call may run before initialize. ServeStdio serves stdio itself instead,
+// with a sequencer in front of MCPServer.HandleMessage:
 //
 //   - Requests take effect in the order they were sent wherever the order can matter: a
 //     request waits for every earlier request it conflicts with. Requests on one session
@@ -75,7 +75,8 @@ const (
 
 // ServeStdio serves s over in and out (newline-delimited JSON-RPC) until in ends, then
 // returns once every request read has been answered; or until ctx is cancelled, then at
-// once. Only one stdio server may run per process (mcp-go's stdio session is a singleton).
+// once. Only one stdio server may run per process (its session has mcp-go's stdio session
+// id, "stdio").
 func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.Writer, o StdioOptions) error {
 	if o.MaxPending <= 0 {
 		o.MaxPending = DefaultMaxPending
