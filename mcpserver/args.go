@@ -2,38 +2,71 @@ package mcpserver
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"math"
 	"slices"
 	"sort"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/tidwall/gjson"
 )
 
 // args decodes one call's arguments with messages a model can act on. mcp-go's own schema
 // validation words its errors for people who read JSON Schema internals
 // ("<root>: &{Missing:[…]}"), so we check the few things that matter ourselves. The first
 // problem wins; err returns it.
+//
+// The arguments are read from the JSON the client sent (one gjson pass; a save's messages are
+// passed on as raw bytes): over stdio ServeStdio hands them over in the context
+// (withRawArguments) and mcp-go never decodes them, elsewhere mcp-go kept them in
+// RawArguments. Only a request built in Go without JSON falls back to the decoded map.
 type args struct {
-	tool    string
-	m       map[string]any
-	rawArgs json.RawMessage // the arguments as the client sent them, when the transport kept them
-	seen    []string
-	err     error
+	tool string
+	m    map[string]gjson.Result
+	seen []string
+	err  error
 }
 
-func newArgs(tool string, req mcp.CallToolRequest) *args {
-	a := &args{tool: tool, rawArgs: req.Params.RawArguments}
-	switch v := req.Params.Arguments.(type) {
-	case nil:
-		a.m = map[string]any{}
-	case map[string]any:
-		a.m = v
-	default:
-		a.m = map[string]any{}
+// rawArgumentsKey carries a tools/call's arguments as sent, for a request whose arguments
+// ServeStdio took out of the message before mcp-go decoded it.
+type rawArgumentsKey struct{}
+
+func withRawArguments(ctx context.Context, raw []byte) context.Context {
+	return context.WithValue(ctx, rawArgumentsKey{}, raw)
+}
+
+func newArgs(ctx context.Context, tool string, req mcp.CallToolRequest) *args {
+	a := &args{tool: tool, m: map[string]gjson.Result{}}
+	raw, _ := ctx.Value(rawArgumentsKey{}).([]byte)
+	if raw == nil {
+		raw = req.Params.RawArguments
+	}
+	if raw == nil && req.Params.Arguments != nil {
+		// No HTML escaping: text such as "a && b" in a tool call's arguments is stored as
+		// written.
+		var buf bytes.Buffer
+		enc := json.NewEncoder(&buf)
+		enc.SetEscapeHTML(false)
+		if err := enc.Encode(req.Params.Arguments); err != nil {
+			a.fail(fmt.Sprintf("arguments cannot be encoded: %v", err), "")
+			return a
+		}
+		raw = buf.Bytes()
+	}
+	v := gjson.ParseBytes(raw)
+	switch {
+	case len(bytes.TrimSpace(raw)) == 0 || v.Type == gjson.Null:
+	case !v.IsObject() || !gjson.ValidBytes(raw):
 		a.fail("arguments must be a JSON object", "send named arguments, e.g. {\"session_id\":\"…\"}")
+	default:
+		v.ForEach(func(k, v gjson.Result) bool {
+			a.m[k.Str] = v // the last one counts, as for encoding/json
+			return true
+		})
 	}
 	return a
 }
@@ -44,13 +77,13 @@ func (a *args) fail(msg, hint string) {
 	}
 }
 
-func (a *args) get(key string) (any, bool) {
+func (a *args) get(key string) (gjson.Result, bool) {
 	a.seen = append(a.seen, key)
 	v, ok := a.m[key]
-	if v == nil {
-		return nil, false
+	if !ok || v.Type == gjson.Null {
+		return gjson.Result{}, false
 	}
-	return v, ok
+	return v, true
 }
 
 // str returns a string argument; required ones must be present and non-empty.
@@ -62,11 +95,11 @@ func (a *args) str(key string, required bool, hint string) string {
 		}
 		return ""
 	}
-	s, isStr := v.(string)
-	if !isStr {
+	if v.Type != gjson.String {
 		a.fail(fmt.Sprintf("argument %q must be a string, got %s", key, jsonType(v)), hint)
 		return ""
 	}
+	s := argText(v)
 	if required && strings.TrimSpace(s) == "" {
 		a.fail(fmt.Sprintf("argument %q must not be empty", key), hint)
 	}
@@ -79,12 +112,7 @@ func (a *args) integer(key string, minimum int) int {
 	if !ok {
 		return 0
 	}
-	f, isNum := v.(float64)
-	if !isNum {
-		if n, isInt := v.(int); isInt {
-			f, isNum = float64(n), true
-		}
-	}
+	f, isNum := v.Num, v.Type == gjson.Number
 	if !isNum || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
 		a.fail(fmt.Sprintf("argument %q must be a whole number, got %s", key, jsonType(v)),
 			fmt.Sprintf("send e.g. %q: %d", key, max(minimum, 1)))
@@ -103,11 +131,11 @@ func (a *args) boolean(key string) bool {
 	if !ok {
 		return false
 	}
-	b, isBool := v.(bool)
-	if !isBool {
+	if v.Type != gjson.True && v.Type != gjson.False {
 		a.fail(fmt.Sprintf("argument %q must be true or false, got %s", key, jsonType(v)), "")
+		return false
 	}
-	return b
+	return v.Type == gjson.True
 }
 
 // enum returns a string argument that must be one of allowed (or absent).
@@ -119,30 +147,14 @@ func (a *args) enum(key string, allowed ...string) string {
 	return s
 }
 
-// raw returns an argument as JSON, for memory's own decoders.
+// raw returns an argument as the JSON the client sent: numbers keep every digit and objects
+// their key order, and text such as "a && b" or "<div>" is stored as written.
 func (a *args) raw(key string) json.RawMessage {
 	v, ok := a.get(key)
 	if !ok {
 		return nil
 	}
-	// The bytes the client sent, when the transport kept them: numbers keep every digit and
-	// objects their key order (decoding into any turned numbers into float64s).
-	if len(a.rawArgs) > 0 {
-		var all map[string]json.RawMessage
-		if json.Unmarshal(a.rawArgs, &all) == nil && all[key] != nil {
-			return all[key]
-		}
-	}
-	// No HTML escaping: text such as "a && b" or "<div>" is stored as written, so it reads
-	// and searches as the client sent it.
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		a.fail(fmt.Sprintf("argument %q cannot be encoded: %v", key, err), "")
-		return nil
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n")
+	return json.RawMessage(v.Raw)
 }
 
 // done reports the first problem, including arguments the tool does not know (usually a typo
@@ -177,20 +189,29 @@ func quoteAll(s []string) []string {
 	return out
 }
 
-func jsonType(v any) string {
-	switch v.(type) {
-	case nil:
+func jsonType(v gjson.Result) string {
+	switch v.Type {
+	case gjson.Null:
 		return "null"
-	case string:
+	case gjson.String:
 		return "a string"
-	case float64, int, int64, json.Number:
+	case gjson.Number:
 		return "a number"
-	case bool:
+	case gjson.True, gjson.False:
 		return "a boolean"
-	case []any:
-		return "an array"
-	case map[string]any:
-		return "an object"
 	}
-	return fmt.Sprintf("%T", v)
+	if v.IsArray() {
+		return "an array"
+	}
+	return "an object"
+}
+
+// argText returns a string argument as encoding/json would decode it: a string of its own,
+// each byte that is not UTF-8 replaced by U+FFFD (the transports refuse such text before it
+// gets here; this keeps a request built another way from passing it on).
+func argText(v gjson.Result) string {
+	if utf8.ValidString(v.Str) {
+		return strings.Clone(v.Str)
+	}
+	return strings.ToValidUTF8(v.Str, "\uFFFD")
 }

@@ -59,7 +59,7 @@ func compactTool(svc *memory.Service, o *Options) server.ServerTool {
 			title: "Compact a session", readOnly: false, destructive: false, idempotent: false, openWorld: true}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_compact"
-			a := newArgs(name, req)
+			a := newArgs(ctx, name, req)
 			r := memory.CompactRequest{
 				SessionID:        a.str("session_id", true, idHint),
 				Summary:          a.str("summary", false, ""),

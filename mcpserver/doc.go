@@ -3,8 +3,9 @@
 // prompt templates as MCP prompts, session resources (session://{id}, …/summary, …/files) and an
 // MCP-sampling summarizer for session_compact.
 //
-// It also owns what the transports do with raw messages: ServeStdio keeps a pipelined stdio
-// client's requests in order (stdio.go), CheckUTF8 refuses text that is not valid UTF-8 before
+// It also owns what the transports do with raw messages: ServeStdio serves stdio itself and
+// keeps a pipelined client's requests in order (stdio.go, stdio_serve.go, stdio_session.go),
+// encodeMessage writes tool answers without re-encoding stored JSON (encode.go), CheckUTF8 refuses text that is not valid UTF-8 before
 // mcp-go's decoder replaces it, and FixResponse / WrapHTTP give a missing session's resource
 // the spec's error code. See docs/PROTOCOL.md.
 //

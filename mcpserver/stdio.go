@@ -8,11 +8,11 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log"
 	"log/slog"
 	"strconv"
 	"strings"
 	"sync"
+	"sync/atomic"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -22,8 +22,8 @@ import (
 // Ordered stdio. mcp-go's stdio server runs requests concurrently (tool calls on a worker
 // pool, everything else on its own goroutine), so a client that writes several requests
 // without waiting (a `printf … | sessionmem serve` pipeline) sees them take effect in any
-// order, and a tool call may run before initialize. ServeStdio puts a sequencer between
-// stdin and mcp-go's stdio server:
+// order, and a tool call may run before initialize. ServeStdio serves stdio itself instead,
+// with a sequencer in front of MCPServer.HandleMessage:
 //
 //   - Requests take effect in the order they were sent wherever the order can matter: a
 //     request waits for every earlier request it conflicts with. Requests on one session
@@ -41,9 +41,11 @@ import (
 //     (notifications/cancelled withdraws a request still waiting for its turn).
 //   - At the end of input every request read is still answered before ServeStdio returns.
 //
-// The sequencer reads each message's method, id and session id with gjson; mcp-go still
-// parses and serves it. Malformed messages (not JSON, ids of other types) are passed on
-// unordered, and mcp-go answers them.
+// The sequencer reads each message's method, id and session id with gjson, then hands the
+// message to MCPServer.HandleMessage on the goroutine that waited for its turn, with a
+// session of our own (stdio_session.go), and writes the answer itself (encodeMessage).
+// Malformed messages (not JSON, ids of other types) are served unordered, and answered as
+// mcp-go's stdio server answers them.
 
 // StdioOptions configure ServeStdio. The zero value is usable.
 type StdioOptions struct {
@@ -57,8 +59,8 @@ type StdioOptions struct {
 	MaxMessageBytes int
 }
 
-// Defaults of StdioOptions, and mcp-go's stdio worker pool: tool calls run on it once their
-// turn has come, so it bounds how many run at once (calls on different sessions).
+// Defaults of StdioOptions, and how many tool calls run at once (calls on different sessions;
+// mcp-go's stdio server had a worker pool of that size).
 const (
 	DefaultMaxPending      = 1000
 	DefaultMaxMessageBytes = 128 << 20
@@ -73,7 +75,8 @@ const (
 
 // ServeStdio serves s over in and out (newline-delimited JSON-RPC) until in ends, then
 // returns once every request read has been answered; or until ctx is cancelled, then at
-// once. Only one stdio server may run per process (mcp-go's stdio session is a singleton).
+// once. Only one stdio server may run per process (its session has mcp-go's stdio session
+// id, "stdio").
 func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.Writer, o StdioOptions) error {
 	if o.MaxPending <= 0 {
 		o.MaxPending = DefaultMaxPending
@@ -84,26 +87,32 @@ func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.W
 	if o.Logger == nil {
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
-	pr, pw := io.Pipe()
-	c := &stdioConn{opts: o, out: out, toMCP: pw, byID: map[string]*pending{}, log: o.Logger}
-	std := server.NewStdioServer(s)
-	std.SetErrorLogger(log.New(slogWriter{o.Logger}, "", 0))
-	server.WithWorkerPoolSize(stdioWorkers)(std)
-	// Every forwarded tool call fits the queue, so mcp-go never falls back to running one on
-	// its read loop, where a call waiting for sampling would stop sampling answers.
-	server.WithQueueSize(o.MaxPending + 16)(std)
-
-	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
+	c := &stdioConn{opts: o, out: out, byID: map[string]*pending{}, log: o.Logger, srv: s,
+		work: make(chan *pending, o.MaxPending+stdioWorkers), slots: make(chan struct{}, stdioWorkers), lead: make(chan struct{}, 1)}
+	c.sess = newStdioSession(c)
+	if err := s.RegisterSession(ctx, c.sess); err != nil {
+		return fmt.Errorf("register stdio session: %w", err)
+	}
+	defer s.UnregisterSession(ctx, c.sess.SessionID())
+	// Requests run under a context of their own: it ends only after everything read has been
+	// answered (or ctx ended), which releases any handler still waiting on it.
+	rctx, stop := context.WithCancel(s.WithContext(context.WithoutCancel(ctx), c.sess))
 	defer stop()
-	listened := make(chan error, 1)
-	go func() { listened <- std.Listen(lctx, pr, c) }()
+	c.ctx = rctx
+	go c.sess.pumpNotifications(rctx)
+	c.running.Add(stdioWorkers)
+	for range stdioWorkers {
+		go c.worker()
+	}
 	read := make(chan error, 1)
-	go func() { read <- c.readLoop(in) }()
+	c.readErr = read
+	c.lead <- struct{}{}
+	go c.follower(bufio.NewReaderSize(in, 64<<10))
 
 	var err error
 	select {
 	case err = <-read:
-		// Answer everything read before closing mcp-go's input (which cancels its calls).
+		// Answer everything read before cancelling the requests' context.
 		all := make(chan struct{})
 		go func() { c.wg.Wait(); close(all) }()
 		select {
@@ -112,11 +121,8 @@ func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.W
 		}
 	case <-ctx.Done():
 	}
-	pw.Close()
 	stop()
-	if lerr := <-listened; err == nil && lerr != nil && !errors.Is(lerr, io.EOF) && !errors.Is(lerr, context.Canceled) {
-		err = lerr
-	}
+	c.running.Wait()
 	if errors.Is(err, io.EOF) {
 		err = nil
 	}
@@ -132,6 +138,8 @@ type pending struct {
 	init      bool
 	line      []byte
 	done      chan struct{}
+	tool      bool   // a tools/call: runs on a worker
+	args      []byte // a tools/call's arguments, taken out of line (see takeArguments)
 	forwarded bool
 	cancelled bool
 }
@@ -149,34 +157,36 @@ func conflicts(a, b *pending) bool {
 }
 
 type stdioConn struct {
-	opts  StdioOptions
-	log   *slog.Logger
-	toMCP *io.PipeWriter
-	out   io.Writer
+	opts StdioOptions
+	log  *slog.Logger
+	srv  *server.MCPServer
+	sess *stdioSession
+	ctx  context.Context // the requests' context: server, session
+	out  io.Writer
+	// work feeds tool calls whose turn has come to stdioWorkers long-lived goroutines: they
+	// bound how many run at once, and a goroutine per call would grow a new stack each time
+	// (tens of µs a save). MaxPending bounds what is queued, so sending never blocks.
+	work  chan *pending
+	slots chan struct{} // a tool call runs holding one: at most stdioWorkers at once
+
+	// Reading: whoever holds lead reads the next line (followers). A follower that read a
+	// tool call free to run passes lead on, then runs the call itself: the call starts on
+	// the goroutine that read it, with no wake-up of another thread in between (on a busy
+	// two-core machine such a wake-up costs from tens of µs to milliseconds), and reading
+	// still never waits for a call.
+	lead    chan struct{}
+	idle    atomic.Int32 // followers waiting for lead
+	readErr chan<- error // where reading reports its end
 
 	mu       sync.Mutex
 	inflight []*pending // in arrival order
 	byID     map[string]*pending
 	initSeen bool
 	creates  int
-	wg       sync.WaitGroup
+	wg       sync.WaitGroup // requests read and not yet answered
+	running  sync.WaitGroup // goroutines serving a message
 
-	fwd  sync.Mutex // serializes writes into mcp-go's input
 	outm sync.Mutex // serializes writes to the client
-}
-
-// readLoop reads messages until in ends.
-func (c *stdioConn) readLoop(in io.Reader) error {
-	r := bufio.NewReaderSize(in, 64<<10)
-	for {
-		line, err := c.readLine(r)
-		if len(bytes.TrimSpace(line)) > 0 {
-			c.handle(line)
-		}
-		if err != nil {
-			return err
-		}
-	}
 }
 
 // readLine reads one line of at most MaxMessageBytes; a longer one is answered with an error
@@ -200,48 +210,57 @@ func (c *stdioConn) readLine(r *bufio.Reader) ([]byte, error) {
 	}
 }
 
-// handle routes one message: passes it on at once, answers it itself, or queues it behind
-// the requests it must follow.
-func (c *stdioConn) handle(line []byte) {
+// handle routes one message: serves it at once, answers it itself, or queues it behind the
+// requests it must follow. A tool call that may run at once is returned for the caller to
+// run (it holds a slot, and counts in running).
+func (c *stdioConn) handle(line []byte) *pending {
 	line = bytes.TrimRight(line, "\r\n")
 	line, _ = CheckUTF8(line)
 	if !gjson.ValidBytes(line) {
-		c.forward(line)
-		return
+		c.unordered(line)
+		return nil
 	}
 	msg := gjson.ParseBytes(line)
 	method, id := msg.Get("method"), msg.Get("id")
 	switch {
-	case !msg.IsObject() || msg.Get("result").Exists() || msg.Get("error").Exists():
-		c.forward(line) // a batch, or an answer to the server's own request (sampling)
-		return
+	case !msg.IsObject():
+		c.unordered(line) // a batch
+		return nil
+	case msg.Get("result").Exists() || msg.Get("error").Exists():
+		if !c.sess.deliver(msg) { // an answer to the server's own request (sampling)
+			c.unordered(line)
+		}
+		return nil
 	case (method.Type != gjson.String || msg.Get("jsonrpc").Str != "2.0") && (id.Type == gjson.String || id.Type == gjson.Number):
 		// mcp-go would answer "parse error" to id null; the id is known, so answer to it.
 		c.reply(json.RawMessage(id.Raw), codeInvalidRequest, `invalid request: want {"jsonrpc":"2.0","id":…,"method":"<name>",…}`)
-		return
+		return nil
 	case method.Type != gjson.String:
-		c.forward(line)
-		return
+		c.unordered(line)
+		return nil
 	case !id.Exists() || id.Type == gjson.Null:
 		if method.Str == string(mcp.MethodNotificationCancelled) {
 			c.cancel(msg.Get("params.requestId"))
 		}
-		c.forward(line)
-		return
+		c.notify(line) // served at once, in the order read
+		return nil
 	case id.Type != gjson.String && id.Type != gjson.Number:
-		c.forward(line)
-		return
+		c.unordered(line)
+		return nil
 	case method.Str == string(mcp.MethodSubscriptionsListen):
-		c.forward(line) // long-lived by design: never waited for
-		return
+		c.unordered(line) // long-lived by design: never waited for
+		return nil
 	}
 	key, ok := normalizeID([]byte(id.Raw))
 	if !ok {
-		c.forward(line)
-		return
+		c.unordered(line)
+		return nil
 	}
-	p := &pending{key: key, line: line, done: make(chan struct{})}
+	p := &pending{key: key, line: line, done: make(chan struct{}), tool: method.Str == string(mcp.MethodToolsCall)}
 	c.classify(p, method.Str, msg)
+	if p.tool {
+		c.takeArguments(p, msg)
+	}
 	modern := mcp.IsModernProtocol(msg.Get("params._meta." + gjsonEscape(mcp.MetaKeyProtocolVersion)).String())
 
 	c.mu.Lock()
@@ -249,16 +268,16 @@ func (c *stdioConn) handle(line []byte) {
 	case c.byID[key] != nil:
 		c.mu.Unlock()
 		c.reply(json.RawMessage(id.Raw), codeInvalidRequest, fmt.Sprintf("request id %s is already used by a request that has not been answered; use a new id", id.Raw))
-		return
+		return nil
 	case !c.initSeen && !p.init && method.Str != string(mcp.MethodPing) && !modern:
 		c.mu.Unlock()
 		c.reply(json.RawMessage(id.Raw), codeInvalidRequest,
 			"server not initialized: send initialize first; only initialize and ping are served before it")
-		return
+		return nil
 	case len(c.byID) >= c.opts.MaxPending:
 		c.mu.Unlock()
 		c.reply(json.RawMessage(id.Raw), codeServerBusy, fmt.Sprintf("server busy: %d requests are waiting for an answer; retry later", len(c.byID)))
-		return
+		return nil
 	}
 	if p.init {
 		c.initSeen = true
@@ -274,16 +293,36 @@ func (c *stdioConn) handle(line []byte) {
 	c.wg.Add(1)
 	c.mu.Unlock()
 
-	if method.Str == string(mcp.MethodPing) {
+	switch {
+	case method.Str == string(mcp.MethodPing):
 		c.send(p) // nothing to wait for, and nothing waits for it
-		return
-	}
-	go func() {
-		for _, d := range deps {
-			<-d
+	case p.tool && len(deps) == 0:
+		select {
+		case c.slots <- struct{}{}:
+			c.running.Add(1)
+			return p
+		default:
+			c.work <- p // as many calls run as may: a worker takes it when a slot frees
 		}
-		c.send(p)
-	}()
+	default:
+		c.running.Add(1)
+		go func() {
+			defer c.running.Done()
+			for _, d := range deps {
+				select {
+				case <-d:
+				case <-c.ctx.Done():
+					return
+				}
+			}
+			if p.tool {
+				c.work <- p
+				return
+			}
+			c.send(p)
+		}()
+	}
+	return nil
 }
 
 // classify sets what a request is about (its scope) and whether it writes.
@@ -336,19 +375,6 @@ func (c *stdioConn) classify(p *pending, method string, msg gjson.Result) {
 	}
 }
 
-// send passes a request on to mcp-go once its turn has come, unless it was cancelled.
-func (c *stdioConn) send(p *pending) {
-	c.mu.Lock()
-	if p.cancelled {
-		c.mu.Unlock()
-		c.finish(p.key) // the spec: no answer to a cancelled request
-		return
-	}
-	p.forwarded = true
-	c.mu.Unlock()
-	c.forward(p.line)
-}
-
 // cancel withdraws a request that has not been passed on yet; one already running is
 // cancelled by mcp-go, which gets the notification too.
 func (c *stdioConn) cancel(id gjson.Result) {
@@ -361,14 +387,6 @@ func (c *stdioConn) cancel(id gjson.Result) {
 		p.cancelled = true
 	}
 	c.mu.Unlock()
-}
-
-func (c *stdioConn) forward(line []byte) {
-	c.fwd.Lock()
-	defer c.fwd.Unlock()
-	if _, err := c.toMCP.Write(append(line[:len(line):len(line)], '\n')); err != nil && !errors.Is(err, io.ErrClosedPipe) {
-		c.log.Warn("stdio: pass message on", "err", err)
-	}
 }
 
 // finish releases the requests waiting for key's.
@@ -391,27 +409,6 @@ func (c *stdioConn) finish(key string) {
 	c.wg.Done()
 }
 
-// Write receives everything mcp-go sends the client (one message per call): answers,
-// notifications and the server's own requests. An answer is written, then releases the
-// requests that waited for it, so dependent answers also reach the client in order.
-func (c *stdioConn) Write(b []byte) (int, error) {
-	n := len(b)
-	b = FixResponse(b)
-	c.outm.Lock()
-	_, err := c.out.Write(b)
-	c.outm.Unlock()
-	msg := gjson.ParseBytes(b)
-	if !msg.Get("method").Exists() && (msg.Get("result").Exists() || msg.Get("error").Exists()) {
-		if key, ok := normalizeID([]byte(msg.Get("id").Raw)); ok {
-			c.finish(key)
-		}
-	}
-	if err != nil {
-		return 0, err
-	}
-	return n, nil
-}
-
 // reply answers a request with a JSON-RPC error of ours (id nil: null).
 func (c *stdioConn) reply(id json.RawMessage, code int, message string) {
 	if id == nil {
@@ -428,9 +425,7 @@ func (c *stdioConn) reply(id json.RawMessage, code int, message string) {
 		Code    int    `json:"code"`
 		Message string `json:"message"`
 	}{code, message}})
-	c.outm.Lock()
-	defer c.outm.Unlock()
-	if _, err := c.out.Write(append(b, '\n')); err != nil {
+	if err := c.writeLine(b); err != nil {
 		c.log.Warn("stdio: write", "err", err)
 	}
 }
@@ -467,12 +462,4 @@ func gjsonEscape(k string) string {
 		b.WriteRune(r)
 	}
 	return b.String()
-}
-
-// slogWriter adapts the standard logger mcp-go's stdio server reports errors through.
-type slogWriter struct{ l *slog.Logger }
-
-func (w slogWriter) Write(p []byte) (int, error) {
-	w.l.Warn(strings.TrimSpace(string(p)))
-	return len(p), nil
 }

@@ -303,3 +303,37 @@ func TestCheckUTF8Paths(t *testing.T) {
 		}
 	}
 }
+
+// TestStdioTakesArguments: a tools/call's arguments reach the tool as sent (every digit, key
+// order, escapes), without mcp-go decoding them: ServeStdio takes them out of the message.
+func TestStdioTakesArguments(t *testing.T) {
+	line := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"session_save","arguments":{"working_dir":"/p","messages":[{"role":"assistant","content":[{"type":"tool_call","id":"c","name":"n","arguments":{"z":12345678901234567890123,"a":"\u003c&>"}}]}]}}}`
+	p := &pending{line: []byte(line)}
+	(&stdioConn{}).takeArguments(p, gjson.Parse(line))
+	if want := gjson.Get(line, "params.arguments").Raw; string(p.args) != want {
+		t.Fatalf("arguments taken: %s, want %s", p.args, want)
+	}
+	if got := gjson.GetBytes(p.line, "params.arguments").Raw; got != "{}" || gjson.GetBytes(p.line, "params.name").Str != "session_save" {
+		t.Fatalf("message left: %s", p.line)
+	}
+
+	r := newRawStdio(t)
+	r.send(initLine(1, false))
+	r.next()
+	r.send(strings.Replace(line, `"id":7`, `"id":2`, 1))
+	res := r.next()
+	if res.Get("result.isError").Bool() {
+		t.Fatalf("save: %s", res.Raw)
+	}
+	page, err := r.svc.Resume(context.Background(), memory.ResumeRequest{SessionID: res.Get("result.structuredContent.session_id").Str, Raw: true})
+	if err != nil || len(page.RawMessages) != 1 {
+		t.Fatalf("resume: %v %+v", err, page)
+	}
+	if got := gjson.GetBytes(page.RawMessages[0], "content.0.arguments").Raw; got != `{"z":12345678901234567890123,"a":"\u003c&>"}` {
+		t.Fatalf("stored arguments %s", got)
+	}
+	r.send(callLine(3, "session_save", map[string]any{"working_dir": "/p", "sessionId": "x", "messages": []any{map[string]any{"role": "user", "content": "x"}}}))
+	if m := r.next(); !m.Get("result.isError").Bool() || !strings.Contains(m.Get("result.content.0.text").Str, `unknown argument(s) "sessionId"`) {
+		t.Fatalf("unknown argument: %s", m.Raw)
+	}
+}

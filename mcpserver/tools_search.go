@@ -50,7 +50,7 @@ func searchTool(svc *memory.Service, o *Options) server.ServerTool {
 			title: "Search sessions", readOnly: true, destructive: false, idempotent: true, openWorld: false}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_search"
-			a := newArgs(name, req)
+			a := newArgs(ctx, name, req)
 			r := memory.SearchRequest{
 				Query:      a.str("query", false, ""),
 				WorkingDir: a.str("working_dir", false, ""),

@@ -1,7 +1,6 @@
 package mcpserver
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
@@ -10,6 +9,7 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
+	"github.com/tidwall/gjson"
 
 	"github.com/sessionmem/sessionmem/memory"
 )
@@ -50,7 +50,7 @@ func saveTool(svc *memory.Service) server.ServerTool {
 			title: "Save session messages", readOnly: false, destructive: false, idempotent: false, openWorld: false}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_save"
-			a := newArgs(name, req)
+			a := newArgs(ctx, name, req)
 			r := memory.SaveRequest{
 				SessionID:     a.str("session_id", false, idHint),
 				WorkingDir:    a.str("working_dir", false, ""),
@@ -94,101 +94,42 @@ func saveTool(svc *memory.Service) server.ServerTool {
 const messageHint = `each message needs "role" (system, user, assistant or tool_result) and "content" ` +
 	`(a string or a list of blocks), e.g. {"role":"user","content":"hello"}`
 
-// decodeMessages decodes the messages argument one by one so an error names the bad message.
+// decodeMessages decodes the messages argument one by one so an error names the bad message;
+// memory.DecodeInputMessage checks each message's field names and decodes it in one pass.
 func decodeMessages(raw json.RawMessage) ([]memory.Message, error) {
 	if len(raw) == 0 {
 		return nil, &argError{`missing required argument "messages"`, "send at least one message; " + messageHint}
 	}
-	var items []json.RawMessage
-	if err := json.Unmarshal(raw, &items); err != nil {
-		return nil, &argError{`argument "messages" must be an array of messages`, messageHint}
-	}
-	if len(items) == 0 {
+	items := gjson.ParseBytes(raw)
+	if items.Type == gjson.Null {
 		return nil, &argError{`argument "messages" is empty`, "send at least one message; nothing was saved"}
 	}
-	msgs := make([]memory.Message, len(items))
-	for i, item := range items {
-		if !bytes.HasPrefix(bytes.TrimSpace(item), []byte("{")) {
-			return nil, &argError{fmt.Sprintf("messages[%d] must be an object", i), messageHint + "; nothing was saved"}
+	if !items.IsArray() || !gjson.ValidBytes(raw) {
+		return nil, &argError{`argument "messages" must be an array of messages`, messageHint}
+	}
+	var msgs []memory.Message
+	var err error
+	items.ForEach(func(_, item gjson.Result) bool {
+		i := len(msgs)
+		if !item.IsObject() {
+			err = &argError{fmt.Sprintf("messages[%d] must be an object", i), messageHint + "; nothing was saved"}
+			return false
 		}
-		if err := checkMessageFields(item); err != nil {
-			return nil, &argError{fmt.Sprintf("messages[%d]%s", i, err.Error()), messageHint + "; nothing was saved"}
+		m, derr := memory.DecodeInputMessage([]byte(item.Raw))
+		if derr != nil {
+			err = &argError{fmt.Sprintf("messages[%d]%s", i, derr.Error()), messageHint + "; nothing was saved"}
+			return false
 		}
-		if err := json.Unmarshal(item, &msgs[i]); err != nil {
-			return nil, &argError{fmt.Sprintf("messages[%d] is malformed: %v", i, err), messageHint + "; nothing was saved"}
-		}
+		msgs = append(msgs, m)
+		return true
+	})
+	if err != nil {
+		return nil, err
+	}
+	if len(msgs) == 0 {
+		return nil, &argError{`argument "messages" is empty`, "send at least one message; nothing was saved"}
 	}
 	return msgs, nil
-}
-
-// Fields the message schema allows, per object; anything else is refused rather than dropped,
-// so a typo such as "txt" for "text" cannot lose content silently.
-var (
-	messageFields = map[string]bool{"id": true, "entry_id": true, "role": true, "content": true, "usage": true, "pinned": true}
-	blockFields   = map[string]map[string]bool{
-		"text":        {"type": true, "text": true},
-		"thinking":    {"type": true, "thinking": true},
-		"tool_call":   {"type": true, "id": true, "name": true, "arguments": true},
-		"tool_result": {"type": true, "tool_call_id": true, "content": true, "is_error": true},
-		"image":       {"type": true, "media_type": true, "data": true},
-	}
-	requiredBlockField = map[string]string{"text": "text", "thinking": "thinking"}
-)
-
-// checkMessageFields reports the first unknown or missing field of a message or its blocks,
-// as a suffix for "messages[i]".
-func checkMessageFields(raw json.RawMessage) error {
-	var m map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &m); err != nil {
-		return fmt.Errorf(" is malformed: %v", err)
-	}
-	for k := range m {
-		if !messageFields[k] {
-			return fmt.Errorf(" has unknown field %q (allowed: id, role, content, usage, pinned)", k)
-		}
-	}
-	if c := bytes.TrimSpace(m["content"]); len(c) > 0 && c[0] == '"' {
-		var s string
-		if json.Unmarshal(c, &s) == nil && s == "" {
-			return fmt.Errorf(".content is an empty string")
-		}
-	}
-	return checkBlocksFields(m["content"], ".content")
-}
-
-func checkBlocksFields(raw json.RawMessage, path string) error {
-	raw = bytes.TrimSpace(raw)
-	if len(raw) == 0 || raw[0] != '[' {
-		return nil // a string, or absent: the service validates it
-	}
-	var blocks []map[string]json.RawMessage
-	if err := json.Unmarshal(raw, &blocks); err != nil {
-		return fmt.Errorf("%s must be a string or a list of block objects", path)
-	}
-	for j, b := range blocks {
-		var typ string
-		_ = json.Unmarshal(b["type"], &typ)
-		allowed := blockFields[typ]
-		if allowed == nil {
-			continue // unknown or missing type: the service names it
-		}
-		for k := range b {
-			if !allowed[k] {
-				return fmt.Errorf("%s[%d] (%s block) has unknown field %q", path, j, typ, k)
-			}
-		}
-		if f := requiredBlockField[typ]; f != "" {
-			if _, ok := b[f]; !ok {
-				return fmt.Errorf("%s[%d] (%s block) lacks %q", path, j, typ, f)
-			}
-		}
-		if typ == "tool_result" {
-			if err := checkBlocksFields(b["content"], fmt.Sprintf("%s[%d].content", path, j)); err != nil {
-				return err
-			}
-		}
-	}
-	return nil
 }
 
 const resumeDescription = `Load what you need to continue a session: the latest compaction summary, the files read and modified so far, the durable facts the server recorded (facts), the pinned messages the summary replaced (pinned: standing context, verbatim), and the messages after the summary (oldest first, content in block form).
@@ -224,7 +165,7 @@ func resumeTool(svc *memory.Service) server.ServerTool {
 			title: "Resume a session", readOnly: true, destructive: false, idempotent: true, openWorld: false}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_resume"
-			a := newArgs(name, req)
+			a := newArgs(ctx, name, req)
 			r := memory.ResumeRequest{
 				SessionID:  a.str("session_id", false, idHint),
 				WorkingDir: a.str("working_dir", false, ""),
@@ -277,20 +218,18 @@ func resultTextChars(res *mcp.CallToolResult) int {
 	return n
 }
 
-// resumeOut is a resume page as the tool returns it: the messages as memory read them from
-// the store (memory.ResumeRequest.Raw), the bytes a client saved plus entry_id, so they are
-// neither decoded nor encoded again on their way out.
-type resumeOut struct {
-	memory.ResumeResult
-	Messages []json.RawMessage `json:"messages"`
-}
+// A resume page goes out with the messages as memory read them from the store
+// (memory.ResumeRequest.Raw), the bytes a client saved plus entry_id: they are neither decoded
+// nor encoded again on their way out. The structured content is built once as JSON
+// (rawStructured: the page's other fields, then "messages"), and the stdio transport copies it
+// into the answer as it is (encodeMessage).
 
 // resumeResult shapes a resume page: structured content plus a short text (which repeats the
 // cursor for clients that read only text, but not working_dir, which can be long: memory sized
 // the page with an allowance for the text's fixed part and the cursor only).
 func resumeResult(res memory.ResumeResult) *mcp.CallToolResult {
 	res.ReadFiles, res.ModifiedFiles = orEmpty(res.ReadFiles), orEmpty(res.ModifiedFiles)
-	out := resumeOut{Messages: orEmpty(res.RawMessages)}
+	msgs := orEmpty(res.RawMessages)
 	if res.RawMessages == nil {
 		// Decoded messages (a caller that did not ask for raw ones).
 		for _, m := range normalizeMessages(res.Messages) {
@@ -298,7 +237,7 @@ func resumeResult(res memory.ResumeResult) *mcp.CallToolResult {
 			if err != nil {
 				continue
 			}
-			out.Messages = append(out.Messages, b)
+			msgs = append(msgs, b)
 		}
 	}
 	summary := "no summary"
@@ -311,14 +250,26 @@ func resumeResult(res memory.ResumeResult) *mcp.CallToolResult {
 		pinned = ", " + plural(len(res.Pinned), "pinned message", "pinned messages") + " (standing context, before the messages)"
 	}
 	text := fmt.Sprintf("Session %s: %s%s, %s, %d files read, %d modified, context ≈ %d tokens.",
-		res.SessionID, summary, pinned, plural(len(out.Messages), "message", "messages"),
+		res.SessionID, summary, pinned, plural(len(msgs), "message", "messages"),
 		len(res.ReadFiles), len(res.ModifiedFiles), res.ContextTokens)
 	if res.NextCursor != "" {
 		text += fmt.Sprintf(" More messages follow: call session_resume with session_id %q and cursor %q.", res.SessionID, res.NextCursor)
 	}
 	res.Messages, res.RawMessages = nil, nil
-	out.ResumeResult = res
-	return result(out, text)
+	raw, err := rawStructured(resumeHead{ResumeResult: res}, "messages", msgs)
+	if err != nil {
+		return toolError("session_resume", fmt.Errorf("encode the page: %w", err))
+	}
+	out := result(nil, text)
+	out.RawStructuredContent = raw
+	return out
+}
+
+// resumeHead is a resume page without its messages (rawStructured appends them): the
+// embedded result's own messages field is shadowed by one that is never written.
+type resumeHead struct {
+	memory.ResumeResult
+	Messages *struct{} `json:"messages,omitempty"`
 }
 
 const listDescription = `List stored sessions, newest first (by last update).
@@ -343,7 +294,7 @@ func listTool(svc *memory.Service, o *Options) server.ServerTool {
 			title: "List sessions", readOnly: true, destructive: false, idempotent: true, openWorld: false}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_list"
-			a := newArgs(name, req)
+			a := newArgs(ctx, name, req)
 			r := memory.ListRequest{
 				WorkingDir: a.str("working_dir", false, ""),
 				Query:      a.str("query", false, ""),
@@ -419,7 +370,7 @@ func forkTool(svc *memory.Service) server.ServerTool {
 			title: "Fork a session", readOnly: false, destructive: false, idempotent: false, openWorld: false}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_fork"
-			a := newArgs(name, req)
+			a := newArgs(ctx, name, req)
 			r := memory.ForkRequest{
 				SessionID: a.str("session_id", true, idHint),
 				FromID:    a.str("from_id", false, ""),
@@ -456,7 +407,7 @@ func deleteTool(svc *memory.Service) server.ServerTool {
 			title: "Delete a session", readOnly: false, destructive: true, idempotent: true, openWorld: false}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_delete"
-			a := newArgs(name, req)
+			a := newArgs(ctx, name, req)
 			id := a.str("session_id", true, idHint)
 			if err := a.done(); err != nil {
 				return toolError(name, err), nil

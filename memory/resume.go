@@ -161,8 +161,15 @@ func (s *Service) resumePage(r storage.Reader, id string, cur *resumeCursor, max
 		if raw && n.kind == KindMessage {
 			// The common case needs no decoding: the stored bytes are the output, unless prune
 			// may change them or the message alone is larger than the page.
-			js := []byte(gjson.GetBytes(rec.Data, KindMessage).Raw)
-			mayPrune := prune && n.out <= protectFrom && bytes.Contains(js, []byte(`"type":"tool_result"`))
+			// A view into the record (withEntryID copies what is kept): GetBytes would copy
+			// the message twice over.
+			r := gjson.Get(view(rec.Data), KindMessage)
+			fast := r.IsObject() && r.Index > 0 && r.Index+len(r.Raw) <= len(rec.Data)
+			var js []byte
+			if fast {
+				js = rec.Data[r.Index : r.Index+len(r.Raw)]
+			}
+			mayPrune := !fast || prune && n.out <= protectFrom && bytes.Contains(js, []byte(`"type":"tool_result"`))
 			if size := outputChars(js, n.id) + 1; !mayPrune && (used+size <= budget || count > 0) {
 				if used+size > budget {
 					res.NextCursor = encodeToken("r1.", resumeCursor{Session: id, Next: n.id, Seq: rec.Seq})

@@ -33,9 +33,14 @@ var (
 	buildErr  error
 )
 
-// binary builds the command once per test run into a temporary directory.
+// binary builds the command once per test run into a temporary directory; with
+// SESSIONMEM_TEST_BIN set it is that binary instead (to compare two builds with the same
+// benchmarks).
 func binary(t testing.TB) string {
 	t.Helper()
+	if b := os.Getenv("SESSIONMEM_TEST_BIN"); b != "" {
+		return b
+	}
 	buildOnce.Do(func() {
 		dir, err := os.MkdirTemp("", "sessionmem-e2e-")
 		if err != nil {

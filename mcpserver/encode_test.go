@@ -1,0 +1,202 @@
+package mcpserver
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/sessionmem/sessionmem/compaction"
+	"github.com/sessionmem/sessionmem/internal/testcorpus"
+	"github.com/sessionmem/sessionmem/memory"
+)
+
+// sameJSON decodes a and b (numbers kept as written) and reports whether they are the same
+// JSON value.
+func sameJSON(t *testing.T, a, b []byte) bool {
+	t.Helper()
+	dec := func(x []byte) any {
+		d := json.NewDecoder(bytes.NewReader(x))
+		d.UseNumber()
+		var v any
+		if err := d.Decode(&v); err != nil {
+			t.Fatalf("not JSON: %v: %.300s", err, x)
+		}
+		if d.More() {
+			t.Fatalf("trailing data: %.300s", x)
+		}
+		return v
+	}
+	return reflect.DeepEqual(dec(a), dec(b))
+}
+
+// TestEncodeMessageMatchesMarshal: what the stdio transport writes is the JSON value
+// json.Marshal (what mcp-go writes) gives, for tool results, errors and odd content.
+func TestEncodeMessageMatchesMarshal(t *testing.T) {
+	html := `<script>alert('x') && y</script> > z`
+	bad := "bad \xff\xfe utf-8 \xc3\x28 and a lone \xed\xa0\x80 surrogate"
+	raw := func(s string) json.RawMessage { return json.RawMessage(s) }
+	withRaw := func(sc string, mut ...func(*mcp.CallToolResult)) *mcp.CallToolResult {
+		r := mcp.NewToolResultText("text " + html)
+		r.RawStructuredContent = raw(sc)
+		for _, m := range mut {
+			m(r)
+		}
+		return r
+	}
+	resp := func(id any, res any) mcp.JSONRPCMessage {
+		return mcp.NewJSONRPCResultResponse(mcp.NewRequestId(id), res)
+	}
+	cases := []struct {
+		name string
+		msg  mcp.JSONRPCMessage
+	}{
+		{"structured", resp(1, withRaw(`{"a":1,"b":"c"}`))},
+		{"string id", resp("req-<1>&", withRaw(`{"a":[]}`))},
+		{"float id", resp(1.5, withRaw(`{}`))},
+		{"large id", resp(float64(1<<60), withRaw(`{"n":12345678901234567890}`))},
+		{"html in raw", resp(2, withRaw(`{"messages":[{"role":"user","content":[{"type":"text","text":"`+html+`"}]}]}`))},
+		{"escapes in raw", resp(3, withRaw(`{"t":"\u003c\u2028\ud83d\ude00\n\t\"\\"}`))},
+		{"invalid utf-8 in raw", resp(4, withRaw(`{"t":"`+bad+`"}`))},
+		{"invalid utf-8 in text", resp(5, withRaw(`{"t":1}`, func(r *mcp.CallToolResult) {
+			r.Content = []mcp.Content{mcp.NewTextContent(bad), mcp.NewTextContent("\u2028\u2029 \x00\x1f")}
+		}))},
+		{"error result", resp(6, withRaw(`{"x":true}`, func(r *mcp.CallToolResult) { r.IsError = true }))},
+		{"meta and modern fields", resp(7, withRaw(`{"x":null}`, func(r *mcp.CallToolResult) {
+			r.Meta = mcp.NewMetaFromMap(map[string]any{"k": html, "n": 1})
+			r.ResultType = "complete"
+			r.RequestState = "state <&>"
+		}))},
+		{"input requests", resp(8, withRaw(`{"x":0}`, func(r *mcp.CallToolResult) {
+			r.InputRequests = mcp.InputRequests{"s": mcp.NewSamplingInputRequest(mcp.CreateMessageParams{MaxTokens: 5,
+				Messages: []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent(html)}}})}
+		}))},
+		{"no content", resp(9, withRaw(`{"x":0}`, func(r *mcp.CallToolResult) { r.Content = nil }))},
+		// Not the fast path: json.Marshal itself.
+		{"structured value", resp(10, mcp.NewToolResultStructured(map[string]any{"h": html, "b": bad}, "t"))},
+		{"tool error", resp(11, mcp.NewToolResultError("session_save: "+html))},
+		{"other result", resp(12, &mcp.ListToolsResult{Tools: []mcp.Tool{}})},
+		{"json-rpc error", mcp.JSONRPCError{JSONRPC: "2.0", ID: mcp.NewRequestId(13),
+			Error: mcp.NewJSONRPCErrorDetails(mcp.INVALID_PARAMS, html+bad, nil)}},
+		{"notification", mcp.JSONRPCNotification{JSONRPC: "2.0", Notification: mcp.Notification{Method: "notifications/progress",
+			Params: mcp.NotificationParams{AdditionalFields: map[string]any{"progress": 1, "message": html}}}}},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			parts, err := encodeMessage(tc.msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			got := bytes.Join(parts, nil)
+			want, err := json.Marshal(tc.msg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sameJSON(t, got, want) {
+				t.Fatalf("differs from json.Marshal:\n got %s\nwant %s", got, want)
+			}
+			if bytes.ContainsAny(got, "\n\r") {
+				t.Fatalf("a line break in the answer: %s", got)
+			}
+		})
+	}
+}
+
+// TestRawStructuredMatchesMarshal: a resume page built by rawStructured is the JSON value of
+// json.Marshal of the page with its messages.
+func TestRawStructuredMatchesMarshal(t *testing.T) {
+	type page struct {
+		memory.ResumeResult
+		Messages []json.RawMessage `json:"messages"`
+	}
+	html := `<b>a && b</b>`
+	full := memory.ResumeResult{SessionID: "s<1>", WorkingDir: "/p/&", Summary: "## Goal\n" + html + "\u2028",
+		ReadFiles: []string{"a.go"}, ModifiedFiles: []string{}, ContextTokens: 123, NextCursor: "c.1",
+		Facts:  &compaction.Ledger{},
+		Pinned: []memory.Message{{ID: "p1", EntryID: "e1", Role: memory.RoleUser, Pinned: true, Content: []memory.Block{{Type: memory.BlockText, Text: html}}}}}
+	msgs := []json.RawMessage{
+		json.RawMessage(`{"id":"m1","entry_id":"e2","role":"user","content":[{"type":"text","text":"` + html + `"}]}`),
+		json.RawMessage("{\n  \"role\": \"assistant\",\r\n  \"content\": [{\"type\":\"text\",\"text\":\"spaced\\nout\"}]\n}"),
+		json.RawMessage(`{"role":"user","content":[{"type":"text","text":"\u00e9\ud83d\ude00 \u003c"}]}`),
+		nil,
+	}
+	for _, tc := range []struct {
+		name string
+		res  memory.ResumeResult
+		msgs []json.RawMessage
+	}{
+		{"full", full, msgs},
+		{"no messages", memory.ResumeResult{SessionID: "s", ReadFiles: []string{}, ModifiedFiles: []string{}, Pinned: []memory.Message{}}, []json.RawMessage{}},
+		{"zero", memory.ResumeResult{}, []json.RawMessage{msgs[0]}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got, err := rawStructured(resumeHead{ResumeResult: tc.res}, "messages", tc.msgs)
+			if err != nil {
+				t.Fatal(err)
+			}
+			want, err := json.Marshal(page{tc.res, tc.msgs})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sameJSON(t, got, want) {
+				t.Fatalf("differs from json.Marshal:\n got %s\nwant %s", got, want)
+			}
+			if bytes.ContainsAny(got, "\n\r") {
+				t.Fatalf("a line break: %s", got)
+			}
+		})
+	}
+	if _, err := rawStructured([]int{1}, "messages", nil); err == nil || !strings.Contains(err.Error(), "object") {
+		t.Fatalf("a head that is not an object: %v", err)
+	}
+}
+
+// BenchmarkEncodeResumePage: the answer to a resume page of 200 corpus messages (about
+// 400 KB, what max_tokens 100,000 returns) as mcp-go encoded it (json.Marshal of the page as
+// a struct, then of the response) and as the stdio transport writes it now.
+//
+//	go test ./mcpserver -run XXX -bench EncodeResumePage
+func BenchmarkEncodeResumePage(b *testing.B) {
+	var msgs []json.RawMessage
+	size := 0
+	for i, m := range testcorpus.Sized(b, 200, 1024, 4096) {
+		m.EntryID = fmt.Sprintf("e%d", i)
+		raw, err := json.Marshal(m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		msgs = append(msgs, raw)
+		size += len(raw)
+	}
+	res := memory.ResumeResult{SessionID: "s1", WorkingDir: "/p", ReadFiles: []string{}, ModifiedFiles: []string{}, Pinned: []memory.Message{}, NextCursor: "r1.x"}
+	b.Run("json.Marshal", func(b *testing.B) {
+		b.SetBytes(int64(size))
+		for b.Loop() {
+			r := mcp.NewToolResultStructured(struct {
+				memory.ResumeResult
+				Messages []json.RawMessage `json:"messages"`
+			}{res, msgs}, "text")
+			if _, err := json.Marshal(mcp.NewJSONRPCResultResponse(mcp.NewRequestId(1), r)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("rawStructured+encodeMessage", func(b *testing.B) {
+		b.SetBytes(int64(size))
+		for b.Loop() {
+			raw, err := rawStructured(resumeHead{ResumeResult: res}, "messages", msgs)
+			if err != nil {
+				b.Fatal(err)
+			}
+			r := mcp.NewToolResultText("text")
+			r.RawStructuredContent = raw
+			if _, err := encodeMessage(mcp.NewJSONRPCResultResponse(mcp.NewRequestId(1), r)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
