@@ -99,7 +99,7 @@ func (s *Service) current(id string, r storage.Reader) (*state, error) {
 		st.gen = gen
 		st.mu.Lock()
 		s.remember(id, st)
-		if s.snaps != nil && last >= snapshotMinEntries {
+		if s.snaps != nil && last > snapshotMinGrowth {
 			if snap, err := decodeSnapshot(h, s.snaps.store.LoadSnapshot(r)); err == nil && snap.lastSeq <= last {
 				st.adopt(snap)
 				st.snapSeq = snap.lastSeq

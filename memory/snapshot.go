@@ -25,7 +25,7 @@ import (
 // such as the token estimate) would derive something else from the same records: a snapshot
 // of another version is ignored and the state is built from the log. Changes to the fields of
 // node or state are caught without a bump (snapshotLayout).
-const snapshotVersion = 1
+const snapshotVersion = 2
 
 // snapshotLayout fingerprints the fields of node and state, so that a build whose structures
 // differ never decodes another build's snapshot as its own.
@@ -64,6 +64,7 @@ func (st *state) encodeSnapshot() []byte {
 	updated, _ := st.updated.MarshalText() // keeps the zone offset apply parsed
 	b = appendString(b, string(updated))
 	b = binary.AppendVarint(b, int64(st.pinnedCost))
+	b = binary.AppendVarint(b, st.logBytes)
 	b = binary.AppendUvarint(b, uint64(len(st.nodes)))
 	for i := range st.nodes {
 		n := &st.nodes[i]
@@ -72,17 +73,28 @@ func (st *state) encodeSnapshot() []byte {
 		b = appendString(b, n.kind)
 		b = appendString(b, string(n.role))
 		// Links are stored as distances back (1 = the previous entry, 0 = none), which are
-		// small in practice and never point forward.
+		// small in practice and never point forward. The running totals are not stored: they
+		// are most of a node's bytes once compressed, and decoding derives them from the
+		// parent's as apply does (state.totals).
 		b = appendLink(b, int32(i), n.parent)
 		b = appendLink(b, int32(i)+1, n.firstKept)
-		b = appendLink(b, int32(i)+1, n.comp)
-		b = appendLink(b, int32(i)+1, n.pin)
 		b = appendBool(b, n.pinned)
-		for _, v := range [...]int{n.tokens, n.usage, n.ctx, n.est, n.msgs, n.out, n.pinTok} {
-			b = binary.AppendVarint(b, int64(v))
+		b = binary.AppendVarint(b, int64(n.tokens))
+		b = binary.AppendVarint(b, int64(n.usage))
+		if n.kind == KindBranchSummary {
+			// What it adds to resume's conversation differs from its own tokens.
+			b = binary.AppendVarint(b, int64(n.out-st.parentOut(n)))
 		}
 	}
 	return b
+}
+
+// parentOut is the conversation tokens before n on its path.
+func (st *state) parentOut(n *node) int {
+	if n.parent < 0 {
+		return 0
+	}
+	return st.nodes[n.parent].out
 }
 
 func appendString(b []byte, s string) []byte {
@@ -216,10 +228,11 @@ func decodeSnapshot(h storage.Header, data []byte) (*state, error) {
 		return nil, errSnapshot
 	}
 	st.pinnedCost = r.int()
+	st.logBytes = r.varint()
 	count := r.uvarint()
-	// Every node takes at least 16 bytes, so a count the data cannot hold is refused before
+	// Every node takes at least 10 bytes, so a count the data cannot hold is refused before
 	// anything is allocated for it.
-	if r.err || count != st.lastSeq || count > uint64(len(r.s)-r.off)/16 {
+	if r.err || count != st.lastSeq || count > uint64(len(r.s)-r.off)/10 {
 		return nil, errSnapshot
 	}
 	if count > 0 {
@@ -232,9 +245,20 @@ func decodeSnapshot(h storage.Header, data []byte) (*state, error) {
 		n.id, n.clientID = r.str(), r.str()
 		n.kind, n.role = kindName(r.str()), roleName(r.str())
 		n.parent = r.link(base)
-		n.firstKept, n.comp, n.pin = r.link(base+1), r.link(base+1), r.link(base+1)
+		n.firstKept = r.link(base + 1)
 		n.pinned = r.bool()
-		n.tokens, n.usage, n.ctx, n.est, n.msgs, n.out, n.pinTok = r.int(), r.int(), r.int(), r.int(), r.int(), r.int(), r.int()
+		n.tokens, n.usage = r.int(), r.int()
+		outTokens := 0
+		switch n.kind {
+		case KindMessage:
+			outTokens = n.tokens
+		case KindBranchSummary:
+			outTokens = r.int()
+		}
+		if r.err || n.firstKept >= base {
+			return nil, errSnapshot
+		}
+		st.totals(n, base, outTokens)
 		if r.err || n.id == "" {
 			return nil, errSnapshot
 		}

@@ -23,6 +23,7 @@ func derived(st *state) map[string]any {
 		"leaf": st.leaf, "leafIdx": st.leafIdx, "linear": st.linear, "messages": st.messages,
 		"compactions": st.compactions, "preview": st.preview, "name": st.name, "model": st.model,
 		"provider": st.provider, "checkpoint": st.checkpoint, "updated": st.updated.String(), "pinnedCost": st.pinnedCost,
+		"logBytes": st.logBytes,
 	}
 }
 
@@ -44,7 +45,7 @@ func pinnedSession(t *testing.T, s *Service, turns int) string {
 	p.Pinned = true
 	res := mustSave(t, s, SaveRequest{WorkingDir: wd, Name: "pinned", Model: "m1", Messages: []Message{p}})
 	for i := range turns {
-		req := SaveRequest{SessionID: res.SessionID, Messages: turn(i, fmt.Sprintf("f%d.go", i%7), 300)}
+		req := SaveRequest{SessionID: res.SessionID, Messages: turn(i, fmt.Sprintf("f%d.go", i%7), 20000)}
 		if i == turns/2 {
 			q := user(fmt.Sprintf("pin%d", i), "and keep the changelog current")
 			q.Pinned = true
@@ -174,7 +175,7 @@ func TestColdStartReadsSnapshot(t *testing.T) {
 		t.Fatal("resume after a cold start from the snapshot differs")
 	}
 	st := s2.cached(t, id)
-	if st.snapSeq != st.lastSeq || st.lastSeq < snapshotMinEntries {
+	if st.snapSeq != st.lastSeq || !worthSnapshot(st) {
 		t.Fatalf("the state was not restored from the snapshot: snapSeq %d, lastSeq %d", st.snapSeq, st.lastSeq)
 	}
 	// More records: the next cold start restores the old snapshot plus them, or a newer one.
@@ -199,6 +200,26 @@ func TestColdStartReadsSnapshot(t *testing.T) {
 	}
 	if st := s4.cached(t, id); st.snapSeq != 0 {
 		t.Fatal("NoSnapshots read a snapshot")
+	}
+}
+
+// TestNoSnapshotForSmallSessions: a session whose log is built within a few milliseconds
+// gets no snapshot (it would only cost disk).
+func TestNoSnapshotForSmallSessions(t *testing.T) {
+	dir := t.TempDir()
+	store, err := local.Open(dir, local.Options{Summarize: Summarize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	s := New(store, Options{})
+	res := mustSave(t, s, SaveRequest{WorkingDir: wd, Messages: turn(0, "a.go", 100)})
+	for i := 1; i < 60; i++ { // 360 records, about 80 KB
+		mustSave(t, s, SaveRequest{SessionID: res.SessionID, Messages: turn(i, "a.go", 100)})
+	}
+	s.Close()
+	if _, err := os.Stat(filepath.Join(dir, "sessions", res.SessionID+".state")); err == nil {
+		t.Fatal("a small session got a snapshot")
 	}
 }
 
@@ -262,7 +283,7 @@ func TestSnapshotAfterRewrite(t *testing.T) {
 	res := mustSave(t, s, SaveRequest{WorkingDir: wd, Messages: []Message{user("first", "deploy with "+secret)}})
 	id := res.SessionID
 	for i := range 60 {
-		mustSave(t, s, SaveRequest{SessionID: id, Messages: turn(i, "a.go", 100)})
+		mustSave(t, s, SaveRequest{SessionID: id, Messages: turn(i, "a.go", 20000)})
 	}
 	old := s.cached(t, id)
 	if !strings.Contains(old.preview, secret) {

@@ -8,20 +8,29 @@ import (
 	"github.com/sessionmem/sessionmem/storage"
 )
 
-// When snapshots are written. A session gets one once it has snapshotMinEntries records (a
-// shorter one is built from its log in a few milliseconds) and has been idle for
-// snapshotIdle, or has grown by snapshotMaxLag records since the last one while busy; not for
-// fewer than snapshotMinGrowth new records, since a cold start applies those in microseconds.
-// Close writes what is still due. Writing costs about a microsecond per entry, in the
-// background, at most once per idle period of a session.
+// When snapshots are written. Building a state from the log costs about 7 ms per MiB of
+// records plus about 4 µs per entry, so a session gets a snapshot once its records pass
+// snapshotMinBytes, or snapshotMinEntries entries however small; a smaller one is built from
+// its log in a few milliseconds, and a snapshot would only cost disk (about 7-20 bytes per
+// entry, mostly the ids, against a few hundred for the compressed entry itself). It is
+// written once the session has been idle for snapshotIdle, or has grown by snapshotMaxLag
+// records since the last one while busy; not for fewer than snapshotMinGrowth new records,
+// since a cold start applies those in microseconds. Close writes what is still due. Writing
+// costs about a microsecond per entry, in the background, at most once per idle period.
 const (
-	snapshotMinEntries = 200
+	snapshotMinBytes   = 256 << 10
+	snapshotMinEntries = 500
 	snapshotMinGrowth  = 16
 	snapshotMaxLag     = 2000
 	snapshotIdle       = time.Second
 	snapshotTick       = 250 * time.Millisecond
 	snapshotTimeout    = 30 * time.Second
 )
+
+// worthSnapshot reports whether st is large enough to keep a snapshot of.
+func worthSnapshot(st *state) bool {
+	return st.logBytes >= snapshotMinBytes || len(st.nodes) >= snapshotMinEntries
+}
 
 // snapshotter writes the snapshots of sessions this process changed or built, in the
 // background.
@@ -50,7 +59,7 @@ func newSnapshotter(svc *Service, store storage.Snapshots) *snapshotter {
 // snapshotLater notes that st (of session id) changed; the caller holds st.mu.
 func (s *Service) snapshotLater(id string, st *state) {
 	sn := s.snaps
-	if sn == nil || len(st.nodes) < snapshotMinEntries {
+	if sn == nil || !worthSnapshot(st) {
 		return
 	}
 	sn.mu.Lock()
@@ -128,7 +137,7 @@ func (sn *snapshotter) write(id string, st *state) {
 	sn.svc.mu.Lock()
 	cached := sn.svc.cache[id] == st
 	sn.svc.mu.Unlock()
-	if !cached || len(st.nodes) < snapshotMinEntries || st.lastSeq < st.snapSeq+snapshotMinGrowth {
+	if !cached || !worthSnapshot(st) || st.lastSeq < st.snapSeq+snapshotMinGrowth {
 		st.mu.Unlock()
 		return
 	}
@@ -151,5 +160,5 @@ func (st *state) adopt(o *state) {
 	st.leaf, st.leafIdx, st.linear = o.leaf, o.leafIdx, o.linear
 	st.messages, st.compactions = o.messages, o.compactions
 	st.preview, st.name, st.model, st.provider = o.preview, o.name, o.model, o.provider
-	st.checkpoint, st.updated, st.pinnedCost = o.checkpoint, o.updated, o.pinnedCost
+	st.checkpoint, st.updated, st.pinnedCost, st.logBytes = o.checkpoint, o.updated, o.pinnedCost, o.logBytes
 }

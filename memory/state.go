@@ -93,6 +93,10 @@ type state struct {
 	// snapshot this process wrote or read covers.
 	gen     string
 	snapSeq uint64
+
+	// logBytes is the size of the records applied (their JSON): what building the state from
+	// the log would read, which decides whether a snapshot is worth keeping.
+	logBytes int64
 }
 
 func newState(h storage.Header) *state {
@@ -192,8 +196,26 @@ func (st *state) apply(rec storage.Record) error {
 			st.provider = strings.Clone(p)
 		}
 	}
-	// Totals along the path.
+	st.totals(&n, i, outTokens)
+	if n.clientID != "" {
+		st.client[n.clientID] = n.id
+	}
+	st.linear = st.linear && n.parent == i-1
+	st.ids[n.id] = i
+	st.nodes = append(st.nodes, n)
+	st.leaf, st.leafIdx = n.id, i
+	st.messages = n.msgs
+	st.lastSeq = rec.Seq
+	st.logBytes += int64(len(rec.Data))
+	return nil
+}
+
+// totals fills n's running totals along its path from its parent's (n becomes entry i;
+// outTokens is what it adds to the conversation resume returns). Only entries before i are
+// read, so a snapshot's decoding (snapshot.go) derives the totals the same way.
+func (st *state) totals(n *node, i int32, outTokens int) {
 	ctxBefore, estBefore := 0, 0
+	n.msgs, n.out, n.comp, n.pin, n.pinTok = 0, 0, -1, -1, 0
 	if n.parent >= 0 {
 		p := &st.nodes[n.parent]
 		n.msgs, n.out, n.comp, ctxBefore, estBefore = p.msgs, p.out, p.comp, p.ctx, p.est
@@ -218,16 +240,6 @@ func (st *state) apply(rec storage.Record) error {
 		n.ctx = ctxBefore + n.tokens
 		n.est = estBefore + n.tokens
 	}
-	if n.clientID != "" {
-		st.client[n.clientID] = n.id
-	}
-	st.linear = st.linear && n.parent == i-1
-	st.ids[n.id] = i
-	st.nodes = append(st.nodes, n)
-	st.leaf, st.leafIdx = n.id, i
-	st.messages = n.msgs
-	st.lastSeq = rec.Seq
-	return nil
 }
 
 // kindName and roleName return the package's constant for a stored name, so that nodes share

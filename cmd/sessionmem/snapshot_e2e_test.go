@@ -47,7 +47,8 @@ func TestStateSnapshotAcrossRestarts(t *testing.T) {
 	var saved struct {
 		SessionID string `json:"session_id"`
 	}
-	call(t, c, "session_save", obj{"working_dir": "/p", "messages": msgs("a", 80, "first part")}, &saved)
+	// About 400 KB: a session long enough to be worth a snapshot.
+	call(t, c, "session_save", obj{"working_dir": "/p", "messages": msgs("a", 80, strings.Repeat("first part ", 250))}, &saved)
 	id := saved.SessionID
 	want := resumeEverything(t, c, id)
 	c.Close()
