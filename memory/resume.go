@@ -149,7 +149,12 @@ func (s *Service) resumePage(r storage.Reader, id string, cur *resumeCursor, max
 		used = addPinned(&res, pinned, used, budget)
 		count = len(res.Pinned)
 	}
-	protectFrom := v.nodes[v.leaf].out - PruneProtectTokens // entries whose out total is above it are recent
+	protectFrom := -PruneProtectTokens // entries whose out total is above it are recent
+	if v.leaf >= 0 {
+		protectFrom += v.nodes[v.leaf].out
+	}
+	// (v.leaf is -1 for a session created but given no record yet: a crash between the two,
+	// or on PostgreSQL another process's save between its create and its first append.)
 	if raw {
 		res.RawMessages = []json.RawMessage{}
 	}

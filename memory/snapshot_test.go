@@ -332,3 +332,23 @@ func TestSnapshotAfterRewrite(t *testing.T) {
 		t.Fatalf("snapshot file: %v, secret inside: %v", err, bytes.Contains(b, []byte(secret)))
 	}
 }
+
+// TestResumeEmptySession: a session created without records yet (a crash between the create
+// and the first append, or another process's save in between on PostgreSQL) resumes as an
+// empty page and warms without a panic.
+func TestResumeEmptySession(t *testing.T) {
+	s := newTestService(t, Options{})
+	const id = "01a20000-0000-7000-8000-000000000001"
+	if err := s.store.Create(t.Context(), storage.Header{ID: id, WorkingDir: wd}, storage.Meta{WorkingDir: wd}); err != nil {
+		t.Fatal(err)
+	}
+	for _, prune := range []bool{false, true} {
+		res, err := s.Resume(t.Context(), ResumeRequest{SessionID: id, Prune: prune, Raw: true})
+		if err != nil || len(res.RawMessages) != 0 || res.NextCursor != "" {
+			t.Fatalf("resume of an empty session: %+v, %v", res, err)
+		}
+	}
+	if err := s.Warm(t.Context(), 2); err != nil {
+		t.Fatal(err)
+	}
+}

@@ -70,9 +70,23 @@ func startServer(t *testing.T, store string) *pgServer {
 	if err := srv.c.Start(context.Background()); err != nil {
 		t.Fatalf("start server: %v", err)
 	}
-	t.Cleanup(func() { srv.c.Close() })
+	t.Cleanup(func() {
+		srv.c.Close()
+		if t.Failed() {
+			// Why a server went away ("transport closed") is in its own log.
+			t.Logf("server log (%s):\n%s", store, clipLog(srv.logs(), 6000))
+		}
+	})
 	initClient(t, srv.c)
 	return srv
+}
+
+// clipLog keeps the end of a long log.
+func clipLog(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	return "…" + s[len(s)-n:]
 }
 
 // logs is everything the server logged.

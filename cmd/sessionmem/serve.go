@@ -104,6 +104,12 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	// The first resume after a start is usually of the session worked on last: build its
 	// state in the background so that call reads a page, not the whole log.
 	go func() {
+		// A warm-up is an optimisation: whatever goes wrong in it must not end the server.
+		defer func() {
+			if p := recover(); p != nil {
+				logger.Error("warm-up failed", "panic", fmt.Sprint(p))
+			}
+		}()
 		if err := svc.Warm(ctx, warmSessions); err != nil && ctx.Err() == nil {
 			logger.Debug("warm-up", "err", err)
 		}
