@@ -3,11 +3,13 @@ package memory
 import (
 	"bytes"
 	"fmt"
+	"log/slog"
 	"math/rand/v2"
 	"os"
 	"path/filepath"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -175,20 +177,26 @@ func TestColdStartReadsSnapshot(t *testing.T) {
 		t.Fatal("resume after a cold start from the snapshot differs")
 	}
 	st := s2.cached(t, id)
-	if st.snapSeq != st.lastSeq || !worthSnapshot(st) {
-		t.Fatalf("the state was not restored from the snapshot: snapSeq %d, lastSeq %d", st.snapSeq, st.lastSeq)
+	st.mu.Lock()
+	snapSeq, lastSeq, worth := st.snapSeq, st.lastSeq, worthSnapshot(st)
+	st.mu.Unlock()
+	if snapSeq != lastSeq || !worth {
+		t.Fatalf("the state was not restored from the snapshot: snapSeq %d, lastSeq %d", snapSeq, lastSeq)
 	}
-	// More records: the next cold start restores the old snapshot plus them, or a newer one.
+	// More records, written by a process that keeps no snapshots: the next cold start
+	// restores the old snapshot and applies them (its log says how many).
+	sw := New(store, Options{NoSnapshots: true})
 	for i := range 5 {
-		mustSave(t, s2, SaveRequest{SessionID: id, Messages: turn(100+i, "g.go", 50)})
+		mustSave(t, sw, SaveRequest{SessionID: id, Messages: turn(100+i, "g.go", 50)})
 	}
-	want = resumeAllPages(t, s2, id)
-	s3 := New(store, Options{})
+	want = resumeAllPages(t, sw, id)
+	var logs lockedBuffer
+	s3 := New(store, Options{Logger: slog.New(slog.NewTextHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug}))})
 	if got := resumeAllPages(t, s3, id); !reflect.DeepEqual(got, want) {
 		t.Fatal("resume from an older snapshot plus the records after it differs")
 	}
-	if st := s3.cached(t, id); st.snapSeq == 0 || st.snapSeq >= st.lastSeq {
-		t.Fatalf("want a state restored from the older snapshot and caught up: snapSeq %d, lastSeq %d", st.snapSeq, st.lastSeq)
+	if !strings.Contains(logs.String(), "state restored from its snapshot") || !strings.Contains(logs.String(), " newer=30") {
+		t.Fatalf("want the state restored from the older snapshot and 30 newer records applied; log:\n%s", logs.String())
 	}
 	s2.Close()
 	s3.Close()
@@ -198,7 +206,7 @@ func TestColdStartReadsSnapshot(t *testing.T) {
 	if got := resumeAllPages(t, s4, id); !reflect.DeepEqual(got, want) {
 		t.Fatal("resume without snapshots differs")
 	}
-	if st := s4.cached(t, id); st.snapSeq != 0 {
+	if st := s4.cached(t, id); snapSeqOf(st) != 0 {
 		t.Fatal("NoSnapshots read a snapshot")
 	}
 }
@@ -247,7 +255,7 @@ func TestSnapshotWrittenWhenIdle(t *testing.T) {
 		time.Sleep(50 * time.Millisecond)
 	}
 	s2 := New(store, Options{})
-	if st := s2.cached(t, id); st.snapSeq == 0 {
+	if st := s2.cached(t, id); snapSeqOf(st) == 0 {
 		t.Fatal("the idle snapshot was not used")
 	}
 }
@@ -351,4 +359,29 @@ func TestResumeEmptySession(t *testing.T) {
 	if err := s.Warm(t.Context(), 2); err != nil {
 		t.Fatal(err)
 	}
+}
+
+// snapSeqOf reads st.snapSeq under its lock (a snapshot writer may be updating it).
+func snapSeqOf(st *state) uint64 {
+	st.mu.Lock()
+	defer st.mu.Unlock()
+	return st.snapSeq
+}
+
+// lockedBuffer is a bytes.Buffer safe for a logger written from several goroutines.
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  bytes.Buffer
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
