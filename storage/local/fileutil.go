@@ -7,10 +7,24 @@ import (
 	"path/filepath"
 )
 
-// writeFileAtomic replaces dir/name with data: temp file in the same directory, fsync, rename.
-// The directory itself is synced only when doSyncDir is set, so callers that rename several
-// files can sync once at the end.
-func writeFileAtomic(dir, name string, data []byte, doSyncDir bool) (err error) {
+// durability is what writeFileAtomic makes durable before it returns.
+type durability int
+
+const (
+	// durableNone: nothing is synced. For caches whose readers check what they read (a
+	// checksum), so that an empty or torn file after a power loss is only a cache miss, and
+	// which are written in the background, where an fsync would compete with the saves'.
+	durableNone durability = iota
+	// durableFile: the file's bytes, not yet its name; callers that rename several files
+	// sync the directory once at the end.
+	durableFile
+	// durableName: the file and its name (the directory is synced too).
+	durableName
+)
+
+// writeFileAtomic replaces dir/name with data: temp file in the same directory, rename, with
+// the fsyncs d asks for. A reader finds the old file or the new one, never a part.
+func writeFileAtomic(dir, name string, data []byte, d durability) (err error) {
 	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("create temp for %s: %w", name, err)
@@ -27,8 +41,10 @@ func writeFileAtomic(dir, name string, data []byte, doSyncDir bool) (err error) 
 	if _, err = tmp.Write(data); err != nil {
 		return fmt.Errorf("write temp for %s: %w", name, err)
 	}
-	if err = tmp.Sync(); err != nil {
-		return fmt.Errorf("sync temp for %s: %w", name, err)
+	if d >= durableFile {
+		if err = tmp.Sync(); err != nil {
+			return fmt.Errorf("sync temp for %s: %w", name, err)
+		}
 	}
 	if err = tmp.Close(); err != nil {
 		return fmt.Errorf("close temp for %s: %w", name, err)
@@ -36,7 +52,7 @@ func writeFileAtomic(dir, name string, data []byte, doSyncDir bool) (err error) 
 	if err = os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
 		return fmt.Errorf("rename temp to %s: %w", name, err)
 	}
-	if doSyncDir {
+	if d >= durableName {
 		if err = syncDir(dir); err != nil {
 			return err
 		}

@@ -400,7 +400,7 @@ func (x *index) rewriteLocked() error {
 		}
 		buf = append(append(buf, b...), '\n')
 	}
-	if err := writeFileAtomic(x.dir, indexName, buf, true); err != nil {
+	if err := writeFileAtomic(x.dir, indexName, buf, durableName); err != nil {
 		return fmt.Errorf("rewrite index: %w", err)
 	}
 	ents := x.ents

@@ -485,7 +485,7 @@ func (r *Reader) recreateTail() error {
 		r.tail = nil
 	}
 	hdr := encodeTailHeader(r.id)
-	if err := writeFileAtomic(r.s.sessDir, r.id+tailSuffix, hdr, true); err != nil {
+	if err := writeFileAtomic(r.s.sessDir, r.id+tailSuffix, hdr, durableName); err != nil {
 		return fmt.Errorf("session %s: %w", r.id, err)
 	}
 	f, tid, err := openID(r.s.tailPath(r.id), os.O_RDWR|os.O_APPEND)

@@ -51,10 +51,10 @@ func (s *Store) Create(ctx context.Context, h storage.Header, m storage.Meta) er
 	// The tail first: the .zst rename is the commit point, and a tail without a .zst is
 	// ignored (and replaced by the next Create of that id).
 	tailHdr := encodeTailHeader(id)
-	if err := writeFileAtomic(s.sessDir, id+tailSuffix, tailHdr, false); err != nil {
+	if err := writeFileAtomic(s.sessDir, id+tailSuffix, tailHdr, durableFile); err != nil {
 		return fmt.Errorf("create session %s: %w", id, err)
 	}
-	if err := writeFileAtomic(s.sessDir, id+zstSuffix, frame, true); err != nil {
+	if err := writeFileAtomic(s.sessDir, id+zstSuffix, frame, durableName); err != nil {
 		return fmt.Errorf("create session %s: %w", id, err)
 	}
 	s.clearBad(id)

@@ -22,7 +22,7 @@ var _ storage.Snapshots = (*Store)(nil)
 //
 //	magic (8 bytes) | uvarint len(gen) | gen | zstd frame of the data | xxhash64 of all before (8 bytes, little endian)
 //
-// The file is a cache: it is written without a directory fsync, read without trusting it (a
+// The file is a cache: it is written without any fsync, read without trusting it (a
 // bad checksum, another generation or a decode error is "no snapshot"), and removed by
 // Delete and Rewrite under the session's write lock. SaveSnapshot holds the session's read
 // lock while it checks the generation and renames the file into place, so a rewrite can never
@@ -116,7 +116,7 @@ func (s *Store) SaveSnapshot(ctx context.Context, id, gen string, data []byte) e
 		b.WriteString(gen)
 		out := s.enc.EncodeAll(data, b.Bytes())
 		out = binary.LittleEndian.AppendUint64(out, xxhash.Sum64(out))
-		return writeFileAtomic(s.sessDir, id+stateSuffix, out, false)
+		return writeFileAtomic(s.sessDir, id+stateSuffix, out, durableNone)
 	})
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil // deleted meanwhile
