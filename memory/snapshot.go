@@ -141,16 +141,13 @@ func (r *snapReader) uvarint() uint64 {
 	return v
 }
 
+// varint reads what binary.AppendVarint wrote: a uvarint of the zigzag-encoded value.
 func (r *snapReader) varint() int64 {
-	if r.err {
-		return 0
+	u := r.uvarint()
+	v := int64(u >> 1)
+	if u&1 != 0 {
+		v = ^v
 	}
-	v, n := binary.Varint(unsafe.Slice(unsafe.StringData(r.s[r.off:]), len(r.s)-r.off))
-	if n <= 0 {
-		r.err = true
-		return 0
-	}
-	r.off += n
 	return v
 }
 

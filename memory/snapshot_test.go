@@ -157,17 +157,12 @@ func TestSnapshotDamaged(t *testing.T) {
 // again) restores the state from it, applies only the records after it, and answers exactly
 // what the first one did.
 func TestColdStartReadsSnapshot(t *testing.T) {
-	dir := t.TempDir()
-	store, err := local.Open(dir, local.Options{Summarize: Summarize})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	dir, store := openSnapshotStore(t)
 	s := New(store, Options{})
 	id := pinnedSession(t, s, 60) // 60 turns of 4 messages, 2 more records
 	want := resumeAllPages(t, s, id)
 	s.Close()
-	if _, err := os.Stat(filepath.Join(dir, "sessions", id+".state")); err != nil {
+	if _, err := os.Stat(statePath(dir, id)); err != nil {
 		t.Fatalf("Close wrote no snapshot: %v", err)
 	}
 
@@ -214,19 +209,14 @@ func TestColdStartReadsSnapshot(t *testing.T) {
 // TestNoSnapshotForSmallSessions: a session whose log is built within a few milliseconds
 // gets no snapshot (it would only cost disk).
 func TestNoSnapshotForSmallSessions(t *testing.T) {
-	dir := t.TempDir()
-	store, err := local.Open(dir, local.Options{Summarize: Summarize})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	dir, store := openSnapshotStore(t)
 	s := New(store, Options{})
 	res := mustSave(t, s, SaveRequest{WorkingDir: wd, Messages: turn(0, "a.go", 100)})
 	for i := 1; i < 60; i++ { // 360 records, about 80 KB
 		mustSave(t, s, SaveRequest{SessionID: res.SessionID, Messages: turn(i, "a.go", 100)})
 	}
 	s.Close()
-	if _, err := os.Stat(filepath.Join(dir, "sessions", res.SessionID+".state")); err == nil {
+	if _, err := os.Stat(statePath(dir, res.SessionID)); err == nil {
 		t.Fatal("a small session got a snapshot")
 	}
 }
@@ -234,16 +224,11 @@ func TestNoSnapshotForSmallSessions(t *testing.T) {
 // TestSnapshotWrittenWhenIdle: a session that went idle gets its snapshot without Close (a
 // server killed later still leaves one).
 func TestSnapshotWrittenWhenIdle(t *testing.T) {
-	dir := t.TempDir()
-	store, err := local.Open(dir, local.Options{Summarize: Summarize})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	dir, store := openSnapshotStore(t)
 	s := New(store, Options{})
 	t.Cleanup(func() { s.Close() })
 	id := pinnedSession(t, s, 60)
-	path := filepath.Join(dir, "sessions", id+".state")
+	path := statePath(dir, id)
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if _, err := os.Stat(path); err == nil {
@@ -280,12 +265,7 @@ func resumeAllPages(t *testing.T, s *Service, id string) []ResumeResult {
 // ids of the old records), a process that cached the old state rebuilds it from the new log,
 // and a snapshot of the old state is never written again.
 func TestSnapshotAfterRewrite(t *testing.T) {
-	dir := t.TempDir()
-	store, err := local.Open(dir, local.Options{Summarize: Summarize})
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { store.Close() })
+	dir, store := openSnapshotStore(t)
 	const secret = "sk-live-SNAPSHOTSECRET42"
 	s := New(store, Options{})
 	res := mustSave(t, s, SaveRequest{WorkingDir: wd, Messages: []Message{user("first", "deploy with "+secret)}})
@@ -298,7 +278,7 @@ func TestSnapshotAfterRewrite(t *testing.T) {
 		t.Fatalf("preview %q: the test needs the secret in it", old.preview)
 	}
 	s.Close()
-	path := filepath.Join(dir, "sessions", id+".state")
+	path := statePath(dir, id)
 	if _, err := os.Stat(path); err != nil {
 		t.Fatal(err)
 	}
@@ -385,3 +365,19 @@ func (l *lockedBuffer) String() string {
 	defer l.mu.Unlock()
 	return l.b.String()
 }
+
+// openSnapshotStore opens a local store (one that keeps snapshots) in a temp dir, closed at the
+// end of the test, and returns its directory so the test can look at the .state files.
+func openSnapshotStore(t *testing.T) (string, *local.Store) {
+	t.Helper()
+	dir := t.TempDir()
+	store, err := local.Open(dir, local.Options{Summarize: Summarize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { store.Close() })
+	return dir, store
+}
+
+// statePath is where the local store keeps session id's snapshot.
+func statePath(dir, id string) string { return filepath.Join(dir, "sessions", id+".state") }

@@ -24,7 +24,7 @@ type lineServer struct {
 	cmd *exec.Cmd
 }
 
-func startLines(b *testing.B, dir string) *lineServer {
+func startLines(b testing.TB, dir string) *lineServer {
 	b.Helper()
 	cmd := exec.Command(binary(b), "serve", "--store", dir)
 	cmd.Env = append(os.Environ(), "HOME="+b.TempDir())
@@ -48,7 +48,7 @@ func startLines(b *testing.B, dir string) *lineServer {
 	return s
 }
 
-func (s *lineServer) roundTrip(b *testing.B, line string) string {
+func (s *lineServer) roundTrip(b testing.TB, line string) string {
 	b.Helper()
 	if _, err := io.WriteString(s.in, line+"\n"); err != nil {
 		b.Fatal(err)

@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"fmt"
 	"os"
-	"os/exec"
 	"path/filepath"
 	"reflect"
 	"strings"
@@ -65,27 +63,9 @@ func TestStateSnapshotAcrossRestarts(t *testing.T) {
 	c.Close()
 
 	// SIGKILL after the session went idle: the idle snapshot is there, and newer.
-	cmd := exec.Command(binary(t), "serve", "--store", store)
-	cmd.Env = append(os.Environ(), "HOME="+t.TempDir())
-	stdin, _ := cmd.StdinPipe()
-	stdout, _ := cmd.StdoutPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
+	srv := startLines(t, store)
 	more, _ := json.Marshal(obj{"session_id": id, "messages": msgs("b", 20, "second part")})
-	fmt.Fprintln(stdin, `{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-11-25","capabilities":{},"clientInfo":{"name":"raw","version":"1"}}}`)
-	fmt.Fprintf(stdin, `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"session_save","arguments":%s}}`+"\n", more)
-	sc := bufio.NewScanner(stdout)
-	sc.Buffer(nil, 1<<20)
-	for n := 0; n < 2 && sc.Scan(); {
-		if strings.Contains(sc.Text(), `"id":2`) && strings.Contains(sc.Text(), `"isError":true`) {
-			t.Fatalf("save: %s", sc.Text())
-		}
-		if strings.Contains(sc.Text(), `"id":`) {
-			n++
-		}
-	}
+	srv.roundTrip(t, fmt.Sprintf(`{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"session_save","arguments":%s}}`, more))
 	deadline := time.Now().Add(20 * time.Second)
 	for {
 		if now, err := os.Stat(snap); err == nil && now.ModTime().After(st.ModTime()) {
@@ -96,8 +76,8 @@ func TestStateSnapshotAcrossRestarts(t *testing.T) {
 		}
 		time.Sleep(50 * time.Millisecond)
 	}
-	cmd.Process.Kill()
-	cmd.Wait()
+	srv.cmd.Process.Kill()
+	srv.cmd.Wait()
 
 	c = stdioClient(t, store)
 	var all struct {
