@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -33,14 +32,7 @@ func TestPGCorpusSizeDocs(t *testing.T) {
 	if v := os.Getenv("SESSIONMEM_SIZE_COPIES"); v != "" {
 		fmt.Sscan(v, &copies)
 	}
-	c, err := pgtest.Start(pgtest.Options{})
-	if err != nil {
-		if errors.Is(err, pgtest.ErrNotInstalled) {
-			pgtest.Shared(t)
-		}
-		t.Fatal(err)
-	}
-	defer c.Remove()
+	c := pgtest.Own(t, pgtest.Options{})
 	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.jsonl"))
 	src := t.TempDir()
 	t.Setenv("XDG_STATE_HOME", t.TempDir())

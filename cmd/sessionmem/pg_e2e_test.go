@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"errors"
 	"fmt"
 	"os"
 	"os/exec"
@@ -350,14 +349,7 @@ func TestPGKill9MidSave(t *testing.T) {
 // coming back, without restarting the server; nothing acknowledged is lost; the password
 // appears in no log line and no tool output.
 func TestPGRestartMidRun(t *testing.T) {
-	c, err := pgtest.Start(pgtest.Options{})
-	if err != nil {
-		if errors.Is(err, pgtest.ErrNotInstalled) {
-			pgtest.Shared(t)
-		}
-		t.Fatal(err)
-	}
-	defer c.Remove()
+	c := pgtest.Own(t, pgtest.Options{})
 	_, url, err := c.CreateDatabase(context.Background())
 	if err != nil {
 		t.Fatal(err)
@@ -450,14 +442,7 @@ func slowest(ds []time.Duration) time.Duration {
 // TestPGServerStartsWhileDatabaseDown: a server starts with its database down, answers tool
 // calls with a clear error, and works once the database is up, creating the tables then.
 func TestPGServerStartsWhileDatabaseDown(t *testing.T) {
-	c, err := pgtest.Start(pgtest.Options{})
-	if err != nil {
-		if errors.Is(err, pgtest.ErrNotInstalled) {
-			pgtest.Shared(t)
-		}
-		t.Fatal(err)
-	}
-	defer c.Remove()
+	c := pgtest.Own(t, pgtest.Options{})
 	_, url, err := c.CreateDatabase(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -2,7 +2,6 @@ package main
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -41,14 +40,7 @@ func TestPGCorpusSize(t *testing.T) {
 	if testing.Short() {
 		t.Skip("short")
 	}
-	c, err := pgtest.Start(pgtest.Options{AutovacuumNaptime: "1s"})
-	if err != nil {
-		if errors.Is(err, pgtest.ErrNotInstalled) {
-			pgtest.Shared(t)
-		}
-		t.Fatal(err)
-	}
-	defer c.Remove()
+	c := pgtest.Own(t, pgtest.Options{AutovacuumNaptime: "1s"})
 	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.jsonl"))
 	src := t.TempDir()
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
@@ -129,14 +121,7 @@ func TestPGCorpusSizeAtScale(t *testing.T) {
 	if v := os.Getenv("SESSIONMEM_SIZE_COPIES"); v != "" {
 		fmt.Sscan(v, &copies)
 	}
-	c, err := pgtest.Start(pgtest.Options{AutovacuumNaptime: "1s"})
-	if err != nil {
-		if errors.Is(err, pgtest.ErrNotInstalled) {
-			pgtest.Shared(t)
-		}
-		t.Fatal(err)
-	}
-	defer c.Remove()
+	c := pgtest.Own(t, pgtest.Options{AutovacuumNaptime: "1s"})
 	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.jsonl"))
 	src := t.TempDir()
 	t.Setenv("XDG_STATE_HOME", t.TempDir())

@@ -402,14 +402,7 @@ func TestUnreachable(t *testing.T) {
 // TestRestart: while the database is down every call fails fast with ErrUnavailable; once it
 // is back, the same store works again without reopening, and nothing committed is lost.
 func TestRestart(t *testing.T) {
-	c, err := pgtest.Start(pgtest.Options{})
-	if err != nil {
-		if errors.Is(err, pgtest.ErrNotInstalled) {
-			pgtest.Shared(t) // skips, or fails in CI
-		}
-		t.Fatal(err)
-	}
-	defer c.Remove()
+	c := pgtest.Own(t, pgtest.Options{})
 	_, u, err := c.CreateDatabase(context.Background())
 	if err != nil {
 		t.Fatal(err)

@@ -333,6 +333,22 @@ func Shared(t testing.TB) *Cluster {
 	return shared
 }
 
+// Own starts a cluster of the test's own (one it may stop, restart or configure), removed when
+// the test ends, after the test's later cleanups (its servers) have run. As with Shared, a
+// machine without PostgreSQL skips the test, except with CI=true, where that fails it.
+func Own(t testing.TB, opts Options) *Cluster {
+	t.Helper()
+	c, err := Start(opts)
+	if err != nil {
+		if errors.Is(err, ErrNotInstalled) && os.Getenv("CI") != "true" {
+			t.Skipf("pgtest: %v", err)
+		}
+		t.Fatalf("pgtest: %v", err)
+	}
+	t.Cleanup(c.Remove)
+	return c
+}
+
 // StopShared removes the shared cluster if one was started. TestMain calls it after m.Run.
 func StopShared() {
 	sharedMu.Lock()
