@@ -99,6 +99,8 @@ func (s *Service) current(id string, r storage.Reader) (*state, error) {
 		st.gen = gen
 		st.mu.Lock()
 		s.remember(id, st)
+		// No snapshot covers fewer than snapshotMinGrowth records (see snapshotter.write), so
+		// a shorter session does not look for one.
 		if s.snaps != nil && last > snapshotMinGrowth {
 			if snap, err := decodeSnapshot(h, s.snaps.store.LoadSnapshot(r)); err == nil && snap.lastSeq <= last {
 				st.adopt(snap)
