@@ -25,7 +25,7 @@ func lockPath(ctx context.Context, path string, exclusive bool) (*os.File, os.Fi
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		f, err := os.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		f, err := openFile(path, os.O_RDWR|os.O_CREATE, 0o600)
 		if err != nil {
 			return nil, nil, fmt.Errorf("open lock %s: %w", path, err)
 		}
@@ -87,7 +87,7 @@ var abandonedWaits sync.WaitGroup
 // process or another) holds a conflicting lock.
 func tryLockPath(path string) (f *os.File, ok bool, err error) {
 	for {
-		f, err := os.OpenFile(path, os.O_RDWR, 0)
+		f, err := openFile(path, os.O_RDWR, 0)
 		if errors.Is(err, os.ErrNotExist) {
 			return nil, false, nil // deleted: nothing to do
 		}

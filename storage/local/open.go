@@ -166,7 +166,7 @@ func (r *Reader) openFiles() error {
 
 // openID opens path and returns the file with its identity.
 func openID(path string, flag int) (*os.File, fileID, error) {
-	f, err := os.OpenFile(path, flag, 0)
+	f, err := openFile(path, flag, 0)
 	if err != nil {
 		return nil, fileID{}, err
 	}
