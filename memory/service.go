@@ -254,7 +254,7 @@ func (s *Service) Save(ctx context.Context, req SaveRequest) (SaveResult, error)
 	if req.ContextWindow < 0 {
 		return SaveResult{}, invalidf("pass the model's context window in tokens, or omit it", "context_window is negative")
 	}
-	if _, err := validateMessages(req.Messages); err != nil {
+	if err := validateMessages(req.Messages); err != nil {
 		return SaveResult{}, err
 	}
 	msgs := stripEntryIDs(req.Messages) // the gate redacts them in commit

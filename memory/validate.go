@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -52,38 +53,72 @@ func isWindowsAbs(p string) bool {
 		(('a' <= p[0] && p[0] <= 'z') || ('A' <= p[0] && p[0] <= 'Z'))
 }
 
-// validateMessages checks a batch and returns each message's JSON encoding (block form), which
-// is what gets stored.
-func validateMessages(msgs []Message) ([][]byte, error) {
+// validateMessages checks a batch, including the size limits on its JSON encoding (block
+// form), which is what gets stored.
+func validateMessages(msgs []Message) error {
 	if len(msgs) == 0 {
-		return nil, invalidf("send at least one message in messages", "messages is empty")
+		return invalidf("send at least one message in messages", "messages is empty")
 	}
 	if len(msgs) > MaxBatchMessages {
-		return nil, invalidf(fmt.Sprintf("split the batch into calls of at most %d messages", MaxBatchMessages),
+		return invalidf(fmt.Sprintf("split the batch into calls of at most %d messages", MaxBatchMessages),
 			"messages has %d entries", len(msgs))
 	}
-	encoded := make([][]byte, len(msgs))
 	total := 0
 	for i := range msgs {
 		if err := validateMessage(&msgs[i]); err != nil {
-			return nil, invalidf(err.Hint, "messages[%d]: %s", i, err.Msg)
+			return invalidf(err.Hint, "messages[%d]: %s", i, err.Msg)
 		}
-		b, err := json.Marshal(storedMessage(msgs[i]))
-		if err != nil {
-			return nil, invalidf("check the message's content", "messages[%d] cannot be encoded: %v", i, err)
+		// Encoding a message only to measure it costs as much as storing it, so it is measured
+		// exactly only when an upper bound of its size does not already settle both limits.
+		n := encodedBound(&msgs[i])
+		if n > MaxMessageBytes || total+n > MaxBatchBytes {
+			b, err := json.Marshal(storedMessage(msgs[i]))
+			if err != nil {
+				return invalidf("check the message's content", "messages[%d] cannot be encoded: %v", i, err)
+			}
+			n = len(b)
 		}
-		if len(b) > MaxMessageBytes {
-			return nil, invalidf(fmt.Sprintf("shorten it (for example truncate long tool output) to under %d MiB", MaxMessageBytes>>20),
-				"messages[%d] is %d bytes", i, len(b))
+		if n > MaxMessageBytes {
+			return invalidf(fmt.Sprintf("shorten it (for example truncate long tool output) to under %d MiB", MaxMessageBytes>>20),
+				"messages[%d] is %d bytes", i, n)
 		}
-		total += len(b)
+		total += n
 		if total > MaxBatchBytes {
-			return nil, invalidf(fmt.Sprintf("split the batch into calls of under %d MiB", MaxBatchBytes>>20),
+			return invalidf(fmt.Sprintf("split the batch into calls of under %d MiB", MaxBatchBytes>>20),
 				"messages add up to more than %d bytes", MaxBatchBytes)
 		}
-		encoded[i] = b
 	}
-	return encoded, nil
+	return nil
+}
+
+// Bounds used by encodedBound: encoding a string or a raw JSON value writes at most
+// maxEscape bytes per byte (a byte escaped as \u00XX), plus its quotes; every field adds its
+// name and punctuation, under fieldBytes with the names here, and a number at most 20 digits.
+const (
+	maxEscape  = 6
+	fieldBytes = 24
+)
+
+// encodedBound is an upper bound of len(json.Marshal(storedMessage(*m))), computed without
+// encoding. validateMessage has checked m (tool_call arguments are a JSON object), so
+// encoding cannot fail.
+func encodedBound(m *Message) int {
+	n := 2 + 4*fieldBytes + maxEscape*(len(m.ID)+len(m.Role))
+	if m.Usage != nil {
+		n += 2 + 2*(fieldBytes+20)
+	}
+	return n + blocksBound(m.Content)
+}
+
+func blocksBound(blocks []Block) int {
+	n := 2
+	for i := range blocks {
+		b := &blocks[i]
+		n += 3 + 8*fieldBytes + maxEscape*(len(b.Type)+len(b.Text)+len(b.Thinking)+len(b.ID)+len(b.Name)+
+			len(b.Arguments)+len(b.ToolCallID)+len(b.MediaType)+len(b.Data))
+		n += blocksBound(b.Content)
+	}
+	return n
 }
 
 // storedMessage is the message as stored: no entry id (the entry carries it).
@@ -140,8 +175,7 @@ func validateBlock(role Role, b *Block, nested bool) *Error {
 			return invalidf(`give tool_call blocks an "id" and a "name"`, "tool_call block lacks id or name")
 		}
 		if len(b.Arguments) > 0 {
-			var obj map[string]json.RawMessage
-			if err := json.Unmarshal(b.Arguments, &obj); err != nil {
+			if !isJSONObject(b.Arguments) {
 				return invalidf(`pass tool_call "arguments" as a JSON object`, "tool_call %q arguments are not a JSON object", clip(b.Name, 60))
 			}
 		}
@@ -182,4 +216,11 @@ func clip(s string, n int) string {
 		n--
 	}
 	return s[:n] + "…"
+}
+
+// isJSONObject reports whether raw is one valid JSON object (what unmarshalling it into a map
+// accepts), without building the map.
+func isJSONObject(raw []byte) bool {
+	t := bytes.TrimLeft(raw, " \t\r\n")
+	return len(t) > 0 && t[0] == '{' && json.Valid(raw)
 }
