@@ -10,6 +10,9 @@ import (
 // parent_id, ts) so scanners can stop early, and no HTML escaping, so stored text reads and
 // searches as written.
 func encodeEntry(e Entry) ([]byte, error) {
+	if b, ok := appendMessageEntry(nil, &e); ok {
+		return b, nil
+	}
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

@@ -176,7 +176,7 @@ func decodeContent(raw json.RawMessage) ([]Block, error) {
 // and a tool result's is_error and content and a tool call's arguments are written unless the
 // block was decoded without them.
 func (b Block) MarshalJSON() ([]byte, error) {
-	return marshalNoEscape(b.shape())
+	return b.appendJSON(nil)
 }
 
 // shape returns the value whose JSON is the block's wire form.
