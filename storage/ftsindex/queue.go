@@ -71,7 +71,11 @@ func (q *Queue) Add(batches ...Batch) error {
 	wasEmpty := len(q.pending) == 0
 	for _, b := range batches {
 		q.pending = append(q.pending, b)
-		q.docs += len(b.Docs)
+		if b.Build != nil {
+			q.docs += int(b.Through - b.From + 1) // at most one doc per record, usually
+		} else {
+			q.docs += len(b.Docs)
+		}
 	}
 	q.gen += uint64(len(batches))
 	// Wake the indexer only when it has something new to time (the first batch since the
@@ -177,6 +181,11 @@ func (q *Queue) flush() {
 	q.pending, q.docs = nil, 0
 	q.mu.Unlock()
 	if len(batches) > 0 {
+		for i := range batches {
+			if b := &batches[i]; b.Build != nil {
+				b.Docs, b.Build = b.Build(), nil
+			}
+		}
 		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
 		p, err := q.ix.Index(ctx, batches...)
 		cancel()

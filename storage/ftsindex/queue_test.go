@@ -206,3 +206,35 @@ func TestQueueAddDuringClose(t *testing.T) {
 		t.Fatalf("%d docs indexed, %d added", st.Docs, added)
 	}
 }
+
+// A batch with Build gets its docs in the queue's goroutine, not in Add.
+func TestQueueBuild(t *testing.T) {
+	ix := openTest(t, "")
+	q := ix.NewQueue(QueueOptions{Delay: time.Hour}) // only Flush indexes
+	defer q.Close(context.Background())
+	built := make(chan struct{}, 10)
+	for seq := uint64(1); seq <= 3; seq++ {
+		b := Batch{Session: sess("lazy"), From: seq, Through: seq, Build: func() []fts.Doc {
+			built <- struct{}{}
+			return []fts.Doc{doc("lazy", seq, "user", fmt.Sprintf("built later %d", seq))}
+		}}
+		if err := q.Add(b); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if len(built) != 0 {
+		t.Fatalf("Add called Build %d times", len(built))
+	}
+	if err := q.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if len(built) != 3 {
+		t.Fatalf("Build called %d times, want 3", len(built))
+	}
+	if got := searchAll(t, ix, Query{Match: mustParse(t, "built")}); len(got) != 3 {
+		t.Fatalf("%d docs, want 3", len(got))
+	}
+	if p, _ := ix.Progress(t.Context(), "lazy"); p.Through != 3 {
+		t.Fatalf("progress %d, want 3", p.Through)
+	}
+}

@@ -39,6 +39,10 @@ type Batch struct {
 	// Docs are the searchable records in that range; each Doc's SessionID must be
 	// Session.ID and its Seq within [From, Through].
 	Docs []fts.Doc
+	// Build, when set on a batch given to a Queue, returns Docs (which is then left nil): the
+	// queue calls it when it indexes the batch, so turning records into docs happens in the
+	// background instead of on the path of the save that produced them. Index ignores it.
+	Build func() []fts.Doc
 }
 
 // Progress says how far the index has a session: every record with seq <= Through is

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/sessionmem/sessionmem/storage"
+	"github.com/sessionmem/sessionmem/storage/fts"
 	"github.com/sessionmem/sessionmem/storage/ftsindex"
 )
 
@@ -187,8 +188,14 @@ func (x *searchIdx) appended(h storage.Header, name string, recs []storage.Recor
 	}
 	b := ftsindex.Batch{Session: ftsindex.Session{ID: h.ID, Created: h.Created, WorkingDir: h.WorkingDir, Name: name},
 		From: recs[0].Seq, Through: recs[len(recs)-1].Seq}
-	for _, r := range recs {
-		b.Docs = append(b.Docs, x.docs(h, r)...)
+	// The records' Data belong to the append that wrote them and are never reused, so the
+	// queue may turn them into docs later, off the save's path.
+	b.Build = func() []fts.Doc {
+		var docs []fts.Doc
+		for _, r := range recs {
+			docs = append(docs, x.docs(h, r)...)
+		}
+		return docs
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
