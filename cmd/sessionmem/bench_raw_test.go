@@ -63,10 +63,10 @@ func (s *lineServer) roundTrip(b testing.TB, line string) string {
 	return resp
 }
 
-// BenchmarkStdioSaveCorpusRaw is BenchmarkStdioSaveCorpus at 1,000 messages with the requests
+// BenchmarkStdioSaveCorpusRaw is BenchmarkStdioSaveCorpus with the requests
 // written by hand: the server's share of a save.
 func BenchmarkStdioSaveCorpusRaw(b *testing.B) {
-	for _, at := range []int{1000} {
+	for _, at := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("at=%d", at), func(b *testing.B) {
 			dir := b.TempDir()
 			msgs := testcorpus.Sized(b, at+20000, 1024, 4096)
