@@ -198,9 +198,11 @@ func serveStdio(ctx context.Context, s *server.MCPServer, d *drain, e *env, logg
 	// calls finish, then stop reading.
 	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
 	defer stop()
+	in, restore := pollableStdin(e.stdin)
+	defer restore()
 	done := make(chan error, 1)
 	go func() {
-		done <- mcpserver.ServeStdio(lctx, s, e.stdin, e.stdout, mcpserver.StdioOptions{Logger: logger})
+		done <- mcpserver.ServeStdio(lctx, s, in, e.stdout, mcpserver.StdioOptions{Logger: logger})
 	}()
 	select {
 	case err := <-done:
