@@ -55,7 +55,9 @@ func TestEncodedBoundCoversEncoding(t *testing.T) {
 
 // The size limits hold exactly, whether or not the bound decided them.
 func TestValidateMessagesSizeLimits(t *testing.T) {
-	text := func(n int) Message { return Message{Role: RoleUser, Content: []Block{{Type: BlockText, Text: strings.Repeat("x", n)}}} }
+	text := func(n int) Message {
+		return Message{Role: RoleUser, Content: []Block{{Type: BlockText, Text: strings.Repeat("x", n)}}}
+	}
 	overhead := func() int { b, _ := json.Marshal(text(0)); return len(b) }()
 	cases := []struct {
 		name string
