@@ -17,7 +17,7 @@ import (
 // The file is a duplicate of the descriptor, so that it owns what it closes; O_NONBLOCK is
 // shared with the original (it belongs to the open file description) and is cleared again at
 // the end. A terminal or a regular file is left as it is: a terminal's description is shared
-// with the shell.
+// with the shell. So is a stdin that was non-blocking already (os.Stdin then polls it).
 func pollableStdin(r io.Reader) (io.Reader, func()) {
 	f, ok := r.(*os.File)
 	if !ok {
@@ -27,7 +27,21 @@ func pollableStdin(r io.Reader) (io.Reader, func()) {
 	if err != nil || fi.Mode()&(os.ModeNamedPipe|os.ModeSocket) == 0 {
 		return r, func() {}
 	}
-	fd, err := dupCloexec(int(f.Fd()))
+	// The descriptor through SyscallConn, not Fd: on a File the runtime polls, Fd puts it (and
+	// so the shared description) in blocking mode. It stays valid: f is never closed here.
+	sc, err := f.SyscallConn()
+	if err != nil {
+		return r, func() {}
+	}
+	orig := -1
+	if sc.Control(func(fd uintptr) { orig = int(fd) }) != nil || orig < 0 {
+		return r, func() {}
+	}
+	flags, _, errno := syscall.Syscall(syscall.SYS_FCNTL, uintptr(orig), syscall.F_GETFL, 0)
+	if errno != 0 || flags&syscall.O_NONBLOCK != 0 {
+		return r, func() {} // already non-blocking: os.Stdin is polled as it is
+	}
+	fd, err := dupCloexec(orig)
 	if err != nil {
 		return r, func() {}
 	}
@@ -38,8 +52,11 @@ func pollableStdin(r io.Reader) (io.Reader, func()) {
 	// NewFile sees O_NONBLOCK and registers the descriptor with the poller.
 	nf := os.NewFile(uintptr(fd), f.Name())
 	return nf, func() {
-		_ = syscall.SetNonblock(fd, false)
-		nf.Close() // also ends a read still parked on it
+		// Close first: it ends a read parked in the poller, and waits for one in progress,
+		// which returns at once while the descriptor is non-blocking. Then the original
+		// (same description) goes back to blocking.
+		nf.Close()
+		_ = syscall.SetNonblock(orig, false)
 	}
 }
 

@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"syscall"
 	"testing"
+	"time"
 )
 
 func nonblocking(t *testing.T, f *os.File) bool {
@@ -38,7 +39,13 @@ func TestPollableStdin(t *testing.T) {
 	}
 	defer pr.Close()
 	defer pw.Close()
-	// os.Pipe's ends are already non-blocking; make the read end look like an inherited stdin.
+	// os.Pipe's ends are non-blocking, so the runtime polls them already: left as they are.
+	if in, restore := pollableStdin(pr); in != io.Reader(pr) {
+		t.Fatal("a non-blocking pipe was replaced")
+	} else {
+		restore()
+	}
+	// Blocking, as an inherited stdin is (Fd puts the descriptor in blocking mode).
 	if err := syscall.SetNonblock(int(pr.Fd()), false); err != nil {
 		t.Fatal(err)
 	}
@@ -53,7 +60,22 @@ func TestPollableStdin(t *testing.T) {
 	if _, err := io.ReadFull(in, buf); err != nil || string(buf) != "line\n" {
 		t.Fatalf("read %q, %v", buf, err)
 	}
+	// A read still waiting when serving ends (a signal) is ended by restore, not left blocked.
+	readErr := make(chan error, 1)
+	go func() {
+		_, err := in.Read(buf)
+		readErr <- err
+	}()
+	time.Sleep(20 * time.Millisecond)
 	restore()
+	select {
+	case err := <-readErr:
+		if err == nil {
+			t.Fatal("the waiting read returned data")
+		}
+	case <-time.After(5 * time.Second):
+		t.Fatal("a read waiting on stdin was not ended by restore")
+	}
 	if nonblocking(t, pr) {
 		t.Fatal("stdin left non-blocking after serving")
 	}
