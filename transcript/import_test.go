@@ -352,7 +352,12 @@ func TestWatch(t *testing.T) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		im.Watch(ctx, []string{watched}, 20*time.Millisecond, func(r ImportResult, err error) {
+		// A file counts as quiet (its last message complete) once unchanged for two intervals:
+		// 200 ms, well above the writer's pauses (30 ms), which a loaded machine (CI runs the
+		// packages in parallel, and a write can stall behind another test's fsync) stretches.
+		// With 20 ms (quiet 40 ms) a pause of 25 ms plus a stall once let the watcher import a
+		// message before its last lines were written: one message stored as two.
+		im.Watch(ctx, []string{watched}, 100*time.Millisecond, func(r ImportResult, err error) {
 			mu.Lock()
 			defer mu.Unlock()
 			added += r.Added
@@ -366,7 +371,7 @@ func TestWatch(t *testing.T) {
 	for i, l := range lines {
 		f.Write(l)
 		if i%15 == 0 {
-			time.Sleep(25 * time.Millisecond)
+			time.Sleep(30 * time.Millisecond) // the watcher polls in the middle of the file
 		}
 	}
 	deadline := time.Now().Add(20 * time.Second)
