@@ -16,7 +16,7 @@ if [ $# -lt 2 ]; then
 fi
 rounds="${3:-5}"
 work="$(mktemp -d "${TMPDIR:-/tmp}/sessionmem-ab.XXXXXX")"
-trap 'git -C "$root" worktree prune; rm -rf "$work"' EXIT
+trap 'rm -rf "$work"; git -C "$root" worktree prune' EXIT
 
 # build NAME REV_OR_BINARY: the binary's path on stdout.
 build() {
