@@ -296,17 +296,8 @@ func (w *writer) flush() error {
 	defer cancel()
 	b := w.pending
 	w.pending = &pgx.Batch{}
-	br := w.q.SendBatch(ctx, b)
-	var err error
-	for range b.Len() {
-		if _, err = br.Exec(); err != nil {
-			break
-		}
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	// Close reads every result and returns the first error.
+	if err := w.q.SendBatch(ctx, b).Close(); err != nil {
 		return w.fail(w.s.wrap(w.ctx, "write session "+w.hdr.ID, err))
 	}
 	return nil

@@ -1,6 +1,7 @@
 package postgres
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -220,9 +221,9 @@ func (s *Store) flushDocs(ctx context.Context) error {
 func groupBatches(bs []docBatch) []docBatch {
 	slices.SortStableFunc(bs, func(a, b docBatch) int {
 		if a.sid != b.sid {
-			return compareInt(a.sid, b.sid)
+			return cmp.Compare(a.sid, b.sid)
 		}
-		return compareInt(int64(a.from()), int64(b.from()))
+		return cmp.Compare(a.from(), b.from())
 	})
 	var out []docBatch
 	for _, b := range bs {
@@ -238,16 +239,6 @@ func groupBatches(bs []docBatch) []docBatch {
 		out = append(out, b)
 	}
 	return out
-}
-
-func compareInt(a, b int64) int {
-	switch {
-	case a < b:
-		return -1
-	case a > b:
-		return 1
-	}
-	return 0
 }
 
 // lockedInsertDocs is insertDocs, inserting only while the session row exists with the
@@ -290,16 +281,8 @@ func (s *Store) writeDocs(ctx context.Context, b docBatch) error {
 	}
 	batch.Queue(advanceDocs, b.sid, b.gen, int64(b.from()), int64(b.through()))
 	batch.Queue("COMMIT")
-	br := conn.SendBatch(sctx, batch)
-	for range batch.Len() {
-		if _, err = br.Exec(); err != nil {
-			break
-		}
-	}
-	if cerr := br.Close(); err == nil {
-		err = cerr
-	}
-	if err != nil {
+	// Close reads every result and returns the first error.
+	if err = conn.SendBatch(sctx, batch).Close(); err != nil {
 		// A connection left inside a failed transaction is closed on release.
 		rctx, rcancel := context.WithTimeout(context.WithoutCancel(ctx), s.stmt)
 		_, _ = conn.Exec(rctx, "ROLLBACK")
