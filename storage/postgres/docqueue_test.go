@@ -361,3 +361,58 @@ func (s *Store) backfillSessionN(ctx context.Context, id string, n int) (int, bo
 	}
 	return s.backfillSession(ctx, sid, id, n)
 }
+
+// TestDocsWriteFailure: a document write the database refuses is tried maxDocAttempts times
+// in all, then left to the backfill; docs_through stays behind meanwhile, and nothing is
+// written twice once the backfill has built it.
+func TestDocsWriteFailure(t *testing.T) {
+	url := newSchema(t)
+	s := lazy(t, url)
+	ctx := context.Background()
+	mustCreate(t, s, "w")
+	if _, err := s.pool.Exec(ctx, `ALTER TABLE sessionmem_documents ADD CONSTRAINT refuse_all CHECK (false) NOT VALID`); err != nil {
+		t.Fatal(err)
+	}
+	saveText(t, s, "w", "wombat one", "wombat two")
+	for attempt := 1; attempt <= maxDocAttempts; attempt++ {
+		if err := s.flushDocs(ctx); err == nil {
+			t.Fatalf("attempt %d: the refused write reported no error", attempt)
+		}
+		s.docs.mu.Lock()
+		queued := s.docs.records
+		s.docs.mu.Unlock()
+		if want := 2 * min(1, maxDocAttempts-attempt); queued != want {
+			t.Fatalf("after attempt %d: %d records queued, want %d", attempt, queued, want)
+		}
+	}
+	if through, last := docsThrough(t, s, "w"); through != 0 || last != 2 {
+		t.Fatalf("after the failures: docs_through %d, last_seq %d", through, last)
+	}
+	if _, err := s.pool.Exec(ctx, `ALTER TABLE sessionmem_documents DROP CONSTRAINT refuse_all`); err != nil {
+		t.Fatal(err)
+	}
+	if err := s.flushDocs(ctx); err != nil {
+		t.Fatalf("nothing left to write: %v", err)
+	}
+	b := openStore(t, url, Options{Docs: storetest.Docs}) // backfill at start
+	deadline := time.Now().Add(10 * time.Second)
+	for {
+		p, err := b.Progress(ctx)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if p.Done() {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatalf("backfill did not catch up: %+v", p)
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if res := find(t, b, "wombat", storage.SearchQuery{}); len(res.Hits) != 2 {
+		t.Fatalf("%d hits after the backfill", len(res.Hits))
+	}
+	if n := docCount(t, b); n != 2 {
+		t.Fatalf("%d documents for 2 records", n)
+	}
+}
