@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"os"
 	"path/filepath"
 	"testing"
 
@@ -22,16 +21,7 @@ import (
 // measures variants of the documents table built from the same rows (compression, stripped
 // positions), for docs/BENCHMARKS.md. Runs with SESSIONMEM_MEASURE=1.
 func TestPGCorpusSizeDocs(t *testing.T) {
-	if _, err := os.Stat(corpusDir); err != nil {
-		t.Skip("corpus not found")
-	}
-	if os.Getenv("SESSIONMEM_MEASURE") == "" {
-		t.Skip("set SESSIONMEM_MEASURE=1 to run")
-	}
-	copies := 1
-	if v := os.Getenv("SESSIONMEM_SIZE_COPIES"); v != "" {
-		fmt.Sscan(v, &copies)
-	}
+	copies := measureCopies(t, 1)
 	c := pgtest.Own(t, pgtest.Options{})
 	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.jsonl"))
 	src := t.TempDir()

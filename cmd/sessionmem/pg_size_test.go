@@ -111,16 +111,7 @@ func TestPGCorpusSize(t *testing.T) {
 // runs every second: the sizes a store that keeps growing settles at, and the cost per 1,000
 // messages. It takes about a minute: it runs with SESSIONMEM_MEASURE=1.
 func TestPGCorpusSizeAtScale(t *testing.T) {
-	if _, err := os.Stat(corpusDir); err != nil {
-		t.Skip("corpus not found")
-	}
-	if os.Getenv("SESSIONMEM_MEASURE") == "" {
-		t.Skip("set SESSIONMEM_MEASURE=1 to run")
-	}
-	copies := 10
-	if v := os.Getenv("SESSIONMEM_SIZE_COPIES"); v != "" {
-		fmt.Sscan(v, &copies)
-	}
+	copies := measureCopies(t, 10)
 	c := pgtest.Own(t, pgtest.Options{AutovacuumNaptime: "1s"})
 	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.jsonl"))
 	src := t.TempDir()
@@ -247,4 +238,21 @@ func tableSizes(ctx context.Context, conn *pgx.Conn) string {
 		out += fmt.Sprintf("%s=%d", n[len("sessionmem_"):], sz)
 	}
 	return out
+}
+
+// measureCopies skips a measurement unless the corpus is there and SESSIONMEM_MEASURE is set,
+// and returns how many copies of the corpus to write: $SESSIONMEM_SIZE_COPIES, or def.
+func measureCopies(t *testing.T, def int) int {
+	t.Helper()
+	if _, err := os.Stat(corpusDir); err != nil {
+		t.Skip("corpus not found")
+	}
+	if os.Getenv("SESSIONMEM_MEASURE") == "" {
+		t.Skip("set SESSIONMEM_MEASURE=1 to run")
+	}
+	copies := def
+	if v := os.Getenv("SESSIONMEM_SIZE_COPIES"); v != "" {
+		fmt.Sscan(v, &copies)
+	}
+	return copies
 }
