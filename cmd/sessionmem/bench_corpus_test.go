@@ -102,20 +102,32 @@ func median(ds []time.Duration) time.Duration {
 // BenchmarkStdioSaveCorpus: session_save of one ~2 KB corpus message (durable when answered)
 // into a session that already holds 1,000 or 10,000 messages.
 func BenchmarkStdioSaveCorpus(b *testing.B) {
+	benchCorpusSaves(b, func(b *testing.B, dir string) func(i int, id string, m map[string]any) func() {
+		c := stdioClient(b, dir)
+		return func(_ int, id string, m map[string]any) func() {
+			return func() { callRaw(b, c, "session_save", obj{"session_id": id, "messages": []any{m}}) }
+		}
+	})
+}
+
+// benchCorpusSaves times session_save of one ~2 KB corpus message at a time into a session of
+// 1,000 and of 10,000 messages and reports the p50. client starts a server on the seeded
+// store dir and returns prepare, which builds the call that saves message m (i is its
+// number), outside the timing.
+func benchCorpusSaves(b *testing.B, client func(b *testing.B, dir string) func(i int, id string, m map[string]any) func()) {
 	for _, at := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("at=%d", at), func(b *testing.B) {
 			dir := b.TempDir()
 			msgs := testcorpus.Sized(b, at+20000, 1024, 4096)
 			id := seedCorpus(b, dir, msgs, at)
-			c := stdioClient(b, dir)
+			prepare := client(b, dir)
 			var ds []time.Duration
-			i := at
-			for b.Loop() {
+			for i := at; b.Loop(); i++ {
 				m := asArgs(b, msgs[i]).(map[string]any)
 				m["id"] = fmt.Sprintf("m%d", i)
-				i++
+				call := prepare(i, id, m)
 				start := time.Now()
-				callRaw(b, c, "session_save", obj{"session_id": id, "messages": []any{m}})
+				call()
 				ds = append(ds, time.Since(start))
 			}
 			b.ReportMetric(float64(median(ds).Nanoseconds())/1e3, "p50-us")

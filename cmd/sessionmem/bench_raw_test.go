@@ -3,16 +3,12 @@ package main
 import (
 	"bufio"
 	"encoding/json"
-	"fmt"
 	"io"
 	"os"
 	"os/exec"
 	"testing"
-	"time"
 
 	"github.com/tidwall/gjson"
-
-	"github.com/sessionmem/sessionmem/internal/testcorpus"
 )
 
 // lineServer is the built binary driven with JSON-RPC lines written by hand: no client library,
@@ -66,25 +62,12 @@ func (s *lineServer) roundTrip(b testing.TB, line string) string {
 // BenchmarkStdioSaveCorpusRaw is BenchmarkStdioSaveCorpus with the requests
 // written by hand: the server's share of a save.
 func BenchmarkStdioSaveCorpusRaw(b *testing.B) {
-	for _, at := range []int{1000, 10000} {
-		b.Run(fmt.Sprintf("at=%d", at), func(b *testing.B) {
-			dir := b.TempDir()
-			msgs := testcorpus.Sized(b, at+20000, 1024, 4096)
-			id := seedCorpus(b, dir, msgs, at)
-			s := startLines(b, dir)
-			var ds []time.Duration
-			i := at
-			for b.Loop() {
-				m := asArgs(b, msgs[i]).(map[string]any)
-				m["id"] = fmt.Sprintf("m%d", i)
-				line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": i, "method": "tools/call",
-					"params": map[string]any{"name": "session_save", "arguments": map[string]any{"session_id": id, "messages": []any{m}}}})
-				i++
-				start := time.Now()
-				s.roundTrip(b, string(line))
-				ds = append(ds, time.Since(start))
-			}
-			b.ReportMetric(float64(median(ds).Nanoseconds())/1e3, "p50-us")
-		})
-	}
+	benchCorpusSaves(b, func(b *testing.B, dir string) func(i int, id string, m map[string]any) func() {
+		s := startLines(b, dir)
+		return func(i int, id string, m map[string]any) func() {
+			line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": i, "method": "tools/call",
+				"params": map[string]any{"name": "session_save", "arguments": map[string]any{"session_id": id, "messages": []any{m}}}})
+			return func() { s.roundTrip(b, string(line)) }
+		}
+	})
 }
