@@ -3,7 +3,6 @@ package main
 import (
 	"context"
 	"fmt"
-	"path/filepath"
 	"testing"
 
 	"github.com/jackc/pgx/v5"
@@ -23,10 +22,7 @@ import (
 func TestPGCorpusSizeDocs(t *testing.T) {
 	copies := measureCopies(t, 1)
 	c := pgtest.Own(t, pgtest.Options{})
-	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.jsonl"))
-	src := t.TempDir()
-	t.Setenv("XDG_STATE_HOME", t.TempDir())
-	runCLI(t, "", append([]string{"import", "--store", src, "--file"}, files...)...).must(t)
+	src := importCorpus(t)
 	ctx := context.Background()
 	_, url, err := c.CreateDatabase(ctx)
 	if err != nil {

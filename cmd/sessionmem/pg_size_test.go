@@ -41,10 +41,7 @@ func TestPGCorpusSize(t *testing.T) {
 		t.Skip("short")
 	}
 	c := pgtest.Own(t, pgtest.Options{AutovacuumNaptime: "1s"})
-	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.jsonl"))
-	src := t.TempDir()
-	t.Setenv("XDG_STATE_HOME", t.TempDir())
-	runCLI(t, "", append([]string{"import", "--store", src, "--file"}, files...)...).must(t)
+	src := importCorpus(t)
 	ctx := context.Background()
 	for _, tc := range []struct {
 		name  string
@@ -113,10 +110,7 @@ func TestPGCorpusSize(t *testing.T) {
 func TestPGCorpusSizeAtScale(t *testing.T) {
 	copies := measureCopies(t, 10)
 	c := pgtest.Own(t, pgtest.Options{AutovacuumNaptime: "1s"})
-	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.jsonl"))
-	src := t.TempDir()
-	t.Setenv("XDG_STATE_HOME", t.TempDir())
-	runCLI(t, "", append([]string{"import", "--store", src, "--file"}, files...)...).must(t)
+	src := importCorpus(t)
 	ctx := context.Background()
 	_, url, err := c.CreateDatabase(ctx)
 	if err != nil {
@@ -255,4 +249,14 @@ func measureCopies(t *testing.T, def int) int {
 		fmt.Sscan(v, &copies)
 	}
 	return copies
+}
+
+// importCorpus imports the corpus's transcripts into a new local store and returns its path.
+func importCorpus(t *testing.T) string {
+	t.Helper()
+	files, _ := filepath.Glob(filepath.Join(corpusDir, "*.jsonl"))
+	src := t.TempDir()
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	runCLI(t, "", append([]string{"import", "--store", src, "--file"}, files...)...).must(t)
+	return src
 }
