@@ -109,7 +109,20 @@ func TestDocsCrashHealed(t *testing.T) {
 	}
 	a.abandonDocs() // killed
 	a.Close()
-	b := openStore(t, url, Options{Docs: storetest.Docs}) // backfill at start
+	b := backfilled(t, url)
+	if res := find(t, b, "numbat", storage.SearchQuery{}); len(res.Hits) != 3 {
+		t.Fatalf("%d hits after the backfill", len(res.Hits))
+	}
+	if n := docCount(t, b); n != 3 {
+		t.Fatalf("%d documents for 3 records", n)
+	}
+}
+
+// backfilled opens a store on url with Docs, whose backfill runs at start, and waits until it
+// has built every missing document.
+func backfilled(t *testing.T, url string) *Store {
+	t.Helper()
+	b := openStore(t, url, Options{Docs: storetest.Docs})
 	deadline := time.Now().Add(10 * time.Second)
 	for {
 		p, err := b.Progress(context.Background())
@@ -117,18 +130,12 @@ func TestDocsCrashHealed(t *testing.T) {
 			t.Fatal(err)
 		}
 		if p.Done() {
-			break
+			return b
 		}
 		if time.Now().After(deadline) {
 			t.Fatalf("backfill did not catch up: %+v", p)
 		}
 		time.Sleep(10 * time.Millisecond)
-	}
-	if res := find(t, b, "numbat", storage.SearchQuery{}); len(res.Hits) != 3 {
-		t.Fatalf("%d hits after the backfill", len(res.Hits))
-	}
-	if n := docCount(t, b); n != 3 {
-		t.Fatalf("%d documents for 3 records", n)
 	}
 }
 
@@ -394,21 +401,7 @@ func TestDocsWriteFailure(t *testing.T) {
 	if err := s.flushDocs(ctx); err != nil {
 		t.Fatalf("nothing left to write: %v", err)
 	}
-	b := openStore(t, url, Options{Docs: storetest.Docs}) // backfill at start
-	deadline := time.Now().Add(10 * time.Second)
-	for {
-		p, err := b.Progress(ctx)
-		if err != nil {
-			t.Fatal(err)
-		}
-		if p.Done() {
-			break
-		}
-		if time.Now().After(deadline) {
-			t.Fatalf("backfill did not catch up: %+v", p)
-		}
-		time.Sleep(10 * time.Millisecond)
-	}
+	b := backfilled(t, url)
 	if res := find(t, b, "wombat", storage.SearchQuery{}); len(res.Hits) != 2 {
 		t.Fatalf("%d hits after the backfill", len(res.Hits))
 	}
