@@ -22,7 +22,13 @@ type lineServer struct {
 
 func startLines(b testing.TB, dir string) *lineServer {
 	b.Helper()
-	cmd := exec.Command(binary(b), "serve", "--store", dir)
+	return startLinesWith(b, binary(b), dir)
+}
+
+// startLinesWith is startLines with the binary given.
+func startLinesWith(b testing.TB, bin, dir string) *lineServer {
+	b.Helper()
+	cmd := exec.Command(bin, "serve", "--store", dir)
 	cmd.Env = append(os.Environ(), "HOME="+b.TempDir())
 	in, err := cmd.StdinPipe()
 	if err != nil {
@@ -65,9 +71,15 @@ func BenchmarkStdioSaveCorpusRaw(b *testing.B) {
 	benchCorpusSaves(b, func(b *testing.B, dir string) func(i int, id string, m map[string]any) func() {
 		s := startLines(b, dir)
 		return func(i int, id string, m map[string]any) func() {
-			line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": i, "method": "tools/call",
-				"params": map[string]any{"name": "session_save", "arguments": map[string]any{"session_id": id, "messages": []any{m}}}})
-			return func() { s.roundTrip(b, string(line)) }
+			line := saveLine(i, id, m)
+			return func() { s.roundTrip(b, line) }
 		}
 	})
+}
+
+// saveLine is the request line of a session_save (request id i) of message m into session id.
+func saveLine(i int, id string, m map[string]any) string {
+	line, _ := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": i, "method": "tools/call",
+		"params": map[string]any{"name": "session_save", "arguments": map[string]any{"session_id": id, "messages": []any{m}}}})
+	return string(line)
 }

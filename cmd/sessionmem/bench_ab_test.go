@@ -1,0 +1,104 @@
+package main
+
+import (
+	"fmt"
+	"os"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sessionmem/sessionmem/internal/testcorpus"
+)
+
+// BenchmarkStdioSaveAB compares the session_save p50 of several builds with their saves
+// interleaved: every build serves its own seeded store, and the builds take turns of 20
+// saves each (who goes first rotates), so that all of them see the same seconds of a shared
+// machine's load. Whole runs alternated differ by ±30 % on a shared two-core machine; two
+// copies of one build compared this way differ by 2-3 %. Raw requests (no client library),
+// ~2 KB corpus messages, sessions of 1,000 and 10,000 messages. Besides the p50 it reports
+// each server's CPU time (user and system, from /proc) per save, which the machine's load
+// moves much less than latency.
+//
+//	SESSIONMEM_AB=/path/old,/path/new go test ./cmd/sessionmem -run '^$' -bench StdioSaveAB -benchtime 1x
+//
+// SESSIONMEM_AB_SAVES sets the saves per build (default 2,000).
+func BenchmarkStdioSaveAB(b *testing.B) {
+	bins := strings.Split(os.Getenv("SESSIONMEM_AB"), ",")
+	if len(bins) < 2 {
+		b.Skip("SESSIONMEM_AB=bin1,bin2[,…] names the builds to compare")
+	}
+	saves := 2000
+	if s, err := strconv.Atoi(os.Getenv("SESSIONMEM_AB_SAVES")); err == nil && s > 0 {
+		saves = s
+	}
+	const turn = 20
+	for _, at := range []int{1000, 10000} {
+		b.Run(fmt.Sprintf("at=%d", at), func(b *testing.B) {
+			msgs := testcorpus.Sized(b, at+saves, 1024, 4096)
+			servers := make([]*lineServer, len(bins))
+			ids := make([]string, len(bins))
+			for k, bin := range bins {
+				dir := b.TempDir()
+				ids[k] = seedCorpus(b, dir, msgs, at)
+				servers[k] = startLinesWith(b, bin, dir)
+			}
+			ds := make([][]time.Duration, len(bins))
+			cpu0 := make([]time.Duration, len(bins))
+			for k := range bins {
+				// A server's start indexes the seeded messages for search in the background.
+				cpu0[k] = waitIdle(b, servers[k].cmd.Process.Pid)
+			}
+			for b.Loop() {
+				for i := at; i < at+saves; i += turn {
+					for k := range bins {
+						k = (k + i/turn) % len(bins) // who goes first changes every turn
+						for j := i; j < min(i+turn, at+saves); j++ {
+							m := asArgs(b, msgs[j]).(map[string]any)
+							m["id"] = fmt.Sprintf("m%d", j)
+							line := saveLine(j, ids[k], m)
+							start := time.Now()
+							servers[k].roundTrip(b, line)
+							ds[k] = append(ds[k], time.Since(start))
+						}
+					}
+				}
+			}
+			for k := range bins {
+				b.ReportMetric(float64(median(ds[k]).Nanoseconds())/1e3, fmt.Sprintf("p50-us-%c", 'a'+k))
+				b.ReportMetric(float64((procCPU(b, servers[k].cmd.Process.Pid)-cpu0[k]).Nanoseconds())/1e3/float64(saves), fmt.Sprintf("cpu-us/save-%c", 'a'+k))
+			}
+		})
+	}
+}
+
+// procCPU is the CPU time (user and system) process pid has used so far, from /proc.
+func procCPU(b testing.TB, pid int) time.Duration {
+	b.Helper()
+	raw, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+	if err != nil {
+		b.Skipf("no /proc: %v", err)
+	}
+	// Fields after the command (which may hold spaces): state is field 3, utime 14, stime 15.
+	f := strings.Fields(string(raw[strings.LastIndexByte(string(raw), ')')+2:]))
+	ut, _ := strconv.ParseInt(f[11], 10, 64)
+	st, _ := strconv.ParseInt(f[12], 10, 64)
+	return time.Duration(ut+st) * time.Second / 100 // USER_HZ is 100 on Linux
+}
+
+// waitIdle waits (at most a minute) until process pid has used no CPU for 300 ms, and returns
+// its CPU time then.
+func waitIdle(b testing.TB, pid int) time.Duration {
+	b.Helper()
+	last := procCPU(b, pid)
+	for range 200 {
+		time.Sleep(300 * time.Millisecond)
+		now := procCPU(b, pid)
+		if now == last {
+			return now
+		}
+		last = now
+	}
+	b.Fatalf("server %d still busy after a minute", pid)
+	return 0
+}
