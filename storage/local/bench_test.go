@@ -8,6 +8,7 @@ import (
 	"os"
 	"path/filepath"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -334,4 +335,21 @@ func BenchmarkCallOverhead(b *testing.B) {
 			}
 		}
 	})
+}
+
+// BenchmarkIndexPut measures the index line every append writes (and applies) under the
+// cross-process index lock, in a store of 100 sessions.
+func BenchmarkIndexPut(b *testing.B) {
+	s := mustOpen(b, benchDir(b), Options{})
+	for i := range 100 {
+		mustCreate(b, s, fmt.Sprintf("s%d", i))
+	}
+	m := storage.Meta{Name: "a session name of ordinary length", Preview: strings.Repeat("preview text ", 10), Messages: 1}
+	for b.Loop() {
+		m.Messages++
+		m.LastSeq++
+		if err := s.idx.put("s7", m, fileSizes{Zst: 1234, Tail: int64(m.Messages)}); err != nil {
+			b.Fatal(err)
+		}
+	}
 }

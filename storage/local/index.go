@@ -151,7 +151,8 @@ func (x *index) refreshSize() (int64, error) {
 		if err := x.reload(); err != nil || x.f == nil {
 			return -1, err
 		}
-		return x.off, nil
+		// Measured below like any later refresh: the size must count a partial last line
+		// that reload left unfolded, or the next append would not end it first.
 	}
 	fi, err := os.Stat(x.path)
 	if errors.Is(err, fs.ErrNotExist) {
@@ -269,28 +270,40 @@ func (x *index) apply(line []byte) lineKind {
 	if !meta.IsObject() || !hasFiles {
 		return lineBad
 	}
-	seq := meta.Get("last_seq").Uint()
-	if old := x.ents[id]; old != nil && old.lastSeq > seq && !reset {
-		return lineOK
-	}
-	x.ents[id] = &indexEntry{raw: []byte(meta.Raw), sizes: sizes, lastSeq: seq}
+	x.setEntry(id, &indexEntry{raw: []byte(meta.Raw), sizes: sizes, lastSeq: meta.Get("last_seq").Uint()}, reset)
 	return lineOK
+}
+
+// setEntry makes e the entry of id, unless the entry there is newer (see apply).
+func (x *index) setEntry(id string, e *indexEntry, reset bool) {
+	if old := x.ents[id]; old != nil && old.lastSeq > e.lastSeq && !reset {
+		return
+	}
+	x.ents[id] = e
 }
 
 // exclusive runs fn holding this process's index mutex and the cross-process index lock,
 // with the entries refreshed from what other processes appended: every index writer goes
-// through it.
+// through it (or through exclusiveAt).
 func (x *index) exclusive(fn func() error) error {
+	return x.exclusiveAt(func(int64) error { return fn() })
+}
+
+// exclusiveAt is exclusive for appenders: fn gets the index file's size as the refresh under
+// the lock found it (-1: missing or unusable), which writeLocked needs (nobody else appends
+// while the lock is held, so a second stat would tell nothing new).
+func (x *index) exclusiveAt(fn func(size int64) error) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if err := lockFD(x.lockF, true); err != nil {
 		return fmt.Errorf("lock index: %w", err)
 	}
 	defer unlockFD(x.lockF)
-	if err := x.refresh(); err != nil {
+	size, err := x.refreshSize()
+	if err != nil {
 		return err
 	}
-	return fn()
+	return fn(size)
 }
 
 // write appends one line under the cross-process index lock.
@@ -300,19 +313,19 @@ func (x *index) write(line indexLine) error {
 		return fmt.Errorf("encode index line: %w", err)
 	}
 	b = append(b, '\n')
-	return x.exclusive(func() error {
-		return x.writeLocked(b)
+	return x.exclusiveAt(func(size int64) error {
+		return x.writeLocked(b, size, nil)
 	})
 }
 
 // encodeIndexLine writes what json.Marshal(indexLine{...}) would, without encoding the meta a
-// second time to check it (an id needs no escaping).
-func encodeIndexLine(id string, m storage.Meta, sz fileSizes) ([]byte, error) {
-	raw, err := json.Marshal(m)
+// second time to check it (an id needs no escaping). It returns the meta's JSON too.
+func encodeIndexLine(id string, m storage.Meta, sz fileSizes) (raw, line []byte, err error) {
+	raw, err = json.Marshal(m)
 	if err != nil {
-		return nil, fmt.Errorf("encode meta: %w", err)
+		return nil, nil, fmt.Errorf("encode meta: %w", err)
 	}
-	line := make([]byte, 0, len(raw)+len(id)+64)
+	line = make([]byte, 0, len(raw)+len(id)+64)
 	line = append(line, `{"id":"`...)
 	line = append(line, id...)
 	line = append(line, `","files":{"zst":`...)
@@ -321,14 +334,13 @@ func encodeIndexLine(id string, m storage.Meta, sz fileSizes) ([]byte, error) {
 	line = strconv.AppendInt(line, sz.Tail, 10)
 	line = append(line, `},"meta":`...)
 	line = append(line, raw...)
-	return append(line, "}\n"...), nil
+	return raw, append(line, "}\n"...), nil
 }
 
-func (x *index) writeLocked(b []byte) error {
-	size, err := x.refreshSize()
-	if err != nil {
-		return err
-	}
+// writeLocked appends b, complete lines, to the index and folds them into the entries. size is
+// the file's size as refreshed under the lock (exclusiveAt). known, when set, is b's one line
+// already decoded (put): it is applied as it is instead of being parsed back from b.
+func (x *index) writeLocked(b []byte, size int64, known *knownLine) error {
 	if size < 0 || x.badHd {
 		if err := x.rewriteLocked(); err != nil {
 			return err
@@ -346,8 +358,14 @@ func (x *index) writeLocked(b []byte) error {
 	if size > x.off {
 		x.bad++
 	}
-	for _, line := range bytes.Split(bytes.Trim(b, "\n"), []byte{'\n'}) {
-		x.fold(line)
+	if known != nil {
+		x.gen++
+		x.setEntry(known.id, known.e, false)
+		x.lines++
+	} else {
+		for _, line := range bytes.Split(bytes.Trim(b, "\n"), []byte{'\n'}) {
+			x.fold(line)
+		}
 	}
 	x.off = size + int64(len(b))
 	if x.lines > minRewriteLines && x.lines > 4*len(x.ents) {
@@ -415,19 +433,26 @@ func (x *index) rewriteLocked() error {
 
 // put writes id's line with m.
 func (x *index) put(id string, m storage.Meta, sz fileSizes) error {
-	line, err := encodeIndexLine(id, m, sz)
+	raw, line, err := encodeIndexLine(id, m, sz)
 	if err != nil {
 		return err
 	}
-	return x.exclusive(func() error {
-		return x.writeLocked(line)
+	known := &knownLine{id: id, e: &indexEntry{raw: raw, sizes: sz, lastSeq: m.LastSeq}}
+	return x.exclusiveAt(func(size int64) error {
+		return x.writeLocked(line, size, known)
 	})
+}
+
+// knownLine is an index line's session id and entry, as the writer encoded them.
+type knownLine struct {
+	id string
+	e  *indexEntry
 }
 
 // update writes a line for id built from its current entry (folded under the lock, so a
 // newer line from another process is not overwritten with older fields).
 func (x *index) update(id string, fn func(old storage.Meta, ok bool) storage.Meta, sz fileSizes) error {
-	return x.exclusive(func() error {
+	return x.exclusiveAt(func(size int64) error {
 		var old storage.Meta
 		e, ok := x.ents[id]
 		if ok {
@@ -444,7 +469,7 @@ func (x *index) update(id string, fn func(old storage.Meta, ok bool) storage.Met
 		if err != nil {
 			return fmt.Errorf("encode index line: %w", err)
 		}
-		return x.writeLocked(append(b, '\n'))
+		return x.writeLocked(append(b, '\n'), size, nil)
 	})
 }
 

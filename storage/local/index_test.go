@@ -1,8 +1,14 @@
 package local
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
+	"io/fs"
 	"iter"
+	"os"
+	"path/filepath"
 	"testing"
 	"time"
 
@@ -127,5 +133,68 @@ func TestIndexCompactedWhenIdle(t *testing.T) {
 		if m, err := other.Get(context.Background(), id); err != nil || m.Messages != 60 || m.LastSeq != 60 {
 			t.Fatalf("%s after compaction: %+v, %v", id, m, err)
 		}
+	}
+}
+
+// TestIndexPutEntries: an append applies the index entry it encoded instead of parsing its
+// line back; the entries must be exactly those a store loading the file builds, including
+// when a crashed writer left a partial line that the next append must end first, and when
+// the index file appeared only after this store had opened.
+func TestIndexPutEntries(t *testing.T) {
+	dir := t.TempDir()
+	a := mustOpen(t, dir, Options{})
+	if err := os.Remove(filepath.Join(dir, indexName)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		t.Fatal(err)
+	}
+	a.idx.mu.Lock()
+	if err := a.idx.reload(); err != nil { // a's index now has no file, as on a fresh store
+		t.Fatal(err)
+	}
+	a.idx.mu.Unlock()
+	b := mustOpen(t, dir, Options{})
+	mustCreate(t, b, "s1")
+	appendOne(t, b, "s1", storage.Meta{Name: "one", Messages: 1})
+	partial := `{"id":"s9","files":{"zst":1`
+	f, err := os.OpenFile(filepath.Join(dir, indexName), os.O_WRONLY|os.O_APPEND, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if _, err := f.WriteString(partial); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+	mustCreate(t, a, "s2")
+	for i := 1; i <= 3; i++ {
+		appendOne(t, a, "s2", storage.Meta{Name: "two \"quoted\" <b>", Messages: i, Preview: "é\u2028 & \x01"})
+	}
+	appendOne(t, a, "s1", storage.Meta{Name: "one again", Messages: 2})
+
+	raw, err := os.ReadFile(filepath.Join(dir, indexName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, line := range bytes.Split(bytes.TrimSuffix(raw, []byte("\n")), []byte("\n")) {
+		if string(line) != partial && !json.Valid(line) {
+			t.Fatalf("index line glued to the partial one or damaged: %s", line)
+		}
+	}
+	fresh, err := openIndex(dir, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer fresh.close()
+	a.idx.mu.Lock()
+	defer a.idx.mu.Unlock()
+	if len(a.idx.ents) != 2 || len(fresh.ents) != 2 {
+		t.Fatalf("entries: %d in the writer, %d loaded, want 2", len(a.idx.ents), len(fresh.ents))
+	}
+	for id, want := range fresh.ents {
+		got := a.idx.ents[id]
+		if got == nil || !bytes.Equal(got.raw, want.raw) || got.sizes != want.sizes || got.lastSeq != want.lastSeq {
+			t.Fatalf("entry %s: writer has %+v, the file gives %+v", id, got, want)
+		}
+	}
+	if a.idx.off != int64(len(raw)) {
+		t.Fatalf("writer's offset %d, file size %d", a.idx.off, len(raw))
 	}
 }
