@@ -2,6 +2,7 @@ package memory_test
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -185,4 +186,24 @@ func BenchmarkListPages(b *testing.B) {
 		ds = append(ds, time.Since(start))
 	}
 	reportMedian(b, ds, "p50-us")
+}
+
+// BenchmarkDecodeInputMessage: checking and decoding one ~2 KB corpus message as a transport
+// hands it over (its JSON as the client sent it), the first step of every save.
+func BenchmarkDecodeInputMessage(b *testing.B) {
+	var raws [][]byte
+	for _, m := range testcorpus.Sized(b, 200, 1024, 4096) {
+		raw, err := json.Marshal(m)
+		if err != nil {
+			b.Fatal(err)
+		}
+		raws = append(raws, raw)
+	}
+	i := 0
+	for b.Loop() {
+		if _, err := memory.DecodeInputMessage(raws[i%len(raws)]); err != nil {
+			b.Fatal(err)
+		}
+		i++
+	}
 }

@@ -2,6 +2,7 @@ package memory
 
 import (
 	"fmt"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -113,10 +114,13 @@ func checkInputBlocks(r gjson.Result, path string) error {
 		return err
 	}
 	j := 0
+	var keys []string // one block's keys in order: one pass over a block (its text is unescaped on each)
 	r.ForEach(func(_, b gjson.Result) bool {
 		typ := ""
 		var content gjson.Result
+		keys = keys[:0]
 		b.ForEach(func(k, v gjson.Result) bool {
+			keys = append(keys, k.Str)
 			switch k.Str {
 			case "type":
 				typ = ""
@@ -129,17 +133,14 @@ func checkInputBlocks(r gjson.Result, path string) error {
 			return true
 		})
 		if allowed := inputBlockFields[typ]; allowed != nil { // unknown or missing type: the service names it
-			has := map[string]bool{}
-			b.ForEach(func(k, _ gjson.Result) bool {
-				if !allowed[k.Str] {
-					err = &InputError{fmt.Sprintf("%s[%d] (%s block) has unknown field %q", path, j, typ, k.Str)}
-					return false
+			for _, k := range keys {
+				if !allowed[k] {
+					err = &InputError{fmt.Sprintf("%s[%d] (%s block) has unknown field %q", path, j, typ, k)}
+					break
 				}
-				has[k.Str] = true
-				return true
-			})
+			}
 			if err == nil {
-				if f := requiredInputField[typ]; f != "" && !has[f] {
+				if f := requiredInputField[typ]; f != "" && !slices.Contains(keys, f) {
 					err = &InputError{fmt.Sprintf("%s[%d] (%s block) lacks %q", path, j, typ, f)}
 				}
 			}
