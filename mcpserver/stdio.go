@@ -221,17 +221,19 @@ func (c *stdioConn) handle(line []byte) *pending {
 		return nil
 	}
 	msg := gjson.ParseBytes(line)
-	method, id := msg.Get("method"), msg.Get("id")
-	switch {
-	case !msg.IsObject():
+	if !msg.IsObject() {
 		c.unordered(line) // a batch
 		return nil
-	case msg.Get("result").Exists() || msg.Get("error").Exists():
+	}
+	env := parseEnvelope(msg)
+	method, id := env.method, env.id
+	switch {
+	case env.answer:
 		if !c.sess.deliver(msg) { // an answer to the server's own request (sampling)
 			c.unordered(line)
 		}
 		return nil
-	case (method.Type != gjson.String || msg.Get("jsonrpc").Str != "2.0") && (id.Type == gjson.String || id.Type == gjson.Number):
+	case (method.Type != gjson.String || env.jsonrpc.Str != "2.0") && (id.Type == gjson.String || id.Type == gjson.Number):
 		// mcp-go would answer "parse error" to id null; the id is known, so answer to it.
 		c.reply(json.RawMessage(id.Raw), codeInvalidRequest, `invalid request: want {"jsonrpc":"2.0","id":…,"method":"<name>",…}`)
 		return nil
@@ -240,7 +242,7 @@ func (c *stdioConn) handle(line []byte) *pending {
 		return nil
 	case !id.Exists() || id.Type == gjson.Null:
 		if method.Str == string(mcp.MethodNotificationCancelled) {
-			c.cancel(msg.Get("params.requestId"))
+			c.cancel(env.requestID)
 		}
 		c.notify(line) // served at once, in the order read
 		return nil
@@ -257,11 +259,11 @@ func (c *stdioConn) handle(line []byte) *pending {
 		return nil
 	}
 	p := &pending{key: key, line: line, done: make(chan struct{}), tool: method.Str == string(mcp.MethodToolsCall)}
-	c.classify(p, method.Str, msg)
+	c.classify(p, method.Str, &env)
 	if p.tool {
-		c.takeArguments(p, msg)
+		c.takeArguments(p, env.args)
 	}
-	modern := mcp.IsModernProtocol(msg.Get("params._meta." + gjsonEscape(mcp.MetaKeyProtocolVersion)).String())
+	modern := env.meta.IsObject() && mcp.IsModernProtocol(env.meta.Get(gjsonEscape(mcp.MetaKeyProtocolVersion)).String())
 
 	c.mu.Lock()
 	switch {
@@ -326,13 +328,13 @@ func (c *stdioConn) handle(line []byte) *pending {
 }
 
 // classify sets what a request is about (its scope) and whether it writes.
-func (c *stdioConn) classify(p *pending, method string, msg gjson.Result) {
+func (c *stdioConn) classify(p *pending, method string, env *envelope) {
 	switch method {
 	case string(mcp.MethodInitialize):
 		p.init, p.write = true, true
 	case string(mcp.MethodToolsCall):
-		sid := msg.Get("params.arguments.session_id")
-		name := msg.Get("params.name").String()
+		sid := env.sessionID()
+		name := env.name.String()
 		if sid.Exists() && (sid.Type != gjson.String || sid.Str == "") {
 			p.write = true // refused by the tool; order it with everything to be safe
 			return
@@ -362,7 +364,7 @@ func (c *stdioConn) classify(p *pending, method string, msg gjson.Result) {
 			p.write = true
 		}
 	case string(mcp.MethodResourcesRead):
-		if id, ok := strings.CutPrefix(msg.Get("params.uri").String(), "session://"); ok {
+		if id, ok := strings.CutPrefix(env.uri.String(), "session://"); ok {
 			id, _, _ = strings.Cut(id, "/")
 			p.scope = "s:" + id
 		}

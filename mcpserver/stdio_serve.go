@@ -93,8 +93,7 @@ func (c *stdioConn) send(p *pending) {
 // context the tool reads them from (newArgs). mcp-go would decode them into a map[string]any
 // (allocations for every string of a save's messages, and several scans of the line) that no
 // tool uses: each reads its arguments from the JSON as sent.
-func (c *stdioConn) takeArguments(p *pending, msg gjson.Result) {
-	args := msg.Get("params.arguments")
+func (c *stdioConn) takeArguments(p *pending, args gjson.Result) {
 	end := args.Index + len(args.Raw)
 	if !args.IsObject() || args.Index <= 0 || end > len(p.line) || string(p.line[args.Index:end]) != args.Raw {
 		return // left where it is: mcp-go decodes it, and the tool finds it in RawArguments

@@ -309,7 +309,8 @@ func TestCheckUTF8Paths(t *testing.T) {
 func TestStdioTakesArguments(t *testing.T) {
 	line := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"session_save","arguments":{"working_dir":"/p","messages":[{"role":"assistant","content":[{"type":"tool_call","id":"c","name":"n","arguments":{"z":12345678901234567890123,"a":"\u003c&>"}}]}]}}}`
 	p := &pending{line: []byte(line)}
-	(&stdioConn{}).takeArguments(p, gjson.Parse(line))
+	env := parseEnvelope(gjson.Parse(line))
+	(&stdioConn{}).takeArguments(p, env.args)
 	if want := gjson.Get(line, "params.arguments").Raw; string(p.args) != want {
 		t.Fatalf("arguments taken: %s, want %s", p.args, want)
 	}
