@@ -1,12 +1,16 @@
 package main
 
 import (
+	"bufio"
 	"fmt"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/sessionmem/sessionmem/internal/testcorpus"
 )
@@ -22,7 +26,9 @@ import (
 //
 //	SESSIONMEM_AB=/path/old,/path/new go test ./cmd/sessionmem -run '^$' -bench StdioSaveAB -benchtime 1x
 //
-// SESSIONMEM_AB_SAVES sets the saves per build (default 2,000).
+// SESSIONMEM_AB_SAVES sets the saves per build (default 2,000). A build named "floor" is no
+// sessionmem but the least a durable answer over a pipe costs on this machine (floorServer):
+// what a build's p50 exceeds it by is the server's own share.
 func BenchmarkStdioSaveAB(b *testing.B) {
 	bins := strings.Split(os.Getenv("SESSIONMEM_AB"), ",")
 	if len(bins) < 2 {
@@ -40,6 +46,10 @@ func BenchmarkStdioSaveAB(b *testing.B) {
 			ids := make([]string, len(bins))
 			for k, bin := range bins {
 				dir := b.TempDir()
+				if bin == "floor" {
+					servers[k] = startFloor(b, dir)
+					continue
+				}
 				ids[k] = seedCorpus(b, dir, msgs, at)
 				servers[k] = startLinesWith(b, bin, dir)
 			}
@@ -101,4 +111,54 @@ func waitIdle(b testing.TB, pid int) time.Duration {
 	}
 	b.Fatalf("server %d still busy after a minute", pid)
 	return 0
+}
+
+// floorEnv makes the test binary floorServer (see TestMain).
+const floorEnv = "SESSIONMEM_TEST_FLOOR_FILE"
+
+// floorServer is the least a durable save over stdio can cost: it reads each request line,
+// answers initialize, appends every tools/call line to one file and fsyncs it, and answers
+// {} — no JSON decoding, no MCP, no session files, no index. It runs until stdin ends.
+func floorServer(path string) int {
+	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, err)
+		return 1
+	}
+	defer f.Close()
+	in := bufio.NewReaderSize(os.Stdin, 1<<20)
+	for {
+		line, err := in.ReadBytes('\n')
+		if err != nil {
+			return 0
+		}
+		id := gjson.GetBytes(line, "id")
+		if !id.Exists() {
+			continue // a notification
+		}
+		if gjson.GetBytes(line, "method").Str == "tools/call" {
+			if _, err := f.Write(line); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+			if err := f.Sync(); err != nil {
+				fmt.Fprintln(os.Stderr, err)
+				return 1
+			}
+		}
+		if _, err := fmt.Fprintf(os.Stdout, `{"jsonrpc":"2.0","id":%s,"result":{}}`+"\n", id.Raw); err != nil {
+			return 1
+		}
+	}
+}
+
+// startFloor starts the test binary as floorServer, writing into dir.
+func startFloor(b testing.TB, dir string) *lineServer {
+	b.Helper()
+	exe, err := os.Executable()
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Setenv(floorEnv, filepath.Join(dir, "floor.jsonl"))
+	return startLinesWith(b, exe, dir)
 }

@@ -60,6 +60,9 @@ func binary(t testing.TB) string {
 }
 
 func TestMain(m *testing.M) {
+	if path := os.Getenv(floorEnv); path != "" {
+		os.Exit(floorServer(path)) // BenchmarkStdioSaveAB's "floor"
+	}
 	code := m.Run()
 	pgtest.StopShared()
 	if benchPG != nil {
