@@ -46,8 +46,8 @@ func BenchmarkStdioSaveAB(b *testing.B) {
 			ids := make([]string, len(bins))
 			for k, bin := range bins {
 				dir := b.TempDir()
-				if bin == "floor" {
-					servers[k] = startFloor(b, dir)
+				if bin == "floor" || bin == "floor-prezeroed" {
+					servers[k] = startFloor(b, dir, bin)
 					continue
 				}
 				ids[k] = seedCorpus(b, dir, msgs, at)
@@ -119,13 +119,33 @@ const floorEnv = "SESSIONMEM_TEST_FLOOR_FILE"
 // floorServer is the least a durable save over stdio can cost: it reads each request line,
 // answers initialize, appends every tools/call line to one file and fsyncs it, and answers
 // {} — no JSON decoding, no MCP, no session files, no index. It runs until stdin ends.
+//
+// "floor-prezeroed" writes into a file of zeros written and synced beforehand, and syncs with
+// fdatasync: the file's size never changes, so no journal commit is needed (what a store whose
+// tail is preallocated could do).
 func floorServer(path string) int {
-	f, err := os.OpenFile(path, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+	prezeroed := strings.HasSuffix(path, "floor-prezeroed.jsonl")
+	flag := os.O_CREATE | os.O_WRONLY | os.O_APPEND
+	if prezeroed {
+		flag = os.O_CREATE | os.O_WRONLY
+	}
+	f, err := os.OpenFile(path, flag, 0o600)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, err)
 		return 1
 	}
 	defer f.Close()
+	var off int64
+	if prezeroed {
+		if _, err := f.Write(make([]byte, 64<<20)); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+		if err := f.Sync(); err != nil {
+			fmt.Fprintln(os.Stderr, err)
+			return 1
+		}
+	}
 	in := bufio.NewReaderSize(os.Stdin, 1<<20)
 	for {
 		line, err := in.ReadBytes('\n')
@@ -137,11 +157,7 @@ func floorServer(path string) int {
 			continue // a notification
 		}
 		if gjson.GetBytes(line, "method").Str == "tools/call" {
-			if _, err := f.Write(line); err != nil {
-				fmt.Fprintln(os.Stderr, err)
-				return 1
-			}
-			if err := f.Sync(); err != nil {
+			if err := floorWrite(f, line, &off, prezeroed); err != nil {
 				fmt.Fprintln(os.Stderr, err)
 				return 1
 			}
@@ -152,13 +168,28 @@ func floorServer(path string) int {
 	}
 }
 
-// startFloor starts the test binary as floorServer, writing into dir.
-func startFloor(b testing.TB, dir string) *lineServer {
+// startFloor starts the test binary as floorServer (kind "floor" or "floor-prezeroed"),
+// writing into dir.
+func startFloor(b testing.TB, dir, kind string) *lineServer {
 	b.Helper()
 	exe, err := os.Executable()
 	if err != nil {
 		b.Fatal(err)
 	}
-	b.Setenv(floorEnv, filepath.Join(dir, "floor.jsonl"))
+	b.Setenv(floorEnv, filepath.Join(dir, kind+".jsonl"))
 	return startLinesWith(b, exe, dir)
+}
+
+func floorWrite(f *os.File, line []byte, off *int64, prezeroed bool) error {
+	if !prezeroed {
+		if _, err := f.Write(line); err != nil {
+			return err
+		}
+		return f.Sync()
+	}
+	if _, err := f.WriteAt(line, *off); err != nil {
+		return err
+	}
+	*off += int64(len(line))
+	return fdatasync(f)
 }
