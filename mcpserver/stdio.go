@@ -228,7 +228,7 @@ func (c *stdioConn) handle(line []byte) *pending {
 	env := parseEnvelope(msg)
 	method, id := env.method, env.id
 	switch {
-	case env.answer:
+	case env.answer():
 		if !c.sess.deliver(msg) { // an answer to the server's own request (sampling)
 			c.unordered(line)
 		}

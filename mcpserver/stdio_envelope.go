@@ -8,52 +8,46 @@ import "github.com/tidwall/gjson"
 // times). Like Get, the first of duplicate keys counts.
 type envelope struct {
 	method, id, jsonrpc gjson.Result
-	answer              bool // it has a result or an error: an answer, not a request
+	result, error       gjson.Result // either makes the message an answer, not a request
 	// From params, when it is an object.
 	name, args, uri, requestID, meta gjson.Result
 }
 
+// answer reports whether the message answers a request of the server's (it has a result or
+// an error).
+func (e *envelope) answer() bool { return e.result.Exists() || e.error.Exists() }
+
 func parseEnvelope(msg gjson.Result) envelope {
 	var e envelope
 	var params gjson.Result
-	first := func(dst *gjson.Result, v gjson.Result) {
-		if !dst.Exists() {
-			*dst = v
-		}
+	readFirst(msg, []field{{"method", &e.method}, {"id", &e.id}, {"jsonrpc", &e.jsonrpc},
+		{"result", &e.result}, {"error", &e.error}, {"params", &params}})
+	if params.IsObject() {
+		readFirst(params, []field{{"name", &e.name}, {"arguments", &e.args}, {"uri", &e.uri},
+			{"requestId", &e.requestID}, {"_meta", &e.meta}})
 	}
-	msg.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "method":
-			first(&e.method, v)
-		case "id":
-			first(&e.id, v)
-		case "jsonrpc":
-			first(&e.jsonrpc, v)
-		case "result", "error":
-			e.answer = true
-		case "params":
-			first(&params, v)
+	return e
+}
+
+// field is a key to read and where its value goes.
+type field struct {
+	key string
+	dst *gjson.Result
+}
+
+// readFirst sets each of fields to the first value of its key in obj, in one pass.
+func readFirst(obj gjson.Result, fields []field) {
+	obj.ForEach(func(k, v gjson.Result) bool {
+		for _, f := range fields {
+			if f.key == k.Str {
+				if !f.dst.Exists() {
+					*f.dst = v
+				}
+				break
+			}
 		}
 		return true
 	})
-	if params.IsObject() {
-		params.ForEach(func(k, v gjson.Result) bool {
-			switch k.Str {
-			case "name":
-				first(&e.name, v)
-			case "arguments":
-				first(&e.args, v)
-			case "uri":
-				first(&e.uri, v)
-			case "requestId":
-				first(&e.requestID, v)
-			case "_meta":
-				first(&e.meta, v)
-			}
-			return true
-		})
-	}
-	return e
 }
 
 // sessionID is a tools/call's arguments.session_id (not Exists when absent).

@@ -50,8 +50,8 @@ func TestParseEnvelope(t *testing.T) {
 			meta = e.meta.Get(gjsonEscape("io.modelcontextprotocol/protocolVersion"))
 		}
 		check("protocol version", meta, metaKey)
-		if want := gjson.Get(line, "result").Exists() || gjson.Get(line, "error").Exists(); e.answer != want {
-			t.Errorf("%.60s: answer %v, want %v", line, e.answer, want)
+		if want := gjson.Get(line, "result").Exists() || gjson.Get(line, "error").Exists(); e.answer() != want {
+			t.Errorf("%.60s: answer %v, want %v", line, e.answer(), want)
 		}
 	}
 }
