@@ -256,8 +256,12 @@ type VerifyReport struct {
 	// frame included: the whole file unless TornSealed is set.
 	SealedBytes int64
 	// TailBytes is the size of <id>.tail.jsonl up to the end of its last kept line, header
-	// line included: the whole file unless TornTail is set.
+	// line included: the whole file unless TailPadding or TornTail is set.
 	TailBytes int64
+	// TailPadding is the number of zero bytes after the tail's data that writers write into
+	// (a padded tail; the local store's doc). It is not torn: TailBytes + TailPadding +
+	// TornTail is the tail file's size.
+	TailPadding int64
 	// TornSealed is the number of bytes after the last intact record of <id>.zst that a
 	// crash during a seal left (a partial or unchecked record, garbage). Repair cuts them.
 	TornSealed int64

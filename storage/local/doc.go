@@ -9,7 +9,7 @@
 //	index.jsonl                   listing index: a log of Meta lines, newest wins; rebuildable
 //	index.lock                    flock serialising index appends and rewrites
 //	sessions/<id>.zst             sealed history; a valid zstd stream (zstdcat prints the lines)
-//	sessions/<id>.tail.jsonl      records not yet sealed, plain JSONL after a header line
+//	sessions/<id>.tail.jsonl      records not yet sealed, plain JSONL after a header line, then zeros
 //	sessions/<id>.lock            per-session flock
 //	sessions/<id>.state           state snapshot (storage.Snapshots; snapshot.go), a disposable cache
 //	search/                       full-text index (package ftsindex), with Options.Docs only
@@ -21,9 +21,9 @@
 // content size and content checksum) holding that many JSONL lines. The checksum in the
 // record header lets recovery check a record without decompressing it.
 //
-// <id>.tail.jsonl starts with {"v":1,"tail":"<id>"}; each following line is one record,
+// <id>.tail.jsonl starts with {"v":2,"tail":"<id>"}; each following line is one record,
 // `{"seq":N,` followed by the rest of the caller's object. An Append batch is one write and
-// one fsync. The tail is sealed (compressed into one record of <id>.zst, fsync, then truncated
+// one sync. The tail is sealed (compressed into one record of <id>.zst, fsync, then truncated
 // back to its header line, made durable by the next append's fsync) when it reaches
 // Options.SealRecords or SealBytes (1,024 records or 1 MiB: larger frames keep about 0.9 of
 // the whole-stream compression ratio instead of 0.77 at 256 KiB, and seal a quarter as often),
@@ -45,9 +45,38 @@
 // last_seq. When the log holds more than four lines per live session (and more than 1,024)
 // it is rewritten atomically, and so it is in the background once this process has written
 // nothing for IdleSeal and more than half its lines are superseded (a store at rest keeps
-// about one line per session). "files" records the session files' sizes: at Open a session
-// whose sizes differ (or that has no line, or whose index is missing or damaged) is
-// summarised again through Options.Summarize.
+// about one line per session). "files" records the .zst's size and where the tail's data
+// ends (its size, unless it is padded): at Open a session whose files no longer end there
+// (or that has no line, or whose index is missing or damaged) is summarised again through
+// Options.Summarize.
+//
+// # Padded tails
+//
+// A version 2 tail is padded: zeros, written and fsynced ahead of the data, follow its last
+// line to the end of the file, and an append writes its lines where the data ends, into the
+// zeros, and syncs them with fdatasync. The file's size does not change, so on ext4 (and
+// file systems like it) the sync writes the data and flushes the disk's cache without
+// committing the journal, which an append that grows the file needs: about 100 µs of a
+// ~2 KB save on the machines measured (docs/BENCHMARKS.md). An append that does not fit
+// writes its lines followed by new padding (about as much as the tail holds, 64 KiB to
+// 1 MiB, to a 4 KiB boundary, no more than the tail takes before it is sealed) and fsyncs.
+// JSON never holds a NUL byte, so the data ends at the first NUL where a line would start.
+// A seal truncates the tail to its header, padding and all; the background sealer trims the
+// padding of a tail idle for IdleSeal that is too small to seal yet, so an idle session keeps
+// no zeros on disk. The index records where a padded tail's data ends instead of its size
+// (fileSizes.Tail), and Open's reconciliation finds a line stale when no NUL starts there.
+//
+// Why padding cannot hide lost data or bring back unacknowledged data: an append writes only
+// at the data end, so after kill -9 what follows the data is a cut-short write (a torn line)
+// and then zeros, which the next writer cuts like any torn end. A power loss can also leave a
+// later page of an unacknowledged in-place write on disk without the page before it, so zeros
+// can be followed by a stray piece of a record; a process reads every byte after the data end
+// before it first writes to a padded tail (a writer with no view of it checked that way) and
+// cuts the tail back to its data if any is not zero, so no later append can end where a stray
+// line would seem to continue it. Version 1 tails (earlier builds) end where their data ends;
+// they are read and appended to as before and replaced by an empty version 2 tail when a seal
+// empties them. Builds that read only version 1 refuse a version 2 tail (ErrNewerFormat)
+// rather than append after its padding.
 //
 // # Durability and recovery
 //
@@ -74,8 +103,9 @@
 //
 // # Format versions
 //
-// Every file carries FormatVersion (header frame "v", tail header line, index header line).
-// This package reads files of any version up to FormatVersion and refuses newer ones with
+// Every file carries its format version: FormatVersion in the header frame's "v" and the
+// index header line, TailFormatVersion in the tail header line (2 since tails are padded).
+// This package reads files of any version up to those and refuses newer ones with
 // ErrNewerFormat. A session of a newer version is skipped by List and refused by View and
 // Update; a newer index fails Open, because rewriting it would downgrade the store. A future
 // version that changes the layout must keep reading older files and upgrade a file only by
@@ -87,7 +117,9 @@
 // A Store is safe for concurrent use by goroutines and by processes sharing the directory.
 // Update holds the session's exclusive flock, View a shared one; each call re-checks the files
 // (inode, size, mtime) under the lock and reads only what other processes appended, so
-// LastSeq is always current. Index appends happen under an exclusive flock on index.lock;
+// LastSeq is always current. An append into a padded tail changes neither its size nor, within
+// a timestamp's granularity, its mtime: a call reads the bytes where the data it knows ends
+// (one small read when they are zeros) instead. Index appends happen under an exclusive flock on index.lock;
 // List and Get fold only the index bytes appended since their last call. Delete removes the
 // lock file while holding it; lockers re-check the inode after locking.
 //

@@ -51,9 +51,9 @@ func encodeHeaderFrame(h storage.Header) ([]byte, error) {
 }
 
 // versionError says which file is too new, so the user knows to upgrade rather than repair.
-func versionError(what string, v int) error {
+func versionError(what string, v, newest int) error {
 	return fmt.Errorf("%s has format version %d, this build reads up to %d; upgrade sessionmem: %w",
-		what, v, FormatVersion, storage.ErrNewerFormat)
+		what, v, newest, storage.ErrNewerFormat)
 }
 
 // parseHeaderPayload decodes the header JSON and checks its version.
@@ -63,7 +63,7 @@ func parseHeaderPayload(js []byte, path string) (storage.Header, error) {
 		return storage.Header{}, fmt.Errorf("%s: header frame is not valid JSON (%v): %w", path, err, storage.ErrCorrupt)
 	}
 	if h.Version > FormatVersion {
-		return storage.Header{}, versionError(path, h.Version)
+		return storage.Header{}, versionError(path, h.Version, FormatVersion)
 	}
 	if h.Version < 1 {
 		return storage.Header{}, fmt.Errorf("%s: header frame has no format version: %w", path, storage.ErrCorrupt)
@@ -134,7 +134,36 @@ type tailHeader struct {
 	Tail    string `json:"tail"`
 }
 
+// TailFormatVersion is the version a new tail's header line carries. Version 2 tails are
+// zero-padded ahead of their data (doc.go, "Padded tails"); version 1 tails end where their
+// data ends. This package reads both and writes new tails as version 2; a version 1 tail is
+// replaced by a version 2 one when it is next emptied by a seal.
+const TailFormatVersion = 2
+
+// paddedTailVersion is the first tail version whose writers pad ahead of the data.
+const paddedTailVersion = 2
+
 func encodeTailHeader(id string) []byte {
-	b, _ := json.Marshal(tailHeader{Version: FormatVersion, Tail: id})
+	b, _ := json.Marshal(tailHeader{Version: TailFormatVersion, Tail: id})
 	return append(b, '\n')
+}
+
+// Padding ahead of a tail's data: an append that does not fit in the padding writes its
+// lines followed by padFor bytes of zeros (and fsyncs, as the file grew); the appends after
+// it write into those zeros and only fdatasync.
+const (
+	minTailPad = 64 << 10
+	maxTailPad = 1 << 20
+	padAlign   = 4 << 10
+)
+
+// padFor is how many zero bytes an extending append writes after its lines, which end at end
+// with data bytes of records in the tail: about as much as the tail holds already (so
+// extensions get rarer as it grows, and the padding never exceeds the data by more than
+// minTailPad), no more than the tail can take before it is sealed at sealBytes, within
+// [minTailPad, maxTailPad], and so that the file ends on a 4 KiB boundary.
+func padFor(end, data, sealBytes int64) int64 {
+	pad := min(data, sealBytes-data)
+	pad = min(max(pad, minTailPad), maxTailPad)
+	return (end+pad+padAlign-1)/padAlign*padAlign - end
 }

@@ -27,8 +27,10 @@ const (
 	minRewriteLines = 1024
 )
 
-// fileSizes are a session's file sizes when its index line was written; a mismatch at Open
-// means the line is stale (a crash between a tail fsync and the index write).
+// fileSizes say where a session's files ended when its index line was written: the .zst's
+// size, and the tail's (where its data ends, for a padded tail; -1: no tail). Files that no
+// longer end there at Open mean the line is stale (a crash between a tail's sync and the
+// index write): Store.filesAt.
 type fileSizes struct {
 	Zst  int64 `json:"zst"`
 	Tail int64 `json:"tail"`
@@ -209,7 +211,7 @@ func (x *index) header(line []byte) error {
 		return nil
 	}
 	if h.Version > FormatVersion {
-		return versionError("index "+x.path, h.Version)
+		return versionError("index "+x.path, h.Version, FormatVersion)
 	}
 	return nil
 }

@@ -5,7 +5,6 @@ import (
 	"container/list"
 	"context"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -16,7 +15,6 @@ import (
 	"github.com/sessionmem/sessionmem/storage"
 
 	"github.com/klauspost/compress/zstd"
-	"github.com/tidwall/gjson"
 )
 
 // frameInfo locates one sealed record in <id>.zst.
@@ -52,7 +50,13 @@ type sessView struct {
 	zstEnd     int64 // end of the last good record
 	brokenAt   int64 // reader only: a damaged record followed by intact ones starts here
 	tailHdrLen int64
-	tailEnd    int64 // end of the last kept (or stale) line
+	tailVer    int   // the tail header's version (paddedTailVersion and up: padded)
+	tailEnd    int64 // end of the last kept (or stale) line: where the tail's data ends
+	// padded: zeros follow tailEnd to the end of the file (a reader saw a NUL byte at
+	// tailEnd); padChecked: every byte after tailEnd is known to be zero (a writer read them
+	// all, or wrote them), which a writer needs before it writes into them (doc.go).
+	padded     bool
+	padChecked bool
 	lines      []tailLine
 	tailBytes  int64
 }
@@ -71,8 +75,19 @@ func (v *sessView) lastSeq() uint64 {
 	return v.lastSealed()
 }
 
-func (v *sessView) zstClean() bool  { return v.zstEnd == v.zstID.size }
-func (v *sessView) tailClean() bool { return v.hasTail && v.tailEnd == v.tailID.size }
+func (v *sessView) zstClean() bool { return v.zstEnd == v.zstID.size }
+func (v *sessView) tailClean() bool {
+	return v.hasTail && (v.tailEnd == v.tailID.size || v.padded)
+}
+
+// tailDataEnd is where the index says the tail ends (fileSizes.Tail): the end of its data
+// when zeros follow, otherwise the file's size (a torn end included, as the file holds it).
+func (v *sessView) tailDataEnd() int64 {
+	if v.padded {
+		return v.tailEnd
+	}
+	return v.tailID.size
+}
 
 // sessState caches what this process knows of a session's files between calls (its view), so
 // a call re-reads only what changed on disk, checked by inode, size and mtime under the
@@ -149,7 +164,8 @@ func (s *Store) openLocked(id string, lf *os.File, exclusive bool) (*Reader, err
 func (r *Reader) openFiles() error {
 	flag, tflag := os.O_RDONLY, os.O_RDONLY
 	if r.writable {
-		flag, tflag = os.O_RDWR, os.O_RDWR|os.O_APPEND
+		// Not O_APPEND: appends go where the data ends, into the padding (writeTail).
+		flag, tflag = os.O_RDWR, os.O_RDWR
 	}
 	var err error
 	if r.zst, r.zid, err = openID(r.s.zstPath(r.id), flag); err != nil {
@@ -221,15 +237,22 @@ func (r *Reader) refresh(st *sessState) error {
 		}
 		r.v.hasTail, r.v.tailID, r.v.lines, r.v.tailBytes = false, fileID{}, nil, 0
 		return nil
-	case zstSame && st.v.tailID == tid && st.v.hasTail:
-		return nil
-	case zstSame && st.v.tailClean() && st.v.tailID.ino == tid.ino && tid.size > st.v.tailEnd:
+	case !zstSame || !st.v.tailClean() || st.v.tailID.ino != tid.ino || (r.writable && !st.v.padChecked):
+		// Another file, a torn end, or padding a writer has not checked: from the start.
+	case st.v.tailVer < paddedTailVersion && st.v.tailID == tid:
+		return nil // unpadded: an append would have changed the size
+	case st.v.tailVer < paddedTailVersion && tid.size > st.v.tailEnd:
 		r.v.lines = r.v.lines[:len(r.v.lines):len(r.v.lines)]
 		return r.scanTail(tid, r.v.tailEnd)
-	default:
-		r.v.lines, r.v.tailBytes, r.v.hasTail = nil, 0, false
-		return r.scanTail(tid, 0)
+	case st.v.tailVer >= paddedTailVersion && tid.size >= st.v.tailEnd:
+		// Padded: another process's append wrote where the data ended, without changing the
+		// size (or extending it), and its mtime may not have moved (coarse timestamps), so
+		// look: one small read when nothing is new (a NUL, or the end of the file).
+		r.v.lines = r.v.lines[:len(r.v.lines):len(r.v.lines)]
+		return r.scanTail(tid, r.v.tailEnd)
 	}
+	r.v.lines, r.v.tailBytes, r.v.hasTail = nil, 0, false
+	return r.scanTail(tid, 0)
 }
 
 func (r *Reader) readHeader(size int64) error {
@@ -389,112 +412,4 @@ func grow(b []byte, n int) []byte {
 		return make([]byte, n)
 	}
 	return b[:n]
-}
-
-// scanTail reads the tail from off (0: from the start, header included) and keeps the lines
-// that continue the sequence. It stops at the first line that is torn, invalid or out of
-// sequence: a batch is written at once, so anything after such a line was never acknowledged.
-// Lines at or below the last sealed seq are skipped (a crash between seal and truncation).
-func (r *Reader) scanTail(tid fileID, off int64) error {
-	data := make([]byte, tid.size-off)
-	if err := readAt(r.tail, data, off); err != nil {
-		return fmt.Errorf("read session %s tail: %w", r.id, err)
-	}
-	r.v.tailID = tid
-	pos := 0
-	if off == 0 {
-		nl := bytes.IndexByte(data, '\n')
-		if nl < 0 {
-			// No complete header line: the tail holds no record. Tails are created whole,
-			// so only damage gets here; a writer starts it afresh.
-			if r.writable {
-				return r.recreateTail()
-			}
-			r.v.hasTail, r.v.tailEnd, r.v.tailHdrLen = false, 0, 0
-			return nil
-		}
-		var th tailHeader
-		if err := json.Unmarshal(data[:nl], &th); err != nil || th.Version < 1 {
-			return fmt.Errorf("session %s: tail header line is damaged: %w", r.id, storage.ErrCorrupt)
-		}
-		if th.Version > FormatVersion {
-			return versionError("session "+r.id+" tail", th.Version)
-		}
-		pos = nl + 1
-		r.v.tailHdrLen, r.v.tailEnd = int64(pos), int64(pos)
-	}
-	r.v.hasTail = true
-	after := r.v.lastSeq()
-	sealed := r.v.lastSealed()
-	for {
-		i := bytes.IndexByte(data[pos:], '\n')
-		if i < 0 {
-			break
-		}
-		line := data[pos : pos+i]
-		seq, ok := storage.RecordSeq(line)
-		if ok && seq <= sealed && len(r.v.lines) == 0 {
-			pos += i + 1
-			r.v.tailEnd = off + int64(pos)
-			continue
-		}
-		if !ok || seq != after+1 || !gjson.ValidBytes(line) {
-			break
-		}
-		r.v.lines = append(r.v.lines, tailLine{off: off + int64(pos), n: i, seq: seq})
-		r.v.tailBytes += int64(i + 1)
-		after = seq
-		pos += i + 1
-		r.v.tailEnd = off + int64(pos)
-	}
-	if !r.writable {
-		return nil
-	}
-	cut := r.v.tailEnd
-	if len(r.v.lines) == 0 {
-		cut = r.v.tailHdrLen // only stale lines: the seal that made them stale completed
-	}
-	if cut == tid.size {
-		return nil
-	}
-	if err := r.tail.Truncate(cut); err != nil {
-		return fmt.Errorf("repair session %s tail: %w", r.id, err)
-	}
-	if err := r.tail.Sync(); err != nil {
-		return fmt.Errorf("repair session %s tail: %w", r.id, err)
-	}
-	r.s.log.Warn("storage: cut torn or stale end of tail", "session", r.id, "offset", cut, "dropped_bytes", tid.size-cut)
-	r.v.tailEnd = cut
-	return r.statTail()
-}
-
-func (r *Reader) statTail() error {
-	fi, err := r.tail.Stat()
-	if err != nil {
-		return fmt.Errorf("stat session %s tail: %w", r.id, err)
-	}
-	r.v.tailID = statID(fi)
-	return nil
-}
-
-// recreateTail gives a writer a fresh, empty tail (the old one was missing or had no complete
-// header line, so it held no record).
-func (r *Reader) recreateTail() error {
-	if r.tail != nil {
-		r.tail.Close()
-		r.tail = nil
-	}
-	hdr := encodeTailHeader(r.id)
-	if err := writeFileAtomic(r.s.sessDir, r.id+tailSuffix, hdr, durableName); err != nil {
-		return fmt.Errorf("session %s: %w", r.id, err)
-	}
-	f, tid, err := openID(r.s.tailPath(r.id), os.O_RDWR|os.O_APPEND)
-	if err != nil {
-		return fmt.Errorf("open session %s tail: %w", r.id, err)
-	}
-	r.tail, r.tid = f, tid
-	r.v.hasTail, r.v.lines, r.v.tailBytes = true, nil, 0
-	r.v.tailHdrLen, r.v.tailEnd = int64(len(hdr)), int64(len(hdr))
-	r.v.tailID = tid
-	return nil
 }

@@ -60,7 +60,7 @@ func (s *Store) Create(ctx context.Context, h storage.Header, m storage.Meta) er
 	s.clearBad(id)
 	r := &Reader{s: s, id: id}
 	r.v = sessView{verified: true, hasTail: true, hdr: h, hdrEnd: int64(len(frame)), zstEnd: int64(len(frame)),
-		tailHdrLen: int64(len(tailHdr)), tailEnd: int64(len(tailHdr))}
+		tailHdrLen: int64(len(tailHdr)), tailEnd: int64(len(tailHdr)), tailVer: TailFormatVersion, padChecked: true}
 	if fi, err := os.Stat(s.zstPath(id)); err == nil {
 		r.v.zstID = statID(fi)
 	}

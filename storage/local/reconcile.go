@@ -36,7 +36,7 @@ func (s *Store) reconcile() error {
 			stale = append(stale, id)
 			continue
 		}
-		if e.sizes != s.statSizes(id) {
+		if !s.filesAt(id, e.sizes) {
 			stale = append(stale, id)
 		}
 	}
@@ -75,7 +75,7 @@ func (s *Store) reconcile() error {
 		}
 		for id, f := range fixed {
 			// Another process may have written a newer line meanwhile; keep it if it matches.
-			if e := x.ents[id]; e != nil && e.sizes == s.statSizes(id) {
+			if e := x.ents[id]; e != nil && s.filesAt(id, e.sizes) {
 				if _, ok := e.decode(); ok {
 					continue
 				}
@@ -90,16 +90,30 @@ func (s *Store) reconcile() error {
 	})
 }
 
-// statSizes returns a session's file sizes without opening them (-1 for a missing tail).
-func (s *Store) statSizes(id string) fileSizes {
-	sz := fileSizes{Zst: -1, Tail: -1}
-	if fi, err := os.Stat(s.zstPath(id)); err == nil {
-		sz.Zst = fi.Size()
+// filesAt reports whether a session's files still end where an index line says they did:
+// the .zst's size, and the tail's size, or, for a padded tail, a NUL byte (padding) right
+// where the line says its data ends: appends into padding leave the size as it was.
+func (s *Store) filesAt(id string, sz fileSizes) bool {
+	fi, err := os.Stat(s.zstPath(id))
+	if err != nil || fi.Size() != sz.Zst {
+		return false
 	}
-	if fi, err := os.Stat(s.tailPath(id)); err == nil {
-		sz.Tail = fi.Size()
+	fi, err = os.Stat(s.tailPath(id))
+	switch {
+	case err != nil:
+		return sz.Tail == -1
+	case fi.Size() == sz.Tail:
+		return true
+	case sz.Tail < 0 || fi.Size() < sz.Tail:
+		return false
 	}
-	return sz
+	f, err := openFile(s.tailPath(id), os.O_RDONLY, 0)
+	if err != nil {
+		return false
+	}
+	defer f.Close()
+	var b [1]byte
+	return readAt(f, b[:], sz.Tail) == nil && b[0] == 0
 }
 
 // summarize recomputes a session's Meta from its files.

@@ -1,6 +1,8 @@
 package local
 
 import (
+	"bytes"
+	"cmp"
 	"context"
 	"encoding/json"
 	"errors"
@@ -16,9 +18,12 @@ import (
 
 // crashFixture holds the bytes of one session at interesting moments:
 // z0/t0 before the last seal (t0 holds the lines being sealed), z1 after it, t1 the tail after
-// more appends. want are all acknowledged lines (seq 1..len).
+// more appends. The tails are cut where their data ends (the padding after it left out:
+// the shapes built from them are padded tails without padding, as after a trim), and t1Pad
+// is t1 as written, padding and all. want are all acknowledged lines (seq 1..len).
 type crashFixture struct {
 	z0, z1, t0, t1 []byte
+	t1Pad          []byte
 	hdrEnd         int
 	tailHdr        int
 	nSealed0       int // records in z0
@@ -53,12 +58,16 @@ func buildCrashFixture(t testing.TB) crashFixture {
 	seal()
 	fx.want = append(fx.want, appendBatches(t, s, "c", [][]storage.Record{recordsOf(payloads[12:14]), recordsOf(payloads[14:22])})...)
 	fx.nSealed0 = 12
-	fx.z0, fx.t0 = read(zp), read(tp)
+	fx.z0, fx.t0 = read(zp), bytes.TrimRight(read(tp), "\x00")
 	seal()
 	fx.z1 = read(zp)
 	fx.nSealed1 = 22
 	fx.want = append(fx.want, appendBatches(t, s, "c", [][]storage.Record{recordsOf(payloads[22:23]), recordsOf(payloads[23:29])})...)
-	fx.t1 = read(tp)
+	fx.t1Pad = read(tp)
+	fx.t1 = bytes.TrimRight(fx.t1Pad, "\x00")
+	if len(fx.t1Pad) == len(fx.t1) {
+		t.Fatal("the tail is not padded")
+	}
 	return fx
 }
 
@@ -302,21 +311,40 @@ func TestRecoveryTrailingGarbage(t *testing.T) {
 	}
 	partialHeader := fx.z1[len(fx.z0) : len(fx.z0)+20]
 	all := fx.nSealed1 + completeLines(fx.t1, fx.tailHdr, len(fx.t1))
+	// A power loss can leave a later page of an unacknowledged in-place append on disk
+	// without the page before it: zeros, then a stray piece of a record.
+	stray := append(make([]byte, 4096), []byte(`{"seq":30,"type":"message","a":1}`+"\n")...)
+	padding := fx.t1Pad[len(fx.t1):]
+	strayInPadding := append([]byte(nil), padding...)
+	copy(strayInPadding[len(strayInPadding)-100:], `{"seq":31,"a":1}`+"\n")
+	// An unpadded (version 1) tail: zeros after its data are torn, as they always were.
+	v1 := func(tail []byte) []byte {
+		b := append(append([]byte(nil), fx.t1...), tail...)
+		copy(b, `{"v":1,`)
+		return b
+	}
 	tests := []struct {
 		name      string
 		zst, tail []byte
+		whole     []byte // the tail file instead of fx.t1 + tail
+		keep      int64  // the tail's size after a writer's open, if not len(fx.t1): padding kept
 	}{
-		{"zst 1 zero", []byte{0}, nil},
-		{"zst 4 zeros", make([]byte, 4), nil},
-		{"zst 4096 zeros", make([]byte, 4096), nil},
-		{"zst 64 random", rnd, nil},
-		{"zst partial record header", partialHeader, nil},
-		{"zst whole record header, no frame", fx.z1[len(fx.z0) : len(fx.z0)+32], nil},
-		{"tail zeros", nil, make([]byte, 100)},
-		{"tail garbage line", nil, []byte("garbage\n")},
-		{"tail random", nil, rnd},
-		{"tail duplicate seq", nil, []byte(`{"seq":3,"a":1}` + "\n")},
-		{"tail skipped seq", nil, []byte(`{"seq":99,"a":1}` + "\n")},
+		{"zst 1 zero", []byte{0}, nil, nil, 0},
+		{"zst 4 zeros", make([]byte, 4), nil, nil, 0},
+		{"zst 4096 zeros", make([]byte, 4096), nil, nil, 0},
+		{"zst 64 random", rnd, nil, nil, 0},
+		{"zst partial record header", partialHeader, nil, nil, 0},
+		{"zst whole record header, no frame", fx.z1[len(fx.z0) : len(fx.z0)+32], nil, nil, 0},
+		{"tail zeros: padding, kept", nil, make([]byte, 100), nil, int64(len(fx.t1) + 100)},
+		{"tail padded as written, kept", nil, padding, nil, int64(len(fx.t1Pad))},
+		{"tail zeros then a stray record", nil, stray, nil, 0},
+		{"tail padding with a stray record in it", nil, strayInPadding, nil, 0},
+		{"tail garbage line", nil, []byte("garbage\n"), nil, 0},
+		{"tail random", nil, rnd, nil, 0},
+		{"tail duplicate seq", nil, []byte(`{"seq":3,"a":1}` + "\n"), nil, 0},
+		{"tail skipped seq", nil, []byte(`{"seq":99,"a":1}` + "\n"), nil, 0},
+		{"version 1 tail, zeros", nil, nil, v1(make([]byte, 100)), 0},
+		{"version 1 tail, intact", nil, nil, v1(nil), 0},
 	}
 	s := mustOpen(t, memTempDir(t), Options{})
 	mustCreate(t, s, "c")
@@ -324,14 +352,18 @@ func TestRecoveryTrailingGarbage(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			z := append(append([]byte(nil), fx.z1...), tt.zst...)
 			tl := append(append([]byte(nil), fx.t1...), tt.tail...)
+			if tt.whole != nil {
+				tl = tt.whole
+			}
 			checkSession(t, s, fx, z, tl, all, nil)
 			fi, _ := os.Stat(filepath.Join(s.Dir(), "sessions", "c.zst"))
 			if fi.Size() != int64(len(fx.z1)) {
 				t.Fatalf("zst not cut back: %d, want %d", fi.Size(), len(fx.z1))
 			}
+			want := cmp.Or(tt.keep, int64(len(fx.t1)))
 			fi, _ = os.Stat(filepath.Join(s.Dir(), "sessions", "c.tail.jsonl"))
-			if fi.Size() != int64(len(fx.t1)) {
-				t.Fatalf("tail not cut back: %d, want %d", fi.Size(), len(fx.t1))
+			if fi.Size() != want {
+				t.Fatalf("tail size after a writer's open: %d, want %d", fi.Size(), want)
 			}
 		})
 	}

@@ -17,7 +17,9 @@ import (
 const idleSmallFactor = 8
 
 // sealer seals, in the background, the tails this process wrote to once they sit idle, and
-// keeps the plain bytes of those tails under Options.MaxPlainBytes. It never waits for a
+// keeps the plain bytes of those tails under Options.MaxPlainBytes. A small tail waits longer
+// for its seal (idleSmallFactor), but its padding goes after IdleSeal: an idle session keeps
+// no zeros on disk for appends that are not coming. It never waits for a
 // session: it takes the session's lock only if nobody holds it (a save in progress here or in
 // another process) and skips a tail another process appended to recently, so no save ever
 // waits behind a seal it started. Close seals what is left.
@@ -33,8 +35,9 @@ type sealer struct {
 }
 
 type tailInfo struct {
-	bytes int64     // plain bytes in the tail after this process's last append or seal
-	last  time.Time // last append this process made (or saw, for tails others append to)
+	bytes  int64     // plain bytes in the tail after this process's last append or seal
+	last   time.Time // last append this process made (or saw, for tails others append to)
+	padded bool      // the tail had padding after this process's last append
 }
 
 func newSealer(s *Store) *sealer {
@@ -65,8 +68,9 @@ func (z *sealer) tick() time.Duration {
 	return tickEvery(z.s.opts.IdleSeal)
 }
 
-// wrote records an append by this process that left tailBytes in the tail.
-func (z *sealer) wrote(id string, tailBytes int64) {
+// wrote records an append by this process that left tailBytes in the tail, and padding
+// after them if padded.
+func (z *sealer) wrote(id string, tailBytes int64, padded bool) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	t := z.tails[id]
@@ -75,16 +79,16 @@ func (z *sealer) wrote(id string, tailBytes int64) {
 		z.tails[id] = t
 	}
 	z.plain += tailBytes - t.bytes
-	t.bytes, t.last = tailBytes, z.s.now()
+	t.bytes, t.last, t.padded = tailBytes, z.s.now(), padded
 }
 
-// sealed records that id's tail is empty now.
+// sealed records that id's tail is empty now (and unpadded).
 func (z *sealer) sealed(id string) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
 	if t := z.tails[id]; t != nil {
 		z.plain -= t.bytes
-		t.bytes = 0
+		t.bytes, t.padded = 0, false
 	}
 }
 
@@ -136,13 +140,17 @@ func (z *sealer) run(every time.Duration) {
 			return
 		case <-t.C:
 		}
-		for _, id := range z.due() {
+		seal, trim := z.due()
+		for _, id := range seal {
 			select {
 			case <-z.quit:
 				return
 			default:
 			}
-			z.trySeal(id)
+			z.trySeal(id, (*Writer).Seal)
+		}
+		for _, id := range trim {
+			z.trySeal(id, (*Writer).trimPadding)
 		}
 		z.compactIndex()
 	}
@@ -171,21 +179,26 @@ func (z *sealer) compactIndex() {
 }
 
 // due returns the tails to seal now: the idle ones, then, while the tracked plain bytes stay
-// above MaxPlainBytes, the largest others that saw no append for a tick.
-func (z *sealer) due() []string {
+// above MaxPlainBytes, the largest others that saw no append for a tick; and the padded tails
+// to trim: idle for IdleSeal, not sealed yet.
+func (z *sealer) due() (ids, trim []string) {
 	opts := z.s.opts
 	now := z.s.now()
 	z.mu.Lock()
 	defer z.mu.Unlock()
-	var ids, rest []string
+	var rest []string
 	plain := z.plain
 	for id, t := range z.tails {
 		switch z.dueLocked(t, now) {
 		case dueIdle:
 			ids = append(ids, id)
 			plain -= t.bytes
+			continue
 		case dueIfOver:
 			rest = append(rest, id)
+		}
+		if t.padded && opts.IdleSeal >= 0 && now.Sub(t.last) >= opts.IdleSeal {
+			trim = append(trim, id)
 		}
 	}
 	if opts.MaxPlainBytes >= 0 && plain > opts.MaxPlainBytes {
@@ -198,7 +211,7 @@ func (z *sealer) due() []string {
 			plain -= z.tails[id].bytes
 		}
 	}
-	return ids
+	return ids, trim
 }
 
 type dueKind int
@@ -246,10 +259,10 @@ func (z *sealer) isDue(id string) bool {
 	return false
 }
 
-// trySeal seals id's tail if nobody holds the session and nobody, in this process or another,
-// appended to it for as long as due required. A session it cannot take now stays due and is
-// tried again at the next tick.
-func (z *sealer) trySeal(id string) {
+// trySeal seals id's tail (or trims its padding: do is Seal or trimPadding) if nobody holds
+// the session and nobody, in this process or another, appended to it for as long as due
+// required. A session it cannot take now stays due and is tried again at the next tick.
+func (z *sealer) trySeal(id string, do func(*Writer) error) {
 	s := z.s
 	if s.enter() != nil {
 		return // closing: Close seals what is left
@@ -286,13 +299,13 @@ func (z *sealer) trySeal(id string) {
 	}
 	w := &Writer{Reader: *r}
 	defer w.release()
-	if err := w.Seal(); err != nil {
+	if err := do(w); err != nil {
 		s.log.Warn("storage: background seal failed; the tail stays plain", "session", id, "err", err)
 	}
 	z.mu.Lock()
 	if t := z.tails[id]; t != nil {
 		z.plain += w.v.tailBytes - t.bytes
-		t.bytes = w.v.tailBytes
+		t.bytes, t.padded = w.v.tailBytes, w.v.padded
 	}
 	z.mu.Unlock()
 }

@@ -130,7 +130,7 @@ func TestIdleSealSkipsBusySession(t *testing.T) {
 	// The sealer tried (the tail is idle) and gave up at once, so a's own calls are not stuck
 	// behind it.
 	tried := time.Now()
-	a.sealer.trySeal("held")
+	a.sealer.trySeal("held", (*Writer).Seal)
 	if d := time.Since(tried); d > 50*time.Millisecond {
 		t.Fatalf("trySeal on a held session took %v", d)
 	}

@@ -214,7 +214,19 @@ func (r *Reader) check(ctx context.Context, rep *storage.VerifyReport) error {
 	if len(c.v.lines) == 0 {
 		keep = c.v.tailHdrLen
 	}
-	rep.TailBytes, rep.TornTail = keep, tid.size-keep
+	// Padding (zeros to the end of a padded tail) is not torn; zeros followed by anything else
+	// are (a writer cuts them all).
+	tornTo := tid.size
+	if c.v.padded {
+		zero, err := allZero(c.tail, c.v.tailEnd, tid.size)
+		if err != nil {
+			return fmt.Errorf("read session %s tail: %w", c.id, err)
+		}
+		if zero {
+			tornTo = c.v.tailEnd
+		}
+	}
+	rep.TailBytes, rep.TailPadding, rep.TornTail = keep, tid.size-tornTo, tornTo-keep
 	rep.TailRecords = len(c.v.lines)
 	rep.Records += rep.TailRecords
 	if n := len(c.v.lines); n > 0 {

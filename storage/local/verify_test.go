@@ -75,6 +75,8 @@ func TestVerify(t *testing.T) {
 	zeroedSeal := cat(z0, make([]byte, len(z1)-len(z0)))
 	garbage := []byte("\x00\x00\x00\x00 not a record \xff\xfe")
 	torn := []byte(`{"seq":30,"type":"message","content":"half a li`)
+	strayPad := append([]byte(nil), fx.t1Pad...)
+	copy(strayPad[len(strayPad)-50:], `{"seq":31,"a":1}`+"\n") // a power loss's later page
 	after := []byte("garbage\n" + `{"seq":30,"a":1}` + "\n" + `{"seq":31,"a":2}` + "\n")
 
 	tests := []struct {
@@ -84,6 +86,10 @@ func TestVerify(t *testing.T) {
 	}{
 		{"intact, sealed twice, with a tail", z1, t1, verifyWant{frames: 2, records: 29}},
 		{"intact, nothing sealed", z0[:fx.hdrEnd], tailHdr, verifyWant{}},
+		{"intact, padded tail", z1, fx.t1Pad, verifyWant{frames: 2, records: 29}},
+		{"intact, padding only", z1, cat(tailHdr, make([]byte, 4096)), verifyWant{frames: 2, records: 22}},
+		{"stray record in the padding", z1, strayPad, verifyWant{frames: 2, records: 29,
+			tornTail: int64(len(strayPad) - len(t1)), dropped: 1}},
 		{"torn last tail line", z1, cat(t1, torn), verifyWant{frames: 2, records: 29, tornTail: int64(len(torn))}},
 		{"invalid tail line and lines after it", z1, cat(t1, after), verifyWant{frames: 2, records: 29,
 			tornTail: int64(len(after)), dropped: 3}},
@@ -171,8 +177,8 @@ func TestVerify(t *testing.T) {
 				if got.SealedBytes+got.TornSealed != int64(len(zst)) {
 					t.Fatalf("SealedBytes %d + TornSealed %d != file size %d", got.SealedBytes, got.TornSealed, len(zst))
 				}
-				if !got.NoTail && got.TailBytes+got.TornTail != int64(len(tt.tail)) {
-					t.Fatalf("TailBytes %d + TornTail %d != tail size %d", got.TailBytes, got.TornTail, len(tt.tail))
+				if !got.NoTail && got.TailBytes+got.TailPadding+got.TornTail != int64(len(tt.tail)) {
+					t.Fatalf("TailBytes %d + TailPadding %d + TornTail %d != tail size %d", got.TailBytes, got.TailPadding, got.TornTail, len(tt.tail))
 				}
 			}
 
