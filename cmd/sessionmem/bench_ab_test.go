@@ -2,6 +2,7 @@ package main
 
 import (
 	"bufio"
+	"encoding/json"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -13,6 +14,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/sessionmem/sessionmem/internal/testcorpus"
+	"github.com/sessionmem/sessionmem/memory"
 )
 
 // BenchmarkStdioSaveAB compares the session_save p50 of several builds with their saves
@@ -50,8 +52,11 @@ func BenchmarkStdioSaveAB(b *testing.B) {
 					servers[k] = startFloor(b, dir, bin)
 					continue
 				}
-				ids[k] = seedCorpus(b, dir, msgs, at)
+				// Each build seeds its own store through its own saves, in its own format (a
+				// store seeded in process is in this source's format, which an older build
+				// may refuse).
 				servers[k] = startLinesWith(b, bin, dir)
+				ids[k] = seedOver(b, servers[k], msgs, at)
 			}
 			ds := make([][]time.Duration, len(bins))
 			cpu0 := make([]time.Duration, len(bins))
@@ -80,6 +85,38 @@ func BenchmarkStdioSaveAB(b *testing.B) {
 			}
 		})
 	}
+}
+
+// seedOver saves msgs[:n] through s in batches of 500 (ids m0, m1, …) into a new session,
+// and returns its id.
+func seedOver(b *testing.B, s *lineServer, msgs []memory.Message, n int) string {
+	b.Helper()
+	id := ""
+	for i := 0; i < n; i += 500 {
+		batch := make([]any, 0, 500)
+		for j := i; j < min(i+500, n); j++ {
+			m := asArgs(b, msgs[j]).(map[string]any)
+			m["id"] = fmt.Sprintf("m%d", j)
+			batch = append(batch, m)
+		}
+		args := map[string]any{"messages": batch}
+		if id == "" {
+			args["working_dir"] = "/bench"
+		} else {
+			args["session_id"] = id
+		}
+		line, err := json.Marshal(map[string]any{"jsonrpc": "2.0", "id": "seed", "method": "tools/call",
+			"params": map[string]any{"name": "session_save", "arguments": args}})
+		if err != nil {
+			b.Fatal(err)
+		}
+		resp := s.roundTrip(b, string(line))
+		id = gjson.Get(resp, "result.structuredContent.session_id").String()
+		if id == "" {
+			b.Fatalf("seeding: no session id in %.300s", resp)
+		}
+	}
+	return id
 }
 
 // procCPU is the CPU time (user and system) process pid has used so far, from /proc.
