@@ -49,46 +49,61 @@ func saveTool(svc *memory.Service) server.ServerTool {
 		Tool: newTool("session_save", saveDescription+"\n\n"+saveLimits, in, out, hints{
 			title: "Save session messages", readOnly: false, destructive: false, idempotent: false, openWorld: false}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			const name = "session_save"
-			a := newArgs(ctx, name, req)
-			r := memory.SaveRequest{
-				SessionID:     a.str("session_id", false, idHint),
-				WorkingDir:    a.str("working_dir", false, ""),
-				Name:          a.str("name", false, ""),
-				Model:         a.str("model", false, ""),
-				Provider:      a.str("provider", false, ""),
-				ParentID:      a.str("parent_id", false, ""),
-				ContextWindow: a.integer("context_window", 1),
+			r, bad := saveRequest(ctx, req)
+			if bad != nil {
+				return bad, nil
 			}
-			raw := a.raw("messages")
-			if err := a.done(); err != nil {
-				return toolError(name, err), nil
-			}
-			if r.SessionID == "" && strings.TrimSpace(r.WorkingDir) == "" {
-				return toolError(name, &argError{"working_dir is required when creating a session (no session_id given)",
-					"send the project's absolute path as working_dir, or pass session_id to append to an existing session"}), nil
-			}
-			msgs, err := decodeMessages(raw)
-			if err != nil {
-				return toolError(name, err), nil
-			}
-			r.Messages = msgs
 			res, err := svc.Save(ctx, r)
 			if err != nil {
-				return toolError(name, err), nil
+				return toolError("session_save", err), nil
 			}
-			text := fmt.Sprintf("Saved %s to session %s (%s on the path, leaf %s, context ≈ %d tokens).",
-				plural(res.Saved, "new message", "new messages"), res.SessionID,
-				plural(res.MessageCount, "message", "messages"), res.LeafID, res.ContextTokens)
-			if res.Saved < len(msgs) {
-				text += fmt.Sprintf(" %d already stored (same id), skipped.", len(msgs)-res.Saved)
-			}
-			if res.ShouldCompact {
-				text += " The context is close to the window: call session_compact now."
-			}
-			return result(res, text), nil
+			return saveAnswer(res, len(r.Messages)), nil
 		},
 	}
+}
+
+// saveRequest reads a session_save call's arguments; a bad one is answered with the returned
+// tool error. (Apart from saveTool so that a benchmark can run all of a save but the store.)
+func saveRequest(ctx context.Context, req mcp.CallToolRequest) (memory.SaveRequest, *mcp.CallToolResult) {
+	const name = "session_save"
+	a := newArgs(ctx, name, req)
+	r := memory.SaveRequest{
+		SessionID:     a.str("session_id", false, idHint),
+		WorkingDir:    a.str("working_dir", false, ""),
+		Name:          a.str("name", false, ""),
+		Model:         a.str("model", false, ""),
+		Provider:      a.str("provider", false, ""),
+		ParentID:      a.str("parent_id", false, ""),
+		ContextWindow: a.integer("context_window", 1),
+	}
+	raw := a.raw("messages")
+	if err := a.done(); err != nil {
+		return r, toolError(name, err)
+	}
+	if r.SessionID == "" && strings.TrimSpace(r.WorkingDir) == "" {
+		return r, toolError(name, &argError{"working_dir is required when creating a session (no session_id given)",
+			"send the project's absolute path as working_dir, or pass session_id to append to an existing session"})
+	}
+	msgs, err := decodeMessages(raw)
+	if err != nil {
+		return r, toolError(name, err)
+	}
+	r.Messages = msgs
+	return r, nil
+}
+
+// saveAnswer is session_save's result for res, the outcome of saving sent messages.
+func saveAnswer(res memory.SaveResult, sent int) *mcp.CallToolResult {
+	text := fmt.Sprintf("Saved %s to session %s (%s on the path, leaf %s, context ≈ %d tokens).",
+		plural(res.Saved, "new message", "new messages"), res.SessionID,
+		plural(res.MessageCount, "message", "messages"), res.LeafID, res.ContextTokens)
+	if res.Saved < sent {
+		text += fmt.Sprintf(" %d already stored (same id), skipped.", sent-res.Saved)
+	}
+	if res.ShouldCompact {
+		text += " The context is close to the window: call session_compact now."
+	}
+	return result(res, text)
 }
 
 const messageHint = `each message needs "role" (system, user, assistant or tool_result) and "content" ` +
