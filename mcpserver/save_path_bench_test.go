@@ -74,7 +74,7 @@ func BenchmarkSavePath(b *testing.B) {
 	})
 	b.Run("arguments", func(b *testing.B) {
 		c := newBenchConn(b, New(svc, Options{}))
-		args := make([][]byte, len(lines))
+		args := make([][]argField, len(lines))
 		for i, l := range lines {
 			p := c.handle(l)
 			args[i] = p.args
@@ -82,7 +82,7 @@ func BenchmarkSavePath(b *testing.B) {
 		}
 		i := 0
 		for b.Loop() {
-			r, bad := saveRequest(withRawArguments(context.Background(), args[i%len(args)]), mcp.CallToolRequest{})
+			r, bad := saveRequest(withSentArguments(context.Background(), args[i%len(args)]), mcp.CallToolRequest{})
 			i++
 			if bad != nil || len(r.Messages) != 1 {
 				b.Fatalf("%v", bad)

@@ -138,8 +138,9 @@ type pending struct {
 	init      bool
 	line      []byte
 	done      chan struct{}
-	tool      bool   // a tools/call: runs on a worker
-	args      []byte // a tools/call's arguments, taken out of line (see takeArguments)
+	tool      bool       // a tools/call: runs on a worker
+	taken     bool       // a tools/call's arguments were taken out of line (takeArguments)
+	args      []argField // and these are they
 	forwarded bool
 	cancelled bool
 }
@@ -261,7 +262,7 @@ func (c *stdioConn) handle(line []byte) *pending {
 	p := &pending{key: key, line: line, done: make(chan struct{}), tool: method.Str == string(mcp.MethodToolsCall)}
 	c.classify(p, method.Str, &env)
 	if p.tool {
-		c.takeArguments(p, env.args)
+		c.takeArguments(p, &env)
 	}
 	modern := env.meta.IsObject() && mcp.IsModernProtocol(env.meta.Get(gjsonEscape(mcp.MetaKeyProtocolVersion)).String())
 

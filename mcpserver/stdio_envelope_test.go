@@ -3,9 +3,11 @@ package mcpserver
 import (
 	"context"
 	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/tidwall/gjson"
 )
@@ -121,5 +123,41 @@ func BenchmarkNormalizeID(b *testing.B) {
 				}
 			}
 		})
+	}
+}
+
+// TestSentArgumentsReadAsRaw: a tool reads the arguments ServeStdio took out of a message
+// (their fields, read by parseEnvelope) exactly as it reads them from RawArguments (HTTP):
+// of duplicate keys the last counts, a key sent twice is named once among unknown ones,
+// escaped keys and null values are what they decode to.
+func TestSentArgumentsReadAsRaw(t *testing.T) {
+	for _, sentArgs := range []string{
+		`{}`,
+		`{"session_id":"a","max_tokens":2000,"messages":[{"role":"user","content":"x"}]}`,
+		`{"session_id":"a","session_id":"b"}`,
+		`{"session_id":null,"max_tokens":null}`,
+		`{"session_id":"a","session_id":null}`,
+		`{"x":1,"x":2,"y":3,"session_id":"s"}`,
+		`{"session\u005fid":"s","max\u005ftokens":1.5}`,
+		`{"messages":{"role":"user"},"max_tokens":"many"}`,
+	} {
+		read := func(a *args) string {
+			s := a.str("session_id", false, "")
+			n := a.integer("max_tokens", 1)
+			m := a.raw("messages")
+			return fmt.Sprintf("%q %d %s %v", s, n, m, a.done())
+		}
+		env := parseEnvelope(gjson.Parse(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":` + sentArgs + `}}`))
+		sent := read(newArgs(withSentArguments(context.Background(), env.argFields), "t", mcp.CallToolRequest{}))
+		var req mcp.CallToolRequest
+		req.Params.RawArguments = json.RawMessage(sentArgs)
+		if raw := read(newArgs(context.Background(), "t", req)); sent != raw {
+			t.Errorf("%s: taken by ServeStdio %s, from RawArguments %s", sentArgs, sent, raw)
+		}
+	}
+	a := newArgs(withSentArguments(context.Background(), parseEnvelope(gjson.Parse(
+		`{"params":{"arguments":{"session_id":"a","session_id":"b","x":1,"x":2}}}`)).argFields), "t", mcp.CallToolRequest{})
+	if s, err := a.str("session_id", false, ""), a.done(); s != "b" || err == nil || err.Error() != `unknown argument(s) "x"; t accepts session_id` {
+		t.Errorf("duplicates: %q, %v", s, err)
 	}
 }

@@ -76,7 +76,7 @@ func saveRequest(ctx context.Context, req mcp.CallToolRequest) (memory.SaveReque
 		ParentID:      a.str("parent_id", false, ""),
 		ContextWindow: a.integer("context_window", 1),
 	}
-	raw := a.raw("messages")
+	items, sent := a.get("messages")
 	if err := a.done(); err != nil {
 		return r, toolError(name, err)
 	}
@@ -84,7 +84,7 @@ func saveRequest(ctx context.Context, req mcp.CallToolRequest) (memory.SaveReque
 		return r, toolError(name, &argError{"working_dir is required when creating a session (no session_id given)",
 			"send the project's absolute path as working_dir, or pass session_id to append to an existing session"})
 	}
-	msgs, err := decodeMessages(raw)
+	msgs, err := decodeMessages(items, sent)
 	if err != nil {
 		return r, toolError(name, err)
 	}
@@ -109,17 +109,15 @@ func saveAnswer(res memory.SaveResult, sent int) *mcp.CallToolResult {
 const messageHint = `each message needs "role" (system, user, assistant or tool_result) and "content" ` +
 	`(a string or a list of blocks), e.g. {"role":"user","content":"hello"}`
 
-// decodeMessages decodes the messages argument one by one so an error names the bad message;
-// memory.DecodeInputMessage checks each message's field names and decodes it in one pass.
-func decodeMessages(raw json.RawMessage) ([]memory.Message, error) {
-	if len(raw) == 0 {
+// decodeMessages decodes the messages argument (items; sent false when it is absent or null)
+// one by one so an error names the bad message; memory.DecodeInputMessage checks each
+// message's field names and decodes it in one pass. items is valid JSON: newArgs read it
+// from arguments that were checked whole.
+func decodeMessages(items gjson.Result, sent bool) ([]memory.Message, error) {
+	if !sent {
 		return nil, &argError{`missing required argument "messages"`, "send at least one message; " + messageHint}
 	}
-	items := gjson.ParseBytes(raw)
-	if items.Type == gjson.Null {
-		return nil, &argError{`argument "messages" is empty`, "send at least one message; nothing was saved"}
-	}
-	if !items.IsArray() || !gjson.ValidBytes(raw) {
+	if !items.IsArray() {
 		return nil, &argError{`argument "messages" must be an array of messages`, messageHint}
 	}
 	var msgs []memory.Message
