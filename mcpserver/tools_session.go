@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -94,11 +95,12 @@ func saveRequest(ctx context.Context, req mcp.CallToolRequest) (memory.SaveReque
 
 // saveAnswer is session_save's result for res, the outcome of saving sent messages.
 func saveAnswer(res memory.SaveResult, sent int) *mcp.CallToolResult {
-	text := fmt.Sprintf("Saved %s to session %s (%s on the path, leaf %s, context ≈ %d tokens).",
-		plural(res.Saved, "new message", "new messages"), res.SessionID,
-		plural(res.MessageCount, "message", "messages"), res.LeafID, res.ContextTokens)
+	// Concatenated rather than formatted (fmt.Sprintf): this is on every save's path.
+	text := "Saved " + plural(res.Saved, "new message", "new messages") + " to session " + res.SessionID +
+		" (" + plural(res.MessageCount, "message", "messages") + " on the path, leaf " + res.LeafID +
+		", context ≈ " + strconv.Itoa(res.ContextTokens) + " tokens)."
 	if res.Saved < sent {
-		text += fmt.Sprintf(" %d already stored (same id), skipped.", sent-res.Saved)
+		text += " " + strconv.Itoa(sent-res.Saved) + " already stored (same id), skipped."
 	}
 	if res.ShouldCompact {
 		text += " The context is close to the window: call session_compact now."
