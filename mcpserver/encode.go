@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"math"
 	"strconv"
-	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
@@ -18,8 +17,8 @@ import (
 // stored as compact JSON and read back as such: most of a full resume's CPU went into copying
 // them through the encoder's scanner; and a save's answer, small, took about 5 µs. So
 // encodeMessage writes the answer of a tools/call itself, with the same fields as
-// CallToolResult.MarshalJSON in the same order (a map's: sorted keys), strings escaped as
-// encoding/json escapes them (appendString), text content without reflection, and the
+// CallToolResult.MarshalJSON in the same order (a map's: sorted keys), the id and text
+// content without reflection (but for strings with something to escape), and the
 // structured content either encoded once by json.Marshal or, when it is RawStructuredContent,
 // copied as it is; every other message goes through json.Marshal. Only our tools set
 // RawStructuredContent, and only to JSON they built from json.Marshal output and stored
@@ -163,58 +162,28 @@ func appendJSON(b []byte, v any) ([]byte, error) {
 	return append(b, enc...), nil
 }
 
-// appendString appends s as a JSON string exactly as encoding/json writes it: <, > and &
-// escaped (\u003c…), control characters as \n, \t… or \u00XX, invalid UTF-8 as \ufffd,
-// U+2028 and U+2029 escaped.
+// appendString appends s as a JSON string exactly as encoding/json writes it: as it is when
+// it holds nothing encoding/json escapes (plainJSON: ids, the protocol's own words, most short
+// texts), else through json.Marshal.
 func appendString(b []byte, s string) []byte {
-	const hex = "0123456789abcdef"
-	b = append(b, '"')
-	start := 0
-	for i := 0; i < len(s); {
-		c := s[i]
-		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' && c != '<' && c != '>' && c != '&' {
-				i++
-				continue
-			}
-			b = append(b, s[start:i]...)
-			switch c {
-			case '"', '\\':
-				b = append(b, '\\', c)
-			case '\b':
-				b = append(b, '\\', 'b')
-			case '\f':
-				b = append(b, '\\', 'f')
-			case '\n':
-				b = append(b, '\\', 'n')
-			case '\r':
-				b = append(b, '\\', 'r')
-			case '\t':
-				b = append(b, '\\', 't')
-			default:
-				b = append(b, '\\', 'u', '0', '0', hex[c>>4], hex[c&0xF])
-			}
-			i++
-			start = i
-			continue
-		}
-		r, size := utf8.DecodeRuneInString(s[i:])
-		switch {
-		case r == utf8.RuneError && size == 1:
-			b = append(b, s[start:i]...)
-			b = append(b, `\ufffd`...)
-		case r == '\u2028' || r == '\u2029':
-			b = append(b, s[start:i]...)
-			b = append(b, '\\', 'u', '2', '0', '2', hex[r&0xF])
-		default:
-			i += size
-			continue
-		}
-		i += size
-		start = i
+	if !plainJSON(s) {
+		enc, _ := json.Marshal(s) // a string always encodes
+		return append(b, enc...)
 	}
-	b = append(b, s[start:]...)
+	b = append(b, '"')
+	b = append(b, s...)
 	return append(b, '"')
+}
+
+// plainJSON reports whether encoding/json writes s between quotes as it is: printable ASCII
+// with no quote, backslash, <, > or & (which it escapes, HTML-safe).
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 // rawStructured returns the JSON object of head (a value that encodes to a JSON object) with

@@ -467,12 +467,7 @@ func normalizeID(raw string) (string, bool) {
 // (no backslash escapes, quotes, <, > or &).
 func verbatimID(raw string) bool {
 	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
-		for i := 1; i < len(raw)-1; i++ {
-			if c := raw[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
-				return false
-			}
-		}
-		return true
+		return plainJSON(raw[1 : len(raw)-1])
 	}
 	digits := strings.TrimPrefix(raw, "-")
 	if digits == "" || len(digits) > 15 || digits[0] == '0' && len(digits) > 1 {
