@@ -21,30 +21,50 @@ import (
 // problem wins; err returns it.
 //
 // The arguments are read from the JSON the client sent (one gjson pass; a save's messages are
-// passed on as raw bytes): over stdio ServeStdio hands them over in the context
-// (withRawArguments) and mcp-go never decodes them, elsewhere mcp-go kept them in
-// RawArguments. Only a request built in Go without JSON falls back to the decoded map.
+// passed on as raw JSON): over stdio ServeStdio hands them over in the context, already
+// checked and split into fields with the message they came in (withSentArguments), and
+// mcp-go never decodes them; elsewhere mcp-go kept them in RawArguments. Only a request built
+// in Go without JSON falls back to the decoded map.
 type args struct {
-	tool string
-	m    map[string]gjson.Result
-	seen []string
-	err  error
+	tool   string
+	fields []argField // in the order sent; of a key sent twice, the last one counts
+	seen   []string
+	err    error
 }
 
-// rawArgumentsKey carries a tools/call's arguments as sent, for a request whose arguments
-// ServeStdio took out of the message before mcp-go decoded it.
-type rawArgumentsKey struct{}
+// argField is one of a call's arguments.
+type argField struct {
+	key   string
+	value gjson.Result
+}
 
-func withRawArguments(ctx context.Context, raw []byte) context.Context {
-	return context.WithValue(ctx, rawArgumentsKey{}, raw)
+// argFields returns the fields of obj, a JSON object, in order.
+func argFields(obj gjson.Result) []argField {
+	var fields []argField
+	obj.ForEach(func(k, v gjson.Result) bool {
+		fields = append(fields, argField{k.Str, v})
+		return true
+	})
+	return fields
+}
+
+// sentArgumentsKey carries the fields of a tools/call's arguments, for a request whose
+// arguments ServeStdio took out of the message before mcp-go decoded it.
+type sentArgumentsKey struct{}
+
+// withSentArguments gives the tool fields, the arguments of its call: a JSON object that was
+// valid (ServeStdio checks each message before it reads it) and read into fields in order.
+func withSentArguments(ctx context.Context, fields []argField) context.Context {
+	return context.WithValue(ctx, sentArgumentsKey{}, fields)
 }
 
 func newArgs(ctx context.Context, tool string, req mcp.CallToolRequest) *args {
-	a := &args{tool: tool, m: map[string]gjson.Result{}}
-	raw, _ := ctx.Value(rawArgumentsKey{}).([]byte)
-	if raw == nil {
-		raw = req.Params.RawArguments
+	a := &args{tool: tool, seen: make([]string, 0, 8)}
+	if fields, ok := ctx.Value(sentArgumentsKey{}).([]argField); ok {
+		a.fields = fields
+		return a
 	}
+	raw := []byte(req.Params.RawArguments)
 	if raw == nil && req.Params.Arguments != nil {
 		// No HTML escaping: text such as "a && b" in a tool call's arguments is stored as
 		// written.
@@ -63,10 +83,7 @@ func newArgs(ctx context.Context, tool string, req mcp.CallToolRequest) *args {
 	case !v.IsObject() || !gjson.ValidBytes(raw):
 		a.fail("arguments must be a JSON object", "send named arguments, e.g. {\"session_id\":\"…\"}")
 	default:
-		v.ForEach(func(k, v gjson.Result) bool {
-			a.m[k.Str] = v // the last one counts, as for encoding/json
-			return true
-		})
+		a.fields = argFields(v)
 	}
 	return a
 }
@@ -79,11 +96,15 @@ func (a *args) fail(msg, hint string) {
 
 func (a *args) get(key string) (gjson.Result, bool) {
 	a.seen = append(a.seen, key)
-	v, ok := a.m[key]
-	if !ok || v.Type == gjson.Null {
-		return gjson.Result{}, false
+	for i := len(a.fields) - 1; i >= 0; i-- { // the last one counts, as for encoding/json
+		if f := a.fields[i]; f.key == key {
+			if f.value.Type == gjson.Null {
+				break
+			}
+			return f.value, true
+		}
 	}
-	return v, true
+	return gjson.Result{}, false
 }
 
 // str returns a string argument; required ones must be present and non-empty.
@@ -164,13 +185,14 @@ func (a *args) done() error {
 		return a.err
 	}
 	var unknown []string
-	for k := range a.m {
-		if !slices.Contains(a.seen, k) {
-			unknown = append(unknown, k)
+	for _, f := range a.fields {
+		if !slices.Contains(a.seen, f.key) {
+			unknown = append(unknown, f.key)
 		}
 	}
 	if len(unknown) > 0 {
 		sort.Strings(unknown)
+		unknown = slices.Compact(unknown) // a key sent twice is named once
 		known := slices.Clone(a.seen)
 		sort.Strings(known)
 		return &argError{

@@ -4,35 +4,38 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
+	"strconv"
 
 	"github.com/mark3labs/mcp-go/mcp"
 )
 
-// Encoding answers. json.Marshal of a tools/call answer validates and compacts the structured
-// content twice (CallToolResult.MarshalJSON encodes it, then the JSON-RPC response is encoded
-// around that), and a resume page is megabytes of messages that were stored as compact JSON
-// and read back as such: most of a full resume's CPU went into copying them through the
-// encoder's scanner. encodeMessage writes the answer of a tools/call itself, with the same
-// fields as CallToolResult.MarshalJSON in the same order, and copies RawStructuredContent as
-// it is; every other message goes through json.Marshal. Only our tools set
+// Encoding answers. json.Marshal of a tools/call answer goes through reflection three times
+// over: CallToolResult.MarshalJSON builds a map and encodes it (sorting its keys, encoding the
+// structured content), then the JSON-RPC response is encoded around that, validating and
+// compacting the result's bytes again. A resume page is megabytes of messages that were
+// stored as compact JSON and read back as such: most of a full resume's CPU went into copying
+// them through the encoder's scanner; and a save's answer, small, took about 5 µs. So
+// encodeMessage writes the answer of a tools/call itself, with the same fields as
+// CallToolResult.MarshalJSON in the same order (a map's: sorted keys), the id and text
+// content without reflection (but for strings with something to escape), and the
+// structured content either encoded once by json.Marshal or, when it is RawStructuredContent,
+// copied as it is; every other message goes through json.Marshal. Only our tools set
 // RawStructuredContent, and only to JSON they built from json.Marshal output and stored
 // messages (see rawStructured).
 //
-// The result is the same JSON value json.Marshal gives (a test compares them); the bytes
-// differ only in that <, > and & inside the raw structured content are not escaped as
-// \u003c, \u003e and \u0026, which JSON readers decode to the same text.
+// Without RawStructuredContent the answer is byte for byte what json.Marshal gives (a test
+// compares them). With it, it is the same JSON value; the bytes differ only in that <, > and
+// & inside the raw structured content are not escaped as \u003c, \u003e and \u0026, which
+// JSON readers decode to the same text.
 
 // encodeMessage returns msg as one line of JSON, without the newline, in pieces to be written
 // one after the other: a tool answer's raw structured content (a resume page: megabytes) is
 // written from where it lies, not copied into one buffer with the rest.
 func encodeMessage(msg any) ([][]byte, error) {
 	if r, ok := msg.(mcp.JSONRPCResponse); ok {
-		if res, ok := r.Result.(*mcp.CallToolResult); ok && res != nil && len(res.RawStructuredContent) > 0 {
-			head, err := encodeToolHead(r, res)
-			if err != nil {
-				return nil, err
-			}
-			return [][]byte{head, res.RawStructuredContent, []byte("}}")}, nil
+		if res, ok := r.Result.(*mcp.CallToolResult); ok && res != nil {
+			return encodeToolAnswer(r, res)
 		}
 	}
 	b, err := json.Marshal(msg)
@@ -44,68 +47,143 @@ func encodeMessage(msg any) ([][]byte, error) {
 	return [][]byte{FixResponse(b)}, nil
 }
 
-// encodeToolHead writes {"jsonrpc","id","result":{…,"structuredContent": with the result's
-// fields in the order CallToolResult.MarshalJSON (a map, so sorted keys) gives them; the
-// structured content and "}}" follow.
-func encodeToolHead(r mcp.JSONRPCResponse, res *mcp.CallToolResult) ([]byte, error) {
-	var head bytes.Buffer
-	head.WriteString(`{"jsonrpc":`)
-	if err := appendJSON(&head, r.JSONRPC); err != nil {
+// encodeToolAnswer writes the answer r to a tools/call, whose result is res.
+func encodeToolAnswer(r mcp.JSONRPCResponse, res *mcp.CallToolResult) ([][]byte, error) {
+	head, err := encodeToolHead(r, res)
+	if err != nil {
 		return nil, err
 	}
-	head.WriteString(`,"id":`)
-	if err := appendJSON(&head, r.ID); err != nil {
-		return nil, err
+	if len(res.RawStructuredContent) > 0 {
+		head = append(head, `,"structuredContent":`...)
+		return [][]byte{head, res.RawStructuredContent, []byte("}}")}, nil
 	}
-	head.WriteString(`,"result":{`)
-	if res.Meta != nil {
-		head.WriteString(`"_meta":`)
-		if err := appendJSON(&head, res.Meta); err != nil {
+	if res.StructuredContent != nil {
+		sc, err := json.Marshal(res.StructuredContent)
+		if err != nil {
 			return nil, err
 		}
-		head.WriteByte(',')
+		head = append(head, `,"structuredContent":`...)
+		head = append(head, sc...)
 	}
-	content := make([]any, len(res.Content))
-	for i, c := range res.Content {
-		content[i] = c
-	}
-	head.WriteString(`"content":`)
-	if err := appendJSON(&head, content); err != nil {
+	// As encodeMessage does for what json.Marshal wrote, so that the bytes stay the same.
+	return [][]byte{FixResponse(append(head, "}}"...))}, nil
+}
+
+// encodeToolHead writes {"jsonrpc","id","result":{ and the result's fields up to its
+// structured content, in the order CallToolResult.MarshalJSON (a map, so sorted keys) gives
+// them; the structured content and "}}" follow.
+func encodeToolHead(r mcp.JSONRPCResponse, res *mcp.CallToolResult) ([]byte, error) {
+	head := make([]byte, 0, 256)
+	head = append(head, `{"jsonrpc":`...)
+	head = appendString(head, r.JSONRPC)
+	head = append(head, `,"id":`...)
+	head, err := appendID(head, r.ID)
+	if err != nil {
 		return nil, err
 	}
+	head = append(head, `,"result":{`...)
+	if res.Meta != nil {
+		head = append(head, `"_meta":`...)
+		if head, err = appendJSON(head, res.Meta); err != nil {
+			return nil, err
+		}
+		head = append(head, ',')
+	}
+	head = append(head, `"content":`...)
+	if len(res.Content) == 0 {
+		// MarshalJSON encodes a nil Content as an empty list too.
+		head = append(head, "[]"...)
+	}
+	for i, c := range res.Content {
+		if i == 0 {
+			head = append(head, '[')
+		} else {
+			head = append(head, ',')
+		}
+		if t, ok := c.(mcp.TextContent); ok && t.Annotations == nil && t.Meta == nil {
+			// What json.Marshal writes for it (fields in declaration order), without reflection.
+			head = append(head, `{"type":`...)
+			head = appendString(head, t.Type)
+			head = append(head, `,"text":`...)
+			head = appendString(head, t.Text)
+			head = append(head, '}')
+		} else if head, err = appendJSON(head, c); err != nil {
+			return nil, err
+		}
+		if i == len(res.Content)-1 {
+			head = append(head, ']')
+		}
+	}
 	if len(res.InputRequests) > 0 {
-		head.WriteString(`,"inputRequests":`)
-		if err := appendJSON(&head, res.InputRequests); err != nil {
+		head = append(head, `,"inputRequests":`...)
+		if head, err = appendJSON(head, res.InputRequests); err != nil {
 			return nil, err
 		}
 	}
 	if res.IsError {
-		head.WriteString(`,"isError":true`)
+		head = append(head, `,"isError":true`...)
 	}
 	if res.RequestState != "" {
-		head.WriteString(`,"requestState":`)
-		if err := appendJSON(&head, res.RequestState); err != nil {
-			return nil, err
-		}
+		head = append(head, `,"requestState":`...)
+		head = appendString(head, res.RequestState)
 	}
 	if res.ResultType != "" {
-		head.WriteString(`,"resultType":`)
-		if err := appendJSON(&head, res.ResultType); err != nil {
-			return nil, err
-		}
+		head = append(head, `,"resultType":`...)
+		head = appendString(head, string(res.ResultType))
 	}
-	head.WriteString(`,"structuredContent":`)
-	return head.Bytes(), nil
+	return head, nil
+}
+
+// appendID appends a JSON-RPC id as json.Marshal writes it: the ids mcp-go echoes (a string,
+// or a number decoded into a float64) without reflection.
+func appendID(b []byte, id mcp.RequestId) ([]byte, error) {
+	switch v := id.Value().(type) {
+	case string:
+		return appendString(b, v), nil
+	case float64:
+		// encoding/json writes a float64 in this range with strconv's 'f' format.
+		if a := math.Abs(v); a == 0 || a >= 1e-6 && a < 1e21 {
+			return strconv.AppendFloat(b, v, 'f', -1, 64), nil
+		}
+	case int64:
+		return strconv.AppendInt(b, v, 10), nil
+	case int:
+		return strconv.AppendInt(b, int64(v), 10), nil
+	}
+	return appendJSON(b, id)
 }
 
 // appendJSON appends json.Marshal(v) to b.
-func appendJSON(b *bytes.Buffer, v any) error {
+func appendJSON(b []byte, v any) ([]byte, error) {
 	enc, err := json.Marshal(v)
 	if err != nil {
-		return err
+		return nil, err
 	}
-	b.Write(enc)
-	return nil
+	return append(b, enc...), nil
+}
+
+// appendString appends s as a JSON string exactly as encoding/json writes it: as it is when
+// it holds nothing encoding/json escapes (plainJSON: ids, the protocol's own words, most short
+// texts), else through json.Marshal.
+func appendString(b []byte, s string) []byte {
+	if !plainJSON(s) {
+		enc, _ := json.Marshal(s) // a string always encodes
+		return append(b, enc...)
+	}
+	b = append(b, '"')
+	b = append(b, s...)
+	return append(b, '"')
+}
+
+// plainJSON reports whether encoding/json writes s between quotes as it is: printable ASCII
+// with no quote, backslash, <, > or & (which it escapes, HTML-safe).
+func plainJSON(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 || c > 0x7e || c == '"' || c == '\\' || c == '<' || c == '>' || c == '&' {
+			return false
+		}
+	}
+	return true
 }
 
 // rawStructured returns the JSON object of head (a value that encodes to a JSON object) with

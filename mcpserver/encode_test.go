@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"math"
 	"reflect"
 	"strings"
 	"testing"
@@ -76,9 +77,25 @@ func TestEncodeMessageMatchesMarshal(t *testing.T) {
 				Messages: []mcp.SamplingMessage{{Role: mcp.RoleUser, Content: mcp.NewTextContent(html)}}})}
 		}))},
 		{"no content", resp(9, withRaw(`{"x":0}`, func(r *mcp.CallToolResult) { r.Content = nil }))},
-		// Not the fast path: json.Marshal itself.
+		// No raw structured content: the same bytes as json.Marshal.
 		{"structured value", resp(10, mcp.NewToolResultStructured(map[string]any{"h": html, "b": bad}, "t"))},
 		{"tool error", resp(11, mcp.NewToolResultError("session_save: "+html))},
+		{"save answer", resp(float64(12), saveAnswer(memory.SaveResult{SessionID: "s-<1>", Saved: 2, MessageCount: 9, LeafID: "e9", ShouldCompact: true}, 3))},
+		{"string id, struct", resp("id \u2028 "+bad, mcp.NewToolResultStructured(struct {
+			A string `json:"a"`
+			B []int  `json:"b"`
+		}{html, nil}, bad+html))},
+		{"raw message value", resp(int64(-3), mcp.NewToolResultStructured(json.RawMessage("{ \"a\" : [1, 2] }"), ""))},
+		{"no structured content", resp(0.25, mcp.NewToolResultText(html))},
+		{"empty content", resp(1e21, &mcp.CallToolResult{Content: []mcp.Content{}, StructuredContent: 1})},
+		{"content of every kind", resp(1e-7, modern(&mcp.CallToolResult{Content: []mcp.Content{
+			mcp.TextContent{Type: "text", Text: html, Annotated: mcp.Annotated{Annotations: &mcp.Annotations{Priority: ptr(0.5)}}},
+			mcp.TextContent{Type: "text", Text: "m", Meta: mcp.NewMetaFromMap(map[string]any{"k": "v"})},
+			mcp.NewImageContent("aGk=", "image/png"),
+			&mcp.TextContent{Type: "text", Text: "pointer"},
+		}, IsError: true}))},
+		{"nil result", resp(14, (*mcp.CallToolResult)(nil))},
+		{"fixed code in structured content", resp(15, mcp.NewToolResultStructured(json.RawMessage(`{"code":-32603,"message":"`+notFoundLegacy+`x"}`), ""))},
 		{"other result", resp(12, &mcp.ListToolsResult{Tools: []mcp.Tool{}})},
 		{"json-rpc error", mcp.JSONRPCError{JSONRPC: "2.0", ID: mcp.NewRequestId(13),
 			Error: mcp.NewJSONRPCErrorDetails(mcp.INVALID_PARAMS, html+bad, nil)}},
@@ -96,8 +113,16 @@ func TestEncodeMessageMatchesMarshal(t *testing.T) {
 			if err != nil {
 				t.Fatal(err)
 			}
+			want = FixResponse(want) // as the transports send it
 			if !sameJSON(t, got, want) {
 				t.Fatalf("differs from json.Marshal:\n got %s\nwant %s", got, want)
+			}
+			if r, ok := tc.msg.(mcp.JSONRPCResponse); ok {
+				if res, ok := r.Result.(*mcp.CallToolResult); !ok || res == nil || len(res.RawStructuredContent) == 0 {
+					if !bytes.Equal(got, want) {
+						t.Fatalf("not the bytes of json.Marshal:\n got %s\nwant %s", got, want)
+					}
+				}
 			}
 			if bytes.ContainsAny(got, "\n\r") {
 				t.Fatalf("a line break in the answer: %s", got)
@@ -195,6 +220,89 @@ func BenchmarkEncodeResumePage(b *testing.B) {
 			r := mcp.NewToolResultText("text")
 			r.RawStructuredContent = raw
 			if _, err := encodeMessage(mcp.NewJSONRPCResultResponse(mcp.NewRequestId(1), r)); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
+
+func ptr[T any](v T) *T { return &v }
+
+// modern sets the fields a 2026-07-28 answer has.
+func modern(r *mcp.CallToolResult) *mcp.CallToolResult {
+	r.ResultType = "complete"
+	r.RequestState = "state \xff <&>"
+	r.Meta = mcp.NewMetaFromMap(map[string]any{"a": "<&>", "n": 1.5})
+	return r
+}
+
+// jsonStrings are strings with everything encoding/json escapes, and what it must not.
+var jsonStrings = []string{
+	"", "plain", `"quoted" \back\slash`, "<html> & </html>", "\b\f\n\r\t\x00\x01\x1f\x7f", "é ñ 日本 😀",
+	"\u2028\u2029 separators", "bad \xff\xfe utf-8 \xc3\x28", "lone \xed\xa0\x80 surrogate", "\xf4\x90\x80\x80 beyond",
+	"truncated \xe6\x97", "\xc0\xaf overlong", "\ufffd real replacement", strings.Repeat("a<b>&c\"d\\e\u2028", 50),
+}
+
+// TestAppendStringMatchesMarshal: appendString writes a string byte for byte as
+// json.Marshal does.
+func TestAppendStringMatchesMarshal(t *testing.T) {
+	for i := range 256 {
+		jsonStrings = append(jsonStrings, string([]byte{byte(i)}), "x"+string(rune(i))+"y")
+	}
+	for _, s := range jsonStrings {
+		checkAppendString(t, s)
+	}
+}
+
+// FuzzAppendString: appendString against json.Marshal on any input.
+func FuzzAppendString(f *testing.F) {
+	for _, s := range jsonStrings {
+		f.Add(s)
+	}
+	f.Fuzz(checkAppendString)
+}
+
+func checkAppendString(t *testing.T, s string) {
+	want, err := json.Marshal(s)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if got := appendString([]byte("x"), s); !bytes.Equal(got[1:], want) {
+		t.Fatalf("%q: got %s, json.Marshal %s", s, got[1:], want)
+	}
+}
+
+// TestAppendIDMatchesMarshal: appendID writes every id as json.Marshal does.
+func TestAppendIDMatchesMarshal(t *testing.T) {
+	ids := []any{nil, 0.0, math.Copysign(0, -1), 1.0, -1.0, 7.0, 1.5, -2.25, 1e-6, 9.99e-7, 1e-7, 1e20, 1e21, 123456789012345678.0,
+		float64(1 << 53), float64(1<<53 + 2), 1.7976931348623157e308, 5e-324, 0.1, 1.0 / 3, int64(0), int64(-42), int64(math.MaxInt64),
+		int64(math.MinInt64), 42, "", "s", "<&>", "bad \xff", "\u2028", true, map[string]any{"a": 1}}
+	for _, id := range ids {
+		want, err := json.Marshal(mcp.NewRequestId(id))
+		if err != nil {
+			t.Fatal(err)
+		}
+		got, err := appendID(nil, mcp.NewRequestId(id))
+		if err != nil || !bytes.Equal(got, want) {
+			t.Errorf("%#v: got %s (%v), json.Marshal %s", id, got, err, want)
+		}
+	}
+}
+
+// BenchmarkEncodeSaveAnswer: encoding a session_save's answer.
+func BenchmarkEncodeSaveAnswer(b *testing.B) {
+	resp := mcp.NewJSONRPCResultResponse(mcp.NewRequestId(float64(1234)),
+		saveAnswer(memory.SaveResult{SessionID: "s-bench", Saved: 1, MessageCount: 1001, LeafID: "e-1001", ContextTokens: 123456}, 1))
+	b.Run("json.Marshal", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := json.Marshal(resp); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encodeMessage", func(b *testing.B) {
+		for b.Loop() {
+			if _, err := encodeMessage(resp); err != nil {
 				b.Fatal(err)
 			}
 		}

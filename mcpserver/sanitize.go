@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"strings"
 	"unicode"
+	"unicode/utf8"
 )
 
 // sanitize removes invisible and bidirectional control characters from text that goes back to
@@ -10,7 +11,7 @@ import (
 // reviewing a transcript (Trojan Source style); the structured content stays verbatim because
 // it is data the client stores, not prose the model reads.
 func sanitize(s string) string {
-	if strings.IndexFunc(s, invisible) < 0 {
+	if !hasInvisible(s) {
 		return s
 	}
 	return strings.Map(func(r rune) rune {
@@ -19,6 +20,28 @@ func sanitize(s string) string {
 		}
 		return r
 	}, s)
+}
+
+// hasInvisible reports whether s holds a character invisible reports, as
+// strings.IndexFunc(s, invisible) >= 0 does, but tests ASCII (almost all of a short text)
+// byte by byte instead of decoding each rune and looking it up in Unicode's tables: every
+// answer's text passes through here.
+func hasInvisible(s string) bool {
+	for i := 0; i < len(s); {
+		if c := s[i]; c < utf8.RuneSelf {
+			if c < 0x20 && c != '\n' && c != '\t' || c == 0x7f { // ASCII's controls; it has no Cf
+				return true
+			}
+			i++
+			continue
+		}
+		r, n := utf8.DecodeRuneInString(s[i:])
+		if invisible(r) {
+			return true
+		}
+		i += n
+	}
+	return false
 }
 
 func invisible(r rune) bool {

@@ -138,8 +138,9 @@ type pending struct {
 	init      bool
 	line      []byte
 	done      chan struct{}
-	tool      bool   // a tools/call: runs on a worker
-	args      []byte // a tools/call's arguments, taken out of line (see takeArguments)
+	tool      bool       // a tools/call: runs on a worker
+	taken     bool       // a tools/call's arguments were taken out of line (takeArguments)
+	args      []argField // and these are they
 	forwarded bool
 	cancelled bool
 }
@@ -253,7 +254,7 @@ func (c *stdioConn) handle(line []byte) *pending {
 		c.unordered(line) // long-lived by design: never waited for
 		return nil
 	}
-	key, ok := normalizeID([]byte(id.Raw))
+	key, ok := normalizeID(id.Raw)
 	if !ok {
 		c.unordered(line)
 		return nil
@@ -261,7 +262,7 @@ func (c *stdioConn) handle(line []byte) *pending {
 	p := &pending{key: key, line: line, done: make(chan struct{}), tool: method.Str == string(mcp.MethodToolsCall)}
 	c.classify(p, method.Str, &env)
 	if p.tool {
-		c.takeArguments(p, env.args)
+		c.takeArguments(p, &env)
 	}
 	modern := env.meta.IsObject() && mcp.IsModernProtocol(env.meta.Get(gjsonEscape(mcp.MetaKeyProtocolVersion)).String())
 
@@ -380,7 +381,7 @@ func (c *stdioConn) classify(p *pending, method string, env *envelope) {
 // cancel withdraws a request that has not been passed on yet; one already running is
 // cancelled by mcp-go, which gets the notification too.
 func (c *stdioConn) cancel(id gjson.Result) {
-	key, ok := normalizeID([]byte(id.Raw))
+	key, ok := normalizeID(id.Raw)
 	if !ok {
 		return
 	}
@@ -433,13 +434,19 @@ func (c *stdioConn) reply(id json.RawMessage, code int, message string) {
 }
 
 // normalizeID renders a JSON-RPC id the way mcp-go echoes it (decoded into an any and
-// encoded again), so a request and its answer get the same key.
-func normalizeID(raw []byte) (string, bool) {
-	if len(raw) == 0 {
+// encoded again), so a request and its answer get the same key. The ids clients send (small
+// integers, plain ASCII strings) come back as they were written, and are taken as they are
+// without the round trip through encoding/json (two reflective passes and their allocations
+// on every request).
+func normalizeID(raw string) (string, bool) {
+	if verbatimID(raw) {
+		return raw, true
+	}
+	if raw == "" {
 		return "", false
 	}
 	var v any
-	if err := json.Unmarshal(raw, &v); err != nil || v == nil {
+	if err := json.Unmarshal([]byte(raw), &v); err != nil || v == nil {
 		return "", false
 	}
 	switch v.(type) {
@@ -452,6 +459,26 @@ func normalizeID(raw []byte) (string, bool) {
 		return "", false
 	}
 	return string(b), true
+}
+
+// verbatimID reports whether raw is an id that encoding/json writes again exactly as it is:
+// an integer of at most 15 digits (a float64 holds it exactly, and encoding/json writes it
+// with no fraction or exponent), or a string of printable ASCII with nothing it would escape
+// (no backslash escapes, quotes, <, > or &).
+func verbatimID(raw string) bool {
+	if len(raw) >= 2 && raw[0] == '"' && raw[len(raw)-1] == '"' {
+		return plainJSON(raw[1 : len(raw)-1])
+	}
+	digits := strings.TrimPrefix(raw, "-")
+	if digits == "" || len(digits) > 15 || digits[0] == '0' && len(digits) > 1 {
+		return false
+	}
+	for i := 0; i < len(digits); i++ {
+		if digits[i] < '0' || digits[i] > '9' {
+			return false
+		}
+	}
+	return true
 }
 
 // gjsonEscape escapes a key for a gjson path.

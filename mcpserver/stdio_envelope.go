@@ -11,6 +11,10 @@ type envelope struct {
 	result, error       gjson.Result // either makes the message an answer, not a request
 	// From params, when it is an object.
 	name, args, uri, requestID, meta gjson.Result
+	// The fields of args, when it is an object: read here once for both the sequencer
+	// (session_id) and the tool (newArgs), instead of a Get that skips a save's messages and a
+	// second pass in the tool.
+	argFields []argField
 }
 
 // answer reports whether the message answers a request of the server's (it has a result or
@@ -25,6 +29,9 @@ func parseEnvelope(msg gjson.Result) envelope {
 	if params.IsObject() {
 		readFirst(params, []field{{"name", &e.name}, {"arguments", &e.args}, {"uri", &e.uri},
 			{"requestId", &e.requestID}, {"_meta", &e.meta}})
+		if e.args.IsObject() {
+			e.argFields = argFields(e.args)
+		}
 	}
 	return e
 }
@@ -50,10 +57,13 @@ func readFirst(obj gjson.Result, fields []field) {
 	})
 }
 
-// sessionID is a tools/call's arguments.session_id (not Exists when absent).
+// sessionID is a tools/call's arguments.session_id (not Exists when absent; like Get, the
+// first of duplicate keys).
 func (e *envelope) sessionID() gjson.Result {
-	if !e.args.IsObject() {
-		return gjson.Result{}
+	for _, f := range e.argFields {
+		if f.key == "session_id" {
+			return f.value
+		}
 	}
-	return e.args.Get("session_id")
+	return gjson.Result{}
 }

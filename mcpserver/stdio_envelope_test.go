@@ -1,9 +1,14 @@
 package mcpserver
 
 import (
+	"context"
+	"encoding/json"
+	"fmt"
 	"strings"
 	"testing"
 
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 	"github.com/tidwall/gjson"
 )
 
@@ -65,5 +70,94 @@ func BenchmarkParseEnvelope(b *testing.B) {
 		if e.sessionID().Str != "s1" {
 			b.Fatal("no session id")
 		}
+	}
+}
+
+// TestNormalizeID: the key of an id of every JSON shape is what the round trip through
+// encoding/json gives, and what mcp-go echoes in its answer; ids that are neither strings nor
+// numbers have none.
+func TestNormalizeID(t *testing.T) {
+	srv := server.NewMCPServer("t", "1")
+	for _, raw := range []string{
+		`0`, `-0`, `1`, `-1`, `7`, `42`, `123456789012345`, `-123456789012345`, `1234567890123456`, `9007199254740993`,
+		`12345678901234567890`, `1.0`, `1.5`, `-2.25`, `1e3`, `1E3`, `1e+3`, `-1e-7`, `0.1`, `100e-2`, `1e21`, `1e400`, `01`, `-`, `+1`,
+		` 1`, `1 `, `""`, `"a"`, `"req-1"`, `"with space"`, `"~!@#$%^*()_+{}|:?[];',./"`, `"<&>"`, `"\u00e9"`, `"é"`, `"\"q\""`,
+		`"a\/b"`, `"\ud83d\ude00"`, `"\ud800"`, "\"\u2028\"", "\"\xff\"", "\"a\tb\"", `"\n"`, `"\u0041"`, `"x`, `x"`, `"`,
+		`true`, `false`, `null`, `{}`, `[]`, `[1]`, `{"a":1}`, ``,
+	} {
+		var v any
+		wantOK := json.Unmarshal([]byte(raw), &v) == nil && v != nil
+		var want string
+		switch v.(type) {
+		case string, float64:
+			b, _ := json.Marshal(v)
+			want = string(b)
+		default:
+			wantOK = false
+		}
+		got, ok := normalizeID(raw)
+		if ok != wantOK || got != want {
+			t.Errorf("normalizeID(%s) = %s, %v; want %s, %v", raw, got, ok, want, wantOK)
+		}
+		if !ok || !gjson.Valid(raw) {
+			continue
+		}
+		resp := srv.HandleMessage(context.Background(), json.RawMessage(`{"jsonrpc":"2.0","id":`+raw+`,"method":"ping"}`))
+		b, err := json.Marshal(resp)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if echoed := gjson.GetBytes(b, "id").Raw; echoed != got {
+			t.Errorf("id %s: key %s, mcp-go echoes %s", raw, got, echoed)
+		}
+	}
+}
+
+// BenchmarkNormalizeID: the key of a request's id.
+func BenchmarkNormalizeID(b *testing.B) {
+	for _, raw := range []string{`1234`, `"req-1234"`, `1.5`} {
+		b.Run(raw, func(b *testing.B) {
+			for b.Loop() {
+				if _, ok := normalizeID(raw); !ok {
+					b.Fatal("no key")
+				}
+			}
+		})
+	}
+}
+
+// TestSentArgumentsReadAsRaw: a tool reads the arguments ServeStdio took out of a message
+// (their fields, read by parseEnvelope) exactly as it reads them from RawArguments (HTTP):
+// of duplicate keys the last counts, a key sent twice is named once among unknown ones,
+// escaped keys and null values are what they decode to.
+func TestSentArgumentsReadAsRaw(t *testing.T) {
+	for _, sentArgs := range []string{
+		`{}`,
+		`{"session_id":"a","max_tokens":2000,"messages":[{"role":"user","content":"x"}]}`,
+		`{"session_id":"a","session_id":"b"}`,
+		`{"session_id":null,"max_tokens":null}`,
+		`{"session_id":"a","session_id":null}`,
+		`{"x":1,"x":2,"y":3,"session_id":"s"}`,
+		`{"session\u005fid":"s","max\u005ftokens":1.5}`,
+		`{"messages":{"role":"user"},"max_tokens":"many"}`,
+	} {
+		read := func(a *args) string {
+			s := a.str("session_id", false, "")
+			n := a.integer("max_tokens", 1)
+			m := a.raw("messages")
+			return fmt.Sprintf("%q %d %s %v", s, n, m, a.done())
+		}
+		env := parseEnvelope(gjson.Parse(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":` + sentArgs + `}}`))
+		sent := read(newArgs(withSentArguments(context.Background(), env.argFields), "t", mcp.CallToolRequest{}))
+		var req mcp.CallToolRequest
+		req.Params.RawArguments = json.RawMessage(sentArgs)
+		if raw := read(newArgs(context.Background(), "t", req)); sent != raw {
+			t.Errorf("%s: taken by ServeStdio %s, from RawArguments %s", sentArgs, sent, raw)
+		}
+	}
+	a := newArgs(withSentArguments(context.Background(), parseEnvelope(gjson.Parse(
+		`{"params":{"arguments":{"session_id":"a","session_id":"b","x":1,"x":2}}}`)).argFields), "t", mcp.CallToolRequest{})
+	if s, err := a.str("session_id", false, ""), a.done(); s != "b" || err == nil || err.Error() != `unknown argument(s) "x"; t accepts session_id` {
+		t.Errorf("duplicates: %q, %v", s, err)
 	}
 }

@@ -80,8 +80,8 @@ func (c *stdioConn) send(p *pending) {
 	p.forwarded = true
 	c.mu.Unlock()
 	ctx := c.ctx
-	if p.args != nil {
-		ctx = withRawArguments(ctx, p.args)
+	if p.taken {
+		ctx = withSentArguments(ctx, p.args)
 	}
 	if resp := c.serve(ctx, p.line); resp != nil {
 		c.writeMessage(resp)
@@ -90,10 +90,12 @@ func (c *stdioConn) send(p *pending) {
 }
 
 // takeArguments moves a tools/call's arguments out of the message mcp-go decodes into the
-// context the tool reads them from (newArgs). mcp-go would decode them into a map[string]any
-// (allocations for every string of a save's messages, and several scans of the line) that no
-// tool uses: each reads its arguments from the JSON as sent.
-func (c *stdioConn) takeArguments(p *pending, args gjson.Result) {
+// context the tool reads them from (newArgs), as the fields parseEnvelope read. mcp-go would
+// decode them into a map[string]any (allocations for every string of a save's messages, and
+// several scans of the line) that no tool uses: each reads its arguments from the JSON as
+// sent.
+func (c *stdioConn) takeArguments(p *pending, env *envelope) {
+	args := env.args
 	end := args.Index + len(args.Raw)
 	if !args.IsObject() || args.Index <= 0 || end > len(p.line) || string(p.line[args.Index:end]) != args.Raw {
 		return // left where it is: mcp-go decodes it, and the tool finds it in RawArguments
@@ -102,7 +104,7 @@ func (c *stdioConn) takeArguments(p *pending, args gjson.Result) {
 	line = append(line, p.line[:args.Index]...)
 	line = append(line, "{}"...)
 	line = append(line, p.line[end:]...)
-	p.args, p.line = p.line[args.Index:end], line
+	p.line, p.args, p.taken = line, env.argFields, true
 }
 
 // serve runs one message through mcp-go. A panic is answered the way mcp-go's stdio server

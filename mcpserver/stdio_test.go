@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -310,9 +311,14 @@ func TestStdioTakesArguments(t *testing.T) {
 	line := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"session_save","arguments":{"working_dir":"/p","messages":[{"role":"assistant","content":[{"type":"tool_call","id":"c","name":"n","arguments":{"z":12345678901234567890123,"a":"\u003c&>"}}]}]}}}`
 	p := &pending{line: []byte(line)}
 	env := parseEnvelope(gjson.Parse(line))
-	(&stdioConn{}).takeArguments(p, env.args)
-	if want := gjson.Get(line, "params.arguments").Raw; string(p.args) != want {
-		t.Fatalf("arguments taken: %s, want %s", p.args, want)
+	(&stdioConn{}).takeArguments(p, &env)
+	var taken []string
+	for _, f := range p.args {
+		taken = append(taken, f.key+"="+f.value.Raw)
+	}
+	want := []string{"working_dir=" + gjson.Get(line, "params.arguments.working_dir").Raw, "messages=" + gjson.Get(line, "params.arguments.messages").Raw}
+	if !p.taken || !slices.Equal(taken, want) {
+		t.Fatalf("arguments taken: %q, want %q", taken, want)
 	}
 	if got := gjson.GetBytes(p.line, "params.arguments").Raw; got != "{}" || gjson.GetBytes(p.line, "params.name").Str != "session_save" {
 		t.Fatalf("message left: %s", p.line)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"strconv"
 	"strings"
 	"unicode/utf8"
 
@@ -49,62 +50,76 @@ func saveTool(svc *memory.Service) server.ServerTool {
 		Tool: newTool("session_save", saveDescription+"\n\n"+saveLimits, in, out, hints{
 			title: "Save session messages", readOnly: false, destructive: false, idempotent: false, openWorld: false}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-			const name = "session_save"
-			a := newArgs(ctx, name, req)
-			r := memory.SaveRequest{
-				SessionID:     a.str("session_id", false, idHint),
-				WorkingDir:    a.str("working_dir", false, ""),
-				Name:          a.str("name", false, ""),
-				Model:         a.str("model", false, ""),
-				Provider:      a.str("provider", false, ""),
-				ParentID:      a.str("parent_id", false, ""),
-				ContextWindow: a.integer("context_window", 1),
+			r, bad := saveRequest(ctx, req)
+			if bad != nil {
+				return bad, nil
 			}
-			raw := a.raw("messages")
-			if err := a.done(); err != nil {
-				return toolError(name, err), nil
-			}
-			if r.SessionID == "" && strings.TrimSpace(r.WorkingDir) == "" {
-				return toolError(name, &argError{"working_dir is required when creating a session (no session_id given)",
-					"send the project's absolute path as working_dir, or pass session_id to append to an existing session"}), nil
-			}
-			msgs, err := decodeMessages(raw)
-			if err != nil {
-				return toolError(name, err), nil
-			}
-			r.Messages = msgs
 			res, err := svc.Save(ctx, r)
 			if err != nil {
-				return toolError(name, err), nil
+				return toolError("session_save", err), nil
 			}
-			text := fmt.Sprintf("Saved %s to session %s (%s on the path, leaf %s, context ≈ %d tokens).",
-				plural(res.Saved, "new message", "new messages"), res.SessionID,
-				plural(res.MessageCount, "message", "messages"), res.LeafID, res.ContextTokens)
-			if res.Saved < len(msgs) {
-				text += fmt.Sprintf(" %d already stored (same id), skipped.", len(msgs)-res.Saved)
-			}
-			if res.ShouldCompact {
-				text += " The context is close to the window: call session_compact now."
-			}
-			return result(res, text), nil
+			return saveAnswer(res, len(r.Messages)), nil
 		},
 	}
+}
+
+// saveRequest reads a session_save call's arguments; a bad one is answered with the returned
+// tool error. (Apart from saveTool so that a benchmark can run all of a save but the store.)
+func saveRequest(ctx context.Context, req mcp.CallToolRequest) (memory.SaveRequest, *mcp.CallToolResult) {
+	const name = "session_save"
+	a := newArgs(ctx, name, req)
+	r := memory.SaveRequest{
+		SessionID:     a.str("session_id", false, idHint),
+		WorkingDir:    a.str("working_dir", false, ""),
+		Name:          a.str("name", false, ""),
+		Model:         a.str("model", false, ""),
+		Provider:      a.str("provider", false, ""),
+		ParentID:      a.str("parent_id", false, ""),
+		ContextWindow: a.integer("context_window", 1),
+	}
+	items, sent := a.get("messages")
+	if err := a.done(); err != nil {
+		return r, toolError(name, err)
+	}
+	if r.SessionID == "" && strings.TrimSpace(r.WorkingDir) == "" {
+		return r, toolError(name, &argError{"working_dir is required when creating a session (no session_id given)",
+			"send the project's absolute path as working_dir, or pass session_id to append to an existing session"})
+	}
+	msgs, err := decodeMessages(items, sent)
+	if err != nil {
+		return r, toolError(name, err)
+	}
+	r.Messages = msgs
+	return r, nil
+}
+
+// saveAnswer is session_save's result for res, the outcome of saving sent messages.
+func saveAnswer(res memory.SaveResult, sent int) *mcp.CallToolResult {
+	// Concatenated rather than formatted (fmt.Sprintf): this is on every save's path.
+	text := "Saved " + plural(res.Saved, "new message", "new messages") + " to session " + res.SessionID +
+		" (" + plural(res.MessageCount, "message", "messages") + " on the path, leaf " + res.LeafID +
+		", context ≈ " + strconv.Itoa(res.ContextTokens) + " tokens)."
+	if res.Saved < sent {
+		text += " " + strconv.Itoa(sent-res.Saved) + " already stored (same id), skipped."
+	}
+	if res.ShouldCompact {
+		text += " The context is close to the window: call session_compact now."
+	}
+	return result(res, text)
 }
 
 const messageHint = `each message needs "role" (system, user, assistant or tool_result) and "content" ` +
 	`(a string or a list of blocks), e.g. {"role":"user","content":"hello"}`
 
-// decodeMessages decodes the messages argument one by one so an error names the bad message;
-// memory.DecodeInputMessage checks each message's field names and decodes it in one pass.
-func decodeMessages(raw json.RawMessage) ([]memory.Message, error) {
-	if len(raw) == 0 {
+// decodeMessages decodes the messages argument (items; sent false when it is absent or null)
+// one by one so an error names the bad message; memory.DecodeInputMessage checks each
+// message's field names and decodes it in one pass. items is valid JSON: newArgs read it
+// from arguments that were checked whole.
+func decodeMessages(items gjson.Result, sent bool) ([]memory.Message, error) {
+	if !sent {
 		return nil, &argError{`missing required argument "messages"`, "send at least one message; " + messageHint}
 	}
-	items := gjson.ParseBytes(raw)
-	if items.Type == gjson.Null {
-		return nil, &argError{`argument "messages" is empty`, "send at least one message; nothing was saved"}
-	}
-	if !items.IsArray() || !gjson.ValidBytes(raw) {
+	if !items.IsArray() {
 		return nil, &argError{`argument "messages" must be an array of messages`, messageHint}
 	}
 	var msgs []memory.Message
