@@ -53,6 +53,10 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return errUsage
 	}
 
+	red, err := redact.New(cfg.RedactPatterns)
+	if err != nil {
+		return fmt.Errorf("%s: %w", envRedact, err)
+	}
 	logOut := e.stderr
 	if cfg.LogFile != "" {
 		f, err := os.OpenFile(cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
@@ -60,11 +64,9 @@ func runServe(ctx context.Context, e *env, args []string) error {
 			return fmt.Errorf("open log file: %w", err)
 		}
 		defer f.Close()
-		logOut = f
-	}
-	red, err := redact.New(cfg.RedactPatterns)
-	if err != nil {
-		return fmt.Errorf("%s: %w", envRedact, err)
+		// The whole line too, as on stderr (redactingWriter): a rule can match across an
+		// attribute's key and value, which the handler below redacts one at a time.
+		logOut = &redactWriter{w: f, r: red}
 	}
 	// Every log record, at every level and from every package, is redacted before it is
 	// written: a secret in a request must not reach the log file either.
