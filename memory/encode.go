@@ -44,6 +44,15 @@ func stripEntryIDs(msgs []Message) []Message {
 // redactJSON redacts every string inside a JSON value, keys included. Values the hook leaves
 // alone are returned byte for byte, so clean arguments keep their original key order.
 func (s *Service) redactJSON(raw json.RawMessage) json.RawMessage {
+	if s.cleanJSON(raw) {
+		return raw
+	}
+	return s.redactJSONGeneral(raw)
+}
+
+// redactJSONGeneral is redactJSON for any input: decoded, redacted and encoded again when a
+// string changes.
+func (s *Service) redactJSONGeneral(raw json.RawMessage) json.RawMessage {
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil || !s.changes(v) {
 		return raw
@@ -55,6 +64,26 @@ func (s *Service) redactJSON(raw json.RawMessage) json.RawMessage {
 		return raw
 	}
 	return json.RawMessage(bytes.TrimRight(buf.Bytes(), "\n"))
+}
+
+// cleanJSON reports whether raw is valid JSON none of whose strings, keys included, the hook
+// changes: redactJSON then returns raw as it is. Every tool call's arguments pass here on
+// every save, and decoding them into maps only to find them clean cost more than the
+// redaction itself. The strings are decoded as encoding/json decodes them (jsonscan.go), so
+// the hook sees the same text; input cleanJSON cannot read goes the general way.
+func (s *Service) cleanJSON(raw []byte) bool {
+	r := newJSONReader(raw)
+	var buf []byte
+	r.onString = func(t jsonString) bool {
+		buf = appendUnquoted(buf[:0], t)
+		str := string(buf) // the hook's own copy: it may keep what it is given
+		return s.redact(str) == str
+	}
+	if _, ok := r.value(); !ok {
+		return false
+	}
+	r.ws()
+	return r.i == len(r.s)
 }
 
 func (s *Service) changes(v any) bool {

@@ -60,3 +60,10 @@ func DecodeInputBoth(raw []byte) (fast bool, diff string) {
 	}
 	return true, ""
 }
+
+// RedactJSONBoth returns what the gate makes of a JSON value with hook, and what the general
+// way (decoding it into maps) alone makes of it.
+func RedactJSONBoth(hook func(string) string, raw []byte) (got, want []byte) {
+	s := New(nil, Options{Redact: hook})
+	return s.redactJSON(raw), s.redactJSONGeneral(raw)
+}
