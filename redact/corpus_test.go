@@ -2,8 +2,10 @@ package redact
 
 import (
 	"bufio"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -108,4 +110,55 @@ func BenchmarkStringClean(b *testing.B) {
 			r.String(l)
 		}
 	}
+}
+
+// TestScanHitsMatchesTwoPasses: the one-pass scan finds the rules and the hits that scan and
+// hits find in two, on the corpus lines, the testdata and random text around triggers.
+func TestScanHitsMatchesTwoPasses(t *testing.T) {
+	r := mustNew(t)
+	texts := corpusLinesOrNone(t)
+	var triggers []string
+	for _, ru := range r.rules {
+		triggers = append(triggers, ru.triggers...)
+	}
+	rng := rand.New(rand.NewPCG(4, 4))
+	for range 20000 {
+		var b strings.Builder
+		for range rng.IntN(8) {
+			switch rng.IntN(3) {
+			case 0:
+				w := triggers[rng.IntN(len(triggers))]
+				if rng.IntN(2) == 0 {
+					w = strings.ToUpper(w)
+				}
+				b.WriteString(w)
+			case 1:
+				b.WriteString(w8[rng.IntN(len(w8))])
+			default:
+				b.WriteByte(byte(rng.IntN(256)))
+			}
+		}
+		texts = append(texts, b.String())
+	}
+	for _, s := range texts {
+		mask, hits := r.pre.scanHits(s, nil)
+		want := r.pre.scan(s)
+		var wantHits []hit
+		if want != 0 {
+			wantHits = r.pre.hits(s, want, nil)
+		}
+		if mask != want || !slices.Equal(hits, wantHits) {
+			t.Fatalf("%q: scanHits = %x %v, two passes %x %v", s, mask, hits, want, wantHits)
+		}
+	}
+}
+
+var w8 = []string{" ", "=", ":", "\n", "key", "_", "-", "é", "://", "pass", "tok"}
+
+// corpusLinesOrNone is corpusLines, or none when the corpus is absent.
+func corpusLinesOrNone(t testing.TB) []string {
+	if files, _ := filepath.Glob(filepath.Join(corpusDir, "*.jsonl")); len(files) == 0 {
+		return nil
+	}
+	return corpusLines(t)
 }
