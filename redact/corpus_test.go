@@ -117,29 +117,7 @@ func BenchmarkStringClean(b *testing.B) {
 func TestScanHitsMatchesTwoPasses(t *testing.T) {
 	r := mustNew(t)
 	texts := corpusLinesOrNone(t)
-	var triggers []string
-	for _, ru := range r.rules {
-		triggers = append(triggers, ru.triggers...)
-	}
-	rng := rand.New(rand.NewPCG(4, 4))
-	for range 20000 {
-		var b strings.Builder
-		for range rng.IntN(8) {
-			switch rng.IntN(3) {
-			case 0:
-				w := triggers[rng.IntN(len(triggers))]
-				if rng.IntN(2) == 0 {
-					w = strings.ToUpper(w)
-				}
-				b.WriteString(w)
-			case 1:
-				b.WriteString(w8[rng.IntN(len(w8))])
-			default:
-				b.WriteByte(byte(rng.IntN(256)))
-			}
-		}
-		texts = append(texts, b.String())
-	}
+	texts = append(texts, randomTriggerTexts(r, 20000)...)
 	for _, s := range texts {
 		mask, hits := r.pre.scanHits(s, nil)
 		want := r.pre.scan(s)
@@ -153,7 +131,36 @@ func TestScanHitsMatchesTwoPasses(t *testing.T) {
 	}
 }
 
-var w8 = []string{" ", "=", ":", "\n", "key", "_", "-", "é", "://", "pass", "tok"}
+// randomTriggerTexts returns n random texts of triggers (in either case), pieces of them, and
+// random bytes.
+func randomTriggerTexts(r *Redactor, n int) []string {
+	var triggers []string
+	for _, ru := range r.rules {
+		triggers = append(triggers, ru.triggers...)
+	}
+	pieces := []string{" ", "=", ":", "\n", "key", "_", "-", "é", "://", "pass", "tok", "sk-", "PRIVATE"}
+	rng := rand.New(rand.NewPCG(4, uint64(n)))
+	texts := make([]string, n)
+	for i := range texts {
+		var b strings.Builder
+		for range rng.IntN(8) {
+			switch rng.IntN(3) {
+			case 0:
+				w := triggers[rng.IntN(len(triggers))]
+				if rng.IntN(2) == 0 {
+					w = strings.ToUpper(w)
+				}
+				b.WriteString(w)
+			case 1:
+				b.WriteString(pieces[rng.IntN(len(pieces))])
+			default:
+				b.WriteByte(byte(rng.IntN(256)))
+			}
+		}
+		texts[i] = b.String()
+	}
+	return texts
+}
 
 // corpusLinesOrNone is corpusLines, or none when the corpus is absent.
 func corpusLinesOrNone(t testing.TB) []string {
