@@ -10,7 +10,13 @@ import (
 // parent_id, ts) so scanners can stop early, and no HTML escaping, so stored text reads and
 // searches as written.
 func encodeEntry(e Entry) ([]byte, error) {
-	if b, ok := appendMessageEntry(nil, &e); ok {
+	var dst []byte
+	if e.Message != nil {
+		// Room for what is usually written, so the buffer is not grown and copied a few
+		// times over; a message with much to escape grows it as before.
+		dst = make([]byte, 0, 128+textBytes(e.Message.Content)*9/8)
+	}
+	if b, ok := appendMessageEntry(dst, &e); ok {
 		return b, nil
 	}
 	var buf bytes.Buffer
@@ -20,6 +26,17 @@ func encodeEntry(e Entry) ([]byte, error) {
 		return nil, fmt.Errorf("encode %s entry: %w", e.Type, err)
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// textBytes is the length of the text of blocks: what most of their encoding is.
+func textBytes(blocks []Block) int {
+	n := 0
+	for i := range blocks {
+		b := &blocks[i]
+		n += 48 + len(b.Text) + len(b.Thinking) + len(b.ID) + len(b.Name) + len(b.Arguments) +
+			len(b.ToolCallID) + len(b.MediaType) + len(b.Data) + textBytes(b.Content)
+	}
+	return n
 }
 
 // redact applies the configured redaction to one text.
