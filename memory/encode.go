@@ -96,11 +96,7 @@ func (s *Service) cleanJSON(raw []byte) bool {
 		str := string(buf) // the hook's own copy: it may keep what it is given
 		return s.redact(str) == str
 	}
-	if _, ok := r.value(); !ok {
-		return false
-	}
-	r.ws()
-	return r.i == len(r.s)
+	return r.whole()
 }
 
 func (s *Service) changes(v any) bool {

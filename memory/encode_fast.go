@@ -157,14 +157,11 @@ func (b *Block) appendJSON(out []byte) ([]byte, error) {
 // scanner json.Compact runs was a third of encoding a message) and, being mostly compact
 // already, copied as they are; what the reader declines goes to json.Compact.
 func appendCompactJSON(out, raw []byte) ([]byte, error) {
-	r := newJSONReader(raw)
-	if _, ok := r.value(); ok {
-		if r.ws(); r.i == len(r.s) {
-			if !r.spaced {
-				return append(out, raw...), nil
-			}
-			return appendUnspaced(out, raw), nil
+	if r := newJSONReader(raw); r.whole() {
+		if !r.spaced {
+			return append(out, raw...), nil
 		}
+		return appendUnspaced(out, raw), nil
 	}
 	buf := bytes.NewBuffer(out)
 	if err := json.Compact(buf, raw); err != nil {

@@ -206,7 +206,7 @@ func TestAppendJSONString(t *testing.T) {
 }
 
 // TestAppendCompactJSON: arguments are compacted as json.Compact compacts them, and fail where
-// it fails, on valid values (compact, spaced, with strings holding what looks like white
+// it fails (and isJSONObject agrees with json.Valid), on valid values (compact, spaced, with strings holding what looks like white
 // space and quotes) and damaged ones.
 func TestAppendCompactJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
@@ -219,6 +219,11 @@ func TestAppendCompactJSON(t *testing.T) {
 		inputs = append(inputs, v[:i]+v[i+1:], v[:i]+" "+v[i:], v[:i]+`"`+v[i:])
 	}
 	for _, in := range inputs {
+		// isJSONObject reads arguments with the same reader: it must keep json.Valid's verdict.
+		t0 := bytes.TrimLeft([]byte(in), " \t\r\n")
+		if want := len(t0) > 0 && t0[0] == '{' && json.Valid([]byte(in)); isJSONObject([]byte(in)) != want {
+			t.Fatalf("%q: isJSONObject = %v, want %v", in, !want, want)
+		}
 		var want bytes.Buffer
 		werr := json.Compact(&want, []byte(in))
 		got, err := appendCompactJSON([]byte("prefix"), []byte(in))

@@ -229,6 +229,23 @@ func (r *jsonReader) members(member func(key string) bool) bool {
 	}
 }
 
+// whole reads the text as one value with nothing after it but white space.
+func (r *jsonReader) whole() bool {
+	if _, ok := r.value(); !ok {
+		return false
+	}
+	r.ws()
+	return r.i == len(r.s)
+}
+
+// validJSON reports whether the reader reads raw as one JSON value: then json.Valid does too,
+// and its slower scanner need not run; false says nothing (the reader declines nesting deeper
+// than it follows).
+func validJSON(raw []byte) bool {
+	r := newJSONReader(raw)
+	return r.whole()
+}
+
 // container reads an object or an array whose first byte is open.
 func (r *jsonReader) container(open byte) bool {
 	r.i++
