@@ -10,7 +10,10 @@ import (
 // EstimateMessage estimates the tokens of one message (chars/4 rounded up over text, thinking,
 // tool-call name + JSON arguments, tool-result content; ImageTokens per image).
 func EstimateMessage(msg []byte) int {
-	chars, images := messageChars(gjson.Get(view(msg), "content"))
+	chars, images, ok := scanMessageChars(view(msg)) // one pass (estimate_scan.go)
+	if !ok {
+		chars, images = messageChars(gjson.Get(view(msg), "content"))
+	}
 	return ceilDiv4(chars) + images*ImageTokens
 }
 
@@ -21,6 +24,8 @@ func ceilDiv4(n int) int { return (n + 3) / 4 }
 
 // messageChars counts the characters a message's content contributes to the estimate, and its
 // images. content is a string (one text block) or a block list; tool_result blocks recurse.
+// It is the definition scanMessageChars follows, and reads what that one declines (and the
+// tests compare the two).
 func messageChars(content gjson.Result) (chars, images int) {
 	if content.Type == gjson.String {
 		return utf8.RuneCountInString(content.Str), 0

@@ -10,7 +10,13 @@ import (
 // parent_id, ts) so scanners can stop early, and no HTML escaping, so stored text reads and
 // searches as written.
 func encodeEntry(e Entry) ([]byte, error) {
-	if b, ok := appendMessageEntry(nil, &e); ok {
+	var dst []byte
+	if e.Message != nil {
+		// Room for what is usually written, so the buffer is not grown and copied a few
+		// times over; a message with much to escape grows it as before.
+		dst = make([]byte, 0, 128+textBytes(e.Message.Content)*9/8)
+	}
+	if b, ok := appendMessageEntry(dst, &e); ok {
 		return b, nil
 	}
 	var buf bytes.Buffer
@@ -20,6 +26,17 @@ func encodeEntry(e Entry) ([]byte, error) {
 		return nil, fmt.Errorf("encode %s entry: %w", e.Type, err)
 	}
 	return bytes.TrimRight(buf.Bytes(), "\n"), nil
+}
+
+// textBytes is the length of the text of blocks: what most of their encoding is.
+func textBytes(blocks []Block) int {
+	n := 0
+	for i := range blocks {
+		b := &blocks[i]
+		n += 48 + len(b.Text) + len(b.Thinking) + len(b.ID) + len(b.Name) + len(b.Arguments) +
+			len(b.ToolCallID) + len(b.MediaType) + len(b.Data) + textBytes(b.Content)
+	}
+	return n
 }
 
 // redact applies the configured redaction to one text.
@@ -44,6 +61,15 @@ func stripEntryIDs(msgs []Message) []Message {
 // redactJSON redacts every string inside a JSON value, keys included. Values the hook leaves
 // alone are returned byte for byte, so clean arguments keep their original key order.
 func (s *Service) redactJSON(raw json.RawMessage) json.RawMessage {
+	if s.cleanJSON(raw) {
+		return raw
+	}
+	return s.redactJSONGeneral(raw)
+}
+
+// redactJSONGeneral is redactJSON for any input: decoded, redacted and encoded again when a
+// string changes.
+func (s *Service) redactJSONGeneral(raw json.RawMessage) json.RawMessage {
 	var v any
 	if err := json.Unmarshal(raw, &v); err != nil || !s.changes(v) {
 		return raw
@@ -55,6 +81,22 @@ func (s *Service) redactJSON(raw json.RawMessage) json.RawMessage {
 		return raw
 	}
 	return json.RawMessage(bytes.TrimRight(buf.Bytes(), "\n"))
+}
+
+// cleanJSON reports whether raw is valid JSON none of whose strings, keys included, the hook
+// changes: redactJSON then returns raw as it is. Every tool call's arguments pass here on
+// every save, and decoding them into maps only to find them clean cost more than the
+// redaction itself. The strings are decoded as encoding/json decodes them (jsonscan.go), so
+// the hook sees the same text; input cleanJSON cannot read goes the general way.
+func (s *Service) cleanJSON(raw []byte) bool {
+	r := newJSONReader(raw)
+	var buf []byte
+	r.onString = func(t jsonString) bool {
+		buf = appendUnquoted(buf[:0], t)
+		str := string(buf) // the hook's own copy: it may keep what it is given
+		return s.redact(str) == str
+	}
+	return r.whole()
 }
 
 func (s *Service) changes(v any) bool {

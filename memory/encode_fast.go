@@ -122,11 +122,10 @@ func (b *Block) appendJSON(out []byte) ([]byte, error) {
 		switch {
 		case len(b.Arguments) > 0:
 			out = append(out, `,"arguments":`...)
-			buf := bytes.NewBuffer(out)
-			if err := json.Compact(buf, b.Arguments); err != nil {
+			var err error
+			if out, err = appendCompactJSON(out, b.Arguments); err != nil {
 				return nil, err
 			}
-			out = buf.Bytes()
 		case b.absent&absentArguments == 0:
 			out = append(out, `,"arguments":{}`...)
 		}
@@ -153,6 +152,42 @@ func (b *Block) appendJSON(out []byte) ([]byte, error) {
 	return append(out, '}'), nil
 }
 
+// appendCompactJSON appends raw without its insignificant white space, as json.Compact does,
+// and fails where json.Compact fails. Arguments are read once with jsonscan.go's reader (the
+// scanner json.Compact runs was a third of encoding a message) and, being mostly compact
+// already, copied as they are; what the reader declines goes to json.Compact.
+func appendCompactJSON(out, raw []byte) ([]byte, error) {
+	if r := newJSONReader(raw); r.whole() {
+		if !r.spaced {
+			return append(out, raw...), nil
+		}
+		return appendUnspaced(out, raw), nil
+	}
+	buf := bytes.NewBuffer(out)
+	if err := json.Compact(buf, raw); err != nil {
+		return nil, err
+	}
+	return buf.Bytes(), nil
+}
+
+// appendUnspaced appends valid JSON without the white space outside its strings.
+func appendUnspaced(out, raw []byte) []byte {
+	inStr, esc := false, false
+	for _, c := range raw {
+		switch {
+		case inStr:
+			inStr = esc || c != '"'
+			esc = !esc && c == '\\'
+		case c == ' ' || c == '\t' || c == '\n' || c == '\r':
+			continue
+		case c == '"':
+			inStr = true
+		}
+		out = append(out, c)
+	}
+	return out
+}
+
 // appendJSONString appends s as a JSON string the way encoding/json does with HTML escaping
 // off: quote, backslash and control characters escaped (\b \f \n \r \t by their short forms,
 // the others as \u00XX), invalid UTF-8 replaced by \ufffd, and U+2028 and U+2029 escaped
@@ -162,12 +197,11 @@ func appendJSONString(out []byte, s string) []byte {
 	out = append(out, '"')
 	start := 0
 	for i := 0; i < len(s); {
+		if i = plainRun(s, i); i == len(s) { // printable ASCII but '"' and '\\' is copied as is
+			break
+		}
 		c := s[i]
 		if c < utf8.RuneSelf {
-			if c >= 0x20 && c != '"' && c != '\\' {
-				i++
-				continue
-			}
 			out = append(out, s[start:i]...)
 			switch c {
 			case '"', '\\':

@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"encoding/json"
 	"math/rand/v2"
 	"strings"
@@ -76,7 +77,8 @@ func oracleEncode(t *testing.T, e Entry) string {
 
 // pieces are the fragments random strings are made of: every escaping rule and UTF-8 case.
 var pieces = []string{"a", "Z", " ", "<", ">", "&", `"`, `\`, "/", "\x00", "\x01", "\b", "\f", "\n", "\r", "\t", "\x1f", "\x7f",
-	"é", "€", "😀", "\u2028", "\u2029", "\u2027", "\ufffd", "\xff", "\xc3", "\xed\xa0\x80", "\xf4\x90\x80\x80", "abc def"}
+	"é", "€", "😀", "\u2028", "\u2029", "\u2027", "\ufffd", "\xff", "\xc3", "\xed\xa0\x80", "\xf4\x90\x80\x80", "abc def",
+	"the quick brown fox jumps over the lazy dog", "0123456789abcdef"}
 
 func randString(r *rand.Rand) string {
 	var sb strings.Builder
@@ -86,7 +88,8 @@ func randString(r *rand.Rand) string {
 	return sb.String()
 }
 
-var argsSamples = []string{`{}`, `{"a":1}`, ` { "path" : "<a&b>\u2028" , "n" : [ 1 , 2 ] } `, "{\n\t\"x\": {\"y\": null}\n}"}
+var argsSamples = []string{`{}`, `{"a":1}`, ` { "path" : "<a&b>\u2028" , "n" : [ 1 , 2 ] } `, "{\n\t\"x\": {\"y\": null}\n}",
+	`{"s":"a \" b \\" , "t" : "\\" }`, `{"content":"line one\nline two with some length to it\n\tindented \"quoted\""}`}
 
 func randBlock(r *rand.Rand, depth int) Block {
 	types := []string{BlockText, BlockThinking, BlockToolCall, BlockToolResult, BlockImage}
@@ -200,4 +203,59 @@ func TestAppendJSONString(t *testing.T) {
 			t.Fatalf("%q: got %s, want %s", s, got, want)
 		}
 	}
+}
+
+// TestAppendCompactJSON: arguments are compacted as json.Compact compacts them, and fail where
+// it fails (and isJSONObject agrees with json.Valid), on valid values (compact, spaced, with strings holding what looks like white
+// space and quotes) and damaged ones.
+func TestAppendCompactJSON(t *testing.T) {
+	r := rand.New(rand.NewPCG(5, 6))
+	inputs := append([]string{``, ` `, `{`, `{"a":1}x`, `{"a":01}`, `"\x"`, "\"\x01\"", `[1,]`, `{"a" 1}`, `nul`,
+		strings.Repeat("[", 600) + strings.Repeat("]", 600)}, argsSamples...)
+	for range 3000 {
+		v := randJSON(r, 0)
+		inputs = append(inputs, v)
+		i := r.IntN(len(v))
+		inputs = append(inputs, v[:i]+v[i+1:], v[:i]+" "+v[i:], v[:i]+`"`+v[i:])
+	}
+	for _, in := range inputs {
+		// isJSONObject reads arguments with the same reader: it must keep json.Valid's verdict.
+		t0 := bytes.TrimLeft([]byte(in), " \t\r\n")
+		if want := len(t0) > 0 && t0[0] == '{' && json.Valid([]byte(in)); isJSONObject([]byte(in)) != want {
+			t.Fatalf("%q: isJSONObject = %v, want %v", in, !want, want)
+		}
+		var want bytes.Buffer
+		werr := json.Compact(&want, []byte(in))
+		got, err := appendCompactJSON([]byte("prefix"), []byte(in))
+		if (err != nil) != (werr != nil) {
+			t.Fatalf("%q: error %v, json.Compact %v", in, err, werr)
+		}
+		if err == nil && string(got) != "prefix"+want.String() {
+			t.Fatalf("%q: got %s, want prefix%s", in, got, want.String())
+		}
+	}
+}
+
+// randJSON returns a random JSON value with random white space between its tokens.
+func randJSON(r *rand.Rand, depth int) string {
+	sp := func() string { return []string{"", "", " ", "\n\t", "\r\n "}[r.IntN(5)] }
+	switch n := r.IntN(7); {
+	case n == 0 || depth > 3:
+		return []string{"null", "true", "false", "0", "-12.5e+3", "7"}[r.IntN(6)]
+	case n < 3:
+		b, _ := marshalNoEscape(randString(r))
+		return string(b)
+	case n == 3:
+		var parts []string
+		for range r.IntN(4) {
+			parts = append(parts, sp()+randJSON(r, depth+1)+sp())
+		}
+		return "[" + strings.Join(parts, ",") + "]"
+	}
+	var parts []string
+	for range r.IntN(4) {
+		k, _ := marshalNoEscape(randString(r))
+		parts = append(parts, sp()+string(k)+sp()+":"+sp()+randJSON(r, depth+1)+sp())
+	}
+	return "{" + strings.Join(parts, ",") + "}"
 }

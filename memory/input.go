@@ -41,6 +41,15 @@ func (e *InputError) Error() string { return e.Detail }
 // thinking block without its text, or an empty string content is an InputError, as is a
 // value of the wrong type. Everything else (roles, ids, sizes) is checked by Save.
 func DecodeInputMessage(raw []byte) (Message, error) {
+	if m, ok := decodeInputFast(raw); ok { // the common case, in one pass (input_fast.go)
+		return m, nil
+	}
+	return decodeInputGeneral(raw)
+}
+
+// decodeInputGeneral is DecodeInputMessage for every input, with gjson: it finds the errors,
+// and it is the definition decodeInputFast follows (the tests compare the two).
+func decodeInputGeneral(raw []byte) (Message, error) {
 	r := gjson.ParseBytes(raw)
 	if !r.IsObject() {
 		return Message{}, &InputError{" must be an object"}

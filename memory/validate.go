@@ -222,5 +222,5 @@ func clip(s string, n int) string {
 // accepts), without building the map.
 func isJSONObject(raw []byte) bool {
 	t := bytes.TrimLeft(raw, " \t\r\n")
-	return len(t) > 0 && t[0] == '{' && json.Valid(raw)
+	return len(t) > 0 && t[0] == '{' && (validJSON(raw) || json.Valid(raw))
 }

@@ -2,8 +2,10 @@ package redact
 
 import (
 	"bufio"
+	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -108,4 +110,62 @@ func BenchmarkStringClean(b *testing.B) {
 			r.String(l)
 		}
 	}
+}
+
+// TestScanHitsMatchesTwoPasses: the one-pass scan finds the rules and the hits that scan and
+// hits find in two, on the corpus lines, the testdata and random text around triggers.
+func TestScanHitsMatchesTwoPasses(t *testing.T) {
+	r := mustNew(t)
+	texts := corpusLinesOrNone(t)
+	texts = append(texts, randomTriggerTexts(r, 20000)...)
+	for _, s := range texts {
+		mask, hits := r.pre.scanHits(s, nil)
+		want := r.pre.scan(s)
+		var wantHits []hit
+		if want != 0 {
+			wantHits = r.pre.hits(s, want, nil)
+		}
+		if mask != want || !slices.Equal(hits, wantHits) {
+			t.Fatalf("%q: scanHits = %x %v, two passes %x %v", s, mask, hits, want, wantHits)
+		}
+	}
+}
+
+// randomTriggerTexts returns n random texts of triggers (in either case), pieces of them, and
+// random bytes.
+func randomTriggerTexts(r *Redactor, n int) []string {
+	var triggers []string
+	for _, ru := range r.rules {
+		triggers = append(triggers, ru.triggers...)
+	}
+	pieces := []string{" ", "=", ":", "\n", "key", "_", "-", "é", "://", "pass", "tok", "sk-", "PRIVATE"}
+	rng := rand.New(rand.NewPCG(4, uint64(n)))
+	texts := make([]string, n)
+	for i := range texts {
+		var b strings.Builder
+		for range rng.IntN(8) {
+			switch rng.IntN(3) {
+			case 0:
+				w := triggers[rng.IntN(len(triggers))]
+				if rng.IntN(2) == 0 {
+					w = strings.ToUpper(w)
+				}
+				b.WriteString(w)
+			case 1:
+				b.WriteString(pieces[rng.IntN(len(pieces))])
+			default:
+				b.WriteByte(byte(rng.IntN(256)))
+			}
+		}
+		texts[i] = b.String()
+	}
+	return texts
+}
+
+// corpusLinesOrNone is corpusLines, or none when the corpus is absent.
+func corpusLinesOrNone(t testing.TB) []string {
+	if files, _ := filepath.Glob(filepath.Join(corpusDir, "*.jsonl")); len(files) == 0 {
+		return nil
+	}
+	return corpusLines(t)
 }

@@ -50,8 +50,7 @@ func (r *Redactor) String(s string) string {
 	if s == "" {
 		return s
 	}
-	if mask := r.pre.scan(s); mask != 0 {
-		hits := r.pre.hits(s, mask, nil)
+	if mask, hits := r.pre.scanHits(s, nil); mask != 0 {
 		for i, ru := range r.rules {
 			bit := uint64(1) << uint(i)
 			if mask&bit == 0 {

@@ -1,0 +1,284 @@
+package memory_test
+
+import (
+	"bytes"
+	"encoding/json"
+	"math/rand/v2"
+	"strings"
+	"testing"
+
+	"github.com/sessionmem/sessionmem/internal/testcorpus"
+	"github.com/sessionmem/sessionmem/memory"
+)
+
+// The one-pass decoder (decodeInputFast) must give exactly the Message the general decoder
+// gives, unexported fields included, whenever it accepts a message, and must decline every
+// message the general decoder refuses. These tests compare the two on odd shapes, the corpus
+// (compact and indented), random messages, random damage to them, and fuzzed bytes.
+
+func checkDecodeBoth(t *testing.T, raw string, wantFast bool) {
+	t.Helper()
+	fast, diff := memory.DecodeInputBoth([]byte(raw))
+	if diff != "" {
+		t.Fatalf("%q:\n%s", raw, diff)
+	}
+	if wantFast && !fast {
+		t.Fatalf("%q: the one-pass decoder declined it", raw)
+	}
+}
+
+func TestDecodeInputFastShapes(t *testing.T) {
+	tests := []struct {
+		raw  string
+		fast bool
+	}{
+		{`{"role":"user","content":"hello"}`, true},
+		{` {"id":"u1", "role":"user","content":"a <b> && \"c\" \u00e9\ud83d\ude00 \n\/\b\f\r\t\\"} `, true},
+		{`{"role":"user","content":"\ud83d \ude00 \ud83d\u0041 \ud83d\ud83d\ude00 \udbff\udfff \u0000 \uFFFD"}`, true},
+		{"{\"role\":\"user\",\"content\":\"a\xffb\xe2\x82 \xe2\x82\\u00e9\xa9 \xed\xa0\x80\"}", true},
+		{`{"role":"assistant","content":[{"type":"text","text":""},{"type":"thinking","thinking":"hm"}],"usage":{"input_tokens":10,"output_tokens":2}}`, true},
+		{`{"role":"assistant","content":[{"type":"tool_call","id":"c1","name":"read","arguments":{"path": "a.go",  "n": [1.50, -0, 2e-3, true, null]}}]}`, true},
+		{`{"role":"assistant","content":[{"type":"tool_call","id":"c1","name":"read"}]}`, true},
+		{`{"role":"assistant","content":[{"type":"tool_call","id":"c1","name":"read","arguments":null}]}`, true},
+		{`{"role":"assistant","content":[{"type":"tool_call","id":"c1","name":"read","arguments":"{\"a\":1}"}]}`, true},
+		{`{"role":"assistant","content":[{"arguments":-12.5E+3,"name":"read","type":"tool_call"}]}`, true},
+		{`{"role":"tool_result","content":[{"type":"tool_result","tool_call_id":"c1","content":[]}]}`, true},
+		{`{"role":"tool_result","content":[{"type":"tool_result","tool_call_id":"c1"}]}`, true},
+		{`{"role":"tool_result","content":[{"type":"tool_result","tool_call_id":"c1","content":"out","is_error":true}]}`, true},
+		{`{"role":"tool_result","content":[{"type":"tool_result","tool_call_id":"c1","content":"","is_error":false}]}`, true},
+		{`{"role":"tool_result","content":[{"type":"tool_result","tool_call_id":"c1","content":null,"is_error":null}]}`, true},
+		{`{"role":"tool_result","content":[{"type":"tool_result","tool_call_id":"c1","content":[{"type":"text","text":"x"},{"type":"image","media_type":"image/png","data":"AAAA"}],"is_error":false}]}`, true},
+		{`{"role":"tool_result","content":[{"type":"tool_result","content":[{"type":"tool_result","content":[{"type":"text","text":null}]}]}]}`, true},
+		{`{"role":"user","content":[{"type":"image","media_type":"image/png","data":"iVBOR"}],"pinned":true}`, true},
+		{`{"role":"user","content":"x","pinned":null,"id":null,"usage":null,"entry_id":null}`, true},
+		{`{"role":"user","content":[]}`, true},
+		{`{"role":"user","content":null}`, true},
+		{`{"role":"user"}`, true},
+		{`{}`, true},
+		{`{"entry_id":"e1","role":"system","content":"sys","pinned":false}`, true},
+		{`{"role":"assistant","content":"x","usage":{"input_tokens":-1,"output_tokens":0,"extra":{"a":[5]}}}`, true},
+		{`{"role":"assistant","content":"x","usage":{"input_tokens":null,"output_tokens":-0}}`, true},
+		{`{"role":"assistant","content":"x","usage":{}}`, true},
+		{`{"role":"assistant","content":"x","usage":{"input_tokens":123456789012345678}}`, true},
+
+		// Left to the general decoder (which decodes or refuses them).
+		{`{"role":"user","content":"first","content":"second"}`, false},
+		{`{"role":"user","content":[{"Type":"text","Text":"folded"}]}`, false},
+		{`{"role":"user","content":[{"type":"mystery","whatever":1}]}`, false},
+		{`{"role":"user","content":[{"text":"no type"}]}`, false},
+		{`{"role":"user","content":[{"type":"te\u0078t","text":"escaped type"}]}`, false},
+		{`{"r\u006fle":"user","content":"escaped key"}`, false},
+		{`{"role":"user","content":[null]}`, false},
+		{`{"role":"user","content":["a"]}`, false},
+		{`{"role":"user","content":""}`, false},
+		{`{"role":"user","content":42}`, false},
+		{`{"role":5,"content":"x"}`, false},
+		{`{"role":"user","content":[{"type":"text"}]}`, false},
+		{`{"role":"user","content":[{"type":"text","text":"a","text":"b"}]}`, false},
+		{`{"role":"user","content":[{"type":"text","txt":"x"}]}`, false},
+		{`{"role":"user","contents":"x"}`, false},
+		{`{"role":"assistant","content":"x","usage":{"input_tokens":1.5}}`, false},
+		{`{"role":"assistant","content":"x","usage":{"input_tokens":1e3}}`, false},
+		{`{"role":"assistant","content":"x","usage":{"input_tokens":1234567890123456789}}`, false},
+		{`{"role":"assistant","content":"x","usage":{"Input_Tokens":7}}`, false},
+		{"{\"role\":\"assistant\",\"content\":\"x\",\"usage\":{\"output_to\u212aens\":7}}", false},
+		{`{"role":"assistant","content":"x","usage":{"input_tokens":1,"input_tokens":2}}`, false},
+		{`{"role":"assistant","content":"x","usage":[]}`, false},
+		{`{"role":"user","content":"x","pinned":"yes"}`, false},
+		{`{"role":"tool_result","content":[{"type":"tool_result","tool_call_id":"c","is_error":"no"}]}`, false},
+		{`{"role":"tool_result","content":[{"type":"tool_result","tool_call_id":"c","content":5}]}`, false},
+		{`{"role":"user","content":"x"} trailing`, false},
+		{"{\"role\":\"user\",\"content\":\"raw\nnewline\"}", false},
+		{`{"role":"user","content":"bad \q escape"}`, false},
+		{`{"role":"assistant","content":[{"type":"tool_call","name":"r","arguments":{"a" 1}}]}`, false},
+		{`"hello"`, false},
+		{`[]`, false},
+		{``, false},
+	}
+	for _, tt := range tests {
+		checkDecodeBoth(t, tt.raw, tt.fast)
+	}
+}
+
+// TestDecodeInputFastCorpus: every corpus message, as json.Marshal writes it and indented,
+// is read in one pass to the general decoder's Message.
+func TestDecodeInputFastCorpus(t *testing.T) {
+	for _, m := range testcorpus.Sized(t, 3000, 0, 1<<30) {
+		raw, err := json.Marshal(m)
+		if err != nil {
+			t.Fatal(err)
+		}
+		checkDecodeBoth(t, string(raw), true)
+		var pretty bytes.Buffer
+		if err := json.Indent(&pretty, raw, "", "\t"); err != nil {
+			t.Fatal(err)
+		}
+		checkDecodeBoth(t, pretty.String(), true)
+	}
+}
+
+// TestDecodeInputFastRandom compares the decoders on random messages and damaged ones.
+func TestDecodeInputFastRandom(t *testing.T) {
+	rng := rand.New(rand.NewPCG(5, 8))
+	fast := 0
+	for range 20000 {
+		raw := randomInput(rng)
+		if ok, _ := memory.DecodeInputBoth([]byte(raw)); ok {
+			fast++
+		}
+		checkDecodeBoth(t, raw, false)
+		checkDecodeBoth(t, damage(rng, raw), false)
+	}
+	if fast < 5000 {
+		t.Errorf("only %d of 20000 random messages took the one-pass decoder", fast)
+	}
+}
+
+func FuzzDecodeInputMessage(f *testing.F) {
+	rng := rand.New(rand.NewPCG(9, 4))
+	for range 50 {
+		f.Add(randomInput(rng))
+	}
+	f.Fuzz(func(t *testing.T, raw string) { checkDecodeBoth(t, raw, false) })
+}
+
+// randomInput returns a message with mostly well-formed fields of the contract, some of the
+// wrong type, some misnamed, repeated, or escaped.
+func randomInput(rng *rand.Rand) string {
+	var members []string
+	for _, k := range []string{"id", "role", "content", "usage", "pinned", "entry_id"} {
+		if rng.IntN(5) == 0 {
+			continue
+		}
+		var v string
+		switch k {
+		case "content":
+			v = randomInputContent(rng, 0)
+		case "usage":
+			v = pick(rng, `null`, `{"input_tokens":12,"output_tokens":3}`, `{"output_tokens":-0,"cache":[1,{}]}`,
+				`{"input_tokens":1.0}`, `{}`, `{"INPUT_TOKENS":2}`, `[]`)
+		case "pinned":
+			v = pick(rng, "true", "false", "null", `"yes"`)
+		default:
+			v = randomInputString(rng)
+		}
+		members = append(members, `"`+k+`":`+v)
+	}
+	if rng.IntN(20) == 0 {
+		members = append(members, pick(rng, `"content":"again"`, `"Role":"user"`, `"extra":1`, `"r\u006fle":"user"`))
+	}
+	return joinObject(rng, members)
+}
+
+func randomInputContent(rng *rand.Rand, depth int) string {
+	switch rng.IntN(12) {
+	case 0:
+		return randomInputString(rng)
+	case 1:
+		return pick(rng, `null`, `""`, `5`, `{}`, `[null]`, `["x"]`)
+	}
+	var parts []string
+	for range rng.IntN(4) {
+		parts = append(parts, randomInputBlock(rng, depth))
+	}
+	return "[" + strings.Join(parts, ","+space(rng)) + "]"
+}
+
+var inputBlockKeys = map[string][]string{
+	"text":        {"text"},
+	"thinking":    {"thinking"},
+	"tool_call":   {"id", "name", "arguments"},
+	"tool_result": {"tool_call_id", "content", "is_error"},
+	"image":       {"media_type", "data"},
+	"mystery":     {"text", "data"},
+}
+
+func randomInputBlock(rng *rand.Rand, depth int) string {
+	typ := pick(rng, "text", "thinking", "tool_call", "tool_result", "image", "mystery")
+	members := []string{`"type":"` + typ + `"`}
+	for _, k := range inputBlockKeys[typ] {
+		if rng.IntN(6) == 0 {
+			continue
+		}
+		var v string
+		switch {
+		case k == "arguments":
+			v = pick(rng, `{"path":"a.go"}`, `{ "cmd" : "ls -l" , "n" : [1, 2.5e3, true, null] }`, `null`, `"{}"`, `-1`,
+				`{"s":`+randomInputString(rng)+`}`)
+		case k == "content" && depth < 2:
+			v = randomInputContent(rng, depth+1)
+		case k == "is_error":
+			v = pick(rng, "true", "false", "null", `"no"`)
+		case rng.IntN(20) == 0:
+			v = pick(rng, "null", "7", "[]")
+		default:
+			v = randomInputString(rng)
+		}
+		members = append(members, `"`+k+`":`+v)
+	}
+	if rng.IntN(25) == 0 {
+		members = append(members, pick(rng, `"Text":"x"`, `"extra":"x"`, `"type":"text"`, `"content":"x"`))
+	}
+	return joinObject(rng, members)
+}
+
+var inputStringParts = []string{
+	"a", "Z", " ", "é", "€", "😀", "\xff", "\xe2\x82", "\x80", "\xed\xa0\x80", "{", "]", ":",
+	`\n`, `\t`, `\"`, `\\`, `\/`, `\b`, `\f`, `\r`, `\u0041`, `\u00e9`, `\u20ac`, `\uFFFD`,
+	`\ud83d`, `\ude00`, `\ud83d\ude00`, `\uD83D\uDE00`, `\udbff\udfff`, `\ud800`, `\udc00`, `\udcff\udc00`, `\ud800\udbff`, `\u0000`, "<>&", "\u2028",
+}
+
+func randomInputString(rng *rand.Rand) string {
+	var b strings.Builder
+	b.WriteString(`"`)
+	for range rng.IntN(10) {
+		b.WriteString(inputStringParts[rng.IntN(len(inputStringParts))])
+	}
+	if rng.IntN(4) == 0 {
+		b.WriteString(strings.Repeat("plain text runs ", rng.IntN(8)))
+	}
+	b.WriteString(`"`)
+	return b.String()
+}
+
+func joinObject(rng *rand.Rand, members []string) string {
+	rng.Shuffle(len(members), func(i, j int) { members[i], members[j] = members[j], members[i] })
+	var b strings.Builder
+	b.WriteString("{" + space(rng))
+	for i, m := range members {
+		if i > 0 {
+			b.WriteString("," + space(rng))
+		}
+		k, v, _ := strings.Cut(m, ":")
+		b.WriteString(k + space(rng) + ":" + space(rng) + v + space(rng))
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+func pick(rng *rand.Rand, options ...string) string { return options[rng.IntN(len(options))] }
+
+func space(rng *rand.Rand) string {
+	if rng.IntN(4) != 0 {
+		return ""
+	}
+	return pick(rng, " ", "\n", "\t ", "\r\n  ")
+}
+
+// damage changes, inserts or removes a byte of raw, or cuts it.
+func damage(rng *rand.Rand, raw string) string {
+	if raw == "" {
+		return raw
+	}
+	i := rng.IntN(len(raw))
+	junk := string(`"\{}[],: 0atn\u`[rng.IntN(15)])
+	switch rng.IntN(4) {
+	case 0:
+		return raw[:i] + junk + raw[i+1:]
+	case 1:
+		return raw[:i] + junk + raw[i:]
+	case 2:
+		return raw[:i] + raw[i+1:]
+	}
+	return raw[:i]
+}
