@@ -68,10 +68,13 @@ func (s *Service) redactJSON(raw json.RawMessage) json.RawMessage {
 }
 
 // redactJSONGeneral is redactJSON for any input: decoded, redacted and encoded again when a
-// string changes.
+// string changes. The strings are looked at in the bytes, not in the decoded value: decoders
+// keep a repeated key's last value, so an earlier one never shows there, and kept as it was
+// sent, a secret under a shadowed key would reach the disk. Encoded again, the shadowed
+// values go, which changes nothing a reader of the value sees.
 func (s *Service) redactJSONGeneral(raw json.RawMessage) json.RawMessage {
 	var v any
-	if err := json.Unmarshal(raw, &v); err != nil || !s.changes(v) {
+	if err := json.Unmarshal(raw, &v); err != nil || !s.stringsChange(raw) {
 		return raw
 	}
 	var buf bytes.Buffer
@@ -99,24 +102,19 @@ func (s *Service) cleanJSON(raw []byte) bool {
 	return r.whole()
 }
 
-func (s *Service) changes(v any) bool {
-	switch x := v.(type) {
-	case string:
-		return s.redact(x) != x
-	case []any:
-		for _, e := range x {
-			if s.changes(e) {
-				return true
-			}
+// stringsChange reports whether the hook changes any string of raw (valid JSON), keys
+// included, and the values of repeated keys too, which a decoded value does not hold.
+func (s *Service) stringsChange(raw []byte) bool {
+	dec := json.NewDecoder(bytes.NewReader(raw))
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return false
 		}
-	case map[string]any:
-		for k, e := range x {
-			if s.redact(k) != k || s.changes(e) {
-				return true
-			}
+		if str, ok := tok.(string); ok && s.redact(str) != str {
+			return true
 		}
 	}
-	return false
 }
 
 func (s *Service) redactValue(v any) any {

@@ -71,6 +71,23 @@ func TestRedactJSONClean(t *testing.T) {
 	}
 }
 
+// TestRedactJSONShadowedKey: a value under a repeated key is invisible once decoded (the last
+// one wins) but is in the bytes; the gate must not store it as sent.
+func TestRedactJSONShadowedKey(t *testing.T) {
+	word := gateHooks(t)["word"]
+	for _, raw := range []string{
+		`{"a":"secret","a":"clean"}`,
+		`{"a":{"b":"a secret"},"a":1}`,
+		`[{"k":["secret"],"k":[]}]`,
+		`{"secret":1,"secret":2}`,
+	} {
+		got, want := memory.RedactJSONBoth(word, []byte(raw))
+		if bytes.Contains(got, []byte("secret")) || !bytes.Equal(got, want) {
+			t.Errorf("%s: stored %s (the general way: %s)", raw, got, want)
+		}
+	}
+}
+
 func TestRedactJSONRandom(t *testing.T) {
 	hooks := gateHooks(t)
 	rng := rand.New(rand.NewPCG(2, 6))

@@ -94,6 +94,12 @@ func leaves(root reflect.Value) []leaf {
 					leaf{path + "{key}", class, func(r reflect.Value, text string) {
 						b, _ := json.Marshal(map[string]any{text: 1})
 						get(r).SetBytes(b)
+					}},
+					// A duplicate key: decoders keep the last value, so the first is
+					// invisible to a check of the decoded value, yet it is in the bytes.
+					leaf{path + "{shadowed}", class, func(r reflect.Value, text string) {
+						b, _ := json.Marshal(text)
+						get(r).SetBytes([]byte(`{"k":` + string(b) + `,"k":"x"}`))
 					}})
 				return
 			}
@@ -379,3 +385,4 @@ func mustJSONValue(v any) []byte {
 	}
 	return b
 }
+
