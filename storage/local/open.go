@@ -247,7 +247,12 @@ func (r *Reader) refresh(st *sessState) error {
 	case st.v.tailVer >= paddedTailVersion && tid.size >= st.v.tailEnd:
 		// Padded: another process's append wrote where the data ended, without changing the
 		// size (or extending it), and its mtime may not have moved (coarse timestamps), so
-		// look: one small read when nothing is new (a NUL, or the end of the file).
+		// look at the byte there: a NUL (or the end of the file) means nothing is new.
+		var b [1]byte
+		if tid.size == st.v.tailEnd || (readAt(r.tail, b[:], st.v.tailEnd) == nil && b[0] == 0) {
+			r.v.tailID, r.v.padded = tid, tid.size > st.v.tailEnd
+			return nil
+		}
 		r.v.lines = r.v.lines[:len(r.v.lines):len(r.v.lines)]
 		return r.scanTail(tid, r.v.tailEnd)
 	}
