@@ -385,4 +385,3 @@ func mustJSONValue(v any) []byte {
 	}
 	return b
 }
-
