@@ -273,3 +273,65 @@ func TestIdleTrimsPadding(t *testing.T) {
 		t.Fatalf("tail of %d bytes after the next append: not padded again", n)
 	}
 }
+
+// TestReconcileKeepsNewerLines: another process writing while this one opens (appending
+// again, or sealing) leaves index lines as new as the summary Open computed, or newer: the
+// rewritten index keeps them, with their metadata, instead of the summary. (A summary written
+// over the newer line once made a session list fewer records than it held, and made
+// TestMultiProcessAppend flaky: a seal's line then carried the summary's empty metadata on.)
+func TestReconcileKeepsNewerLines(t *testing.T) {
+	tests := []struct {
+		name      string
+		meanwhile func(t *testing.T, b *Store)
+		lastSeq   uint64
+		wantName  string
+	}{
+		{"an append meanwhile", func(t *testing.T, b *Store) {
+			appendMeta(t, b, "s", "writer")
+		}, 4, "writer"},
+		// The second append's line is lost (a crash): the index stays behind the files, as the
+		// next Open finds, but with the seal's line, not the summary's metadata.
+		{"a seal meanwhile, then an append without its line", func(t *testing.T, b *Store) {
+			if err := b.updateW(t.Context(), "s", func(w *Writer) error { return w.Seal() }); err != nil {
+				t.Fatal(err)
+			}
+			testSkipIndexLine = true
+			defer func() { testSkipIndexLine = false }()
+			appendMeta(t, b, "s", "lost")
+		}, 3, "n-s"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			dir := t.TempDir()
+			a := mustOpen(t, dir, Options{})
+			mustCreate(t, a, "s")
+			appendMeta(t, a, "s", "n-s")
+			appendMeta(t, a, "s", "n-s")
+			b := mustOpen(t, dir, Options{})
+			testSkipIndexLine = true
+			appendMeta(t, a, "s", "unlisted") // the index is one append behind: stale
+			testSkipIndexLine = false
+			testHookReconcileWrite = func() { tt.meanwhile(t, b) }
+			defer func() { testHookReconcileWrite = nil }()
+			c := mustOpen(t, dir, Options{Summarize: func(storage.Header, iter.Seq2[storage.Record, error]) (storage.Meta, error) {
+				return storage.Meta{Name: "summary"}, nil
+			}})
+			testHookReconcileWrite = nil
+			m, err := c.Get(t.Context(), "s")
+			if err != nil || m.LastSeq != tt.lastSeq || m.Name != tt.wantName {
+				t.Fatalf("index: LastSeq %d, name %q (%v); want %d, %q", m.LastSeq, m.Name, err, tt.lastSeq, tt.wantName)
+			}
+		})
+	}
+}
+
+func appendMeta(t *testing.T, s *Store, id, name string) {
+	t.Helper()
+	err := s.updateW(t.Context(), id, func(w *Writer) error {
+		_, err := w.Append([]storage.Record{{Kind: "message", Data: []byte(`{"x":1}`)}}, storage.Meta{Name: name})
+		return err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+}

@@ -30,14 +30,12 @@ func (s *Store) reconcile() error {
 	x.mu.Lock()
 	damaged := x.badHd || x.bad > 0
 	var stale, gone []string
+	judged := map[string]*indexEntry{} // the line each stale session had (nil: none)
 	for id := range onDisk {
 		e := x.ents[id]
-		if e == nil {
+		if e == nil || !s.filesAt(id, e.sizes) {
 			stale = append(stale, id)
-			continue
-		}
-		if !s.filesAt(id, e.sizes) {
-			stale = append(stale, id)
+			judged[id] = e
 		}
 	}
 	for id := range x.ents {
@@ -67,6 +65,9 @@ func (s *Store) reconcile() error {
 	if !damaged && len(fixed) == 0 && len(gone) == 0 {
 		return nil
 	}
+	if testHookReconcileWrite != nil {
+		testHookReconcileWrite()
+	}
 	return x.exclusive(func() error {
 		for _, id := range gone {
 			if _, err := os.Stat(s.zstPath(id)); errors.Is(err, fs.ErrNotExist) {
@@ -74,21 +75,34 @@ func (s *Store) reconcile() error {
 			}
 		}
 		for id, f := range fixed {
-			// Another process may have written a newer line meanwhile; keep it if it matches.
-			if e := x.ents[id]; e != nil && s.filesAt(id, e.sizes) {
-				if _, ok := e.decode(); ok {
-					continue
-				}
-			}
 			raw, err := jsonMarshal(f.meta)
 			if err != nil {
 				return err
 			}
-			x.ents[id] = &indexEntry{raw: raw, sizes: f.sizes}
+			// Other processes write while this one opens. A line written since the files were
+			// judged (a writer finishing the append that made its line look stale, appending
+			// again, sealing) is as new as the summary or newer, and its metadata is the
+			// writer's own: the summary does not replace it (rewriting the index from x.ents
+			// would bypass fold's rule that a line never replaces a newer one); at the same
+			// last_seq it brings only the sizes it saw. The line that was judged stale (or
+			// damaged, or left by a crash) is replaced whole.
+			if e := x.ents[id]; e != nil && e != judged[id] {
+				if m, ok := e.decode(); ok && m.LastSeq >= f.meta.LastSeq {
+					if s.filesAt(id, e.sizes) || m.LastSeq > f.meta.LastSeq {
+						continue
+					}
+					raw = e.raw
+				}
+			}
+			x.ents[id] = &indexEntry{raw: raw, sizes: f.sizes, lastSeq: f.meta.LastSeq}
 		}
 		return x.rewriteLocked()
 	})
 }
+
+// testHookReconcileWrite, when set by a test, runs between reconcile's summaries and its
+// index write: where another process's writes race it.
+var testHookReconcileWrite func()
 
 // filesAt reports whether a session's files still end where an index line says they did:
 // the .zst's size, and the tail's size, or, for a padded tail, a NUL byte (padding) right
