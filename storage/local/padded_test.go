@@ -6,6 +6,7 @@ import (
 	"iter"
 	"os"
 	"path/filepath"
+	"syscall"
 	"testing"
 	"time"
 
@@ -333,5 +334,40 @@ func appendMeta(t *testing.T, s *Store, id, name string) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPaddingWhenDiskFull: an append that would extend the tail with padding on a disk with
+// no room for it stores its lines without padding (a save the disk can hold is not refused),
+// and the next appends go on from there.
+func TestPaddingWhenDiskFull(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, Options{})
+	mustCreate(t, s, "f")
+	full := true
+	tailWriteAt = func(f *os.File, b []byte, off int64) (int, error) {
+		if full && len(b) > 8<<10 {
+			n, _ := f.WriteAt(b[:len(b)/2], off) // the disk fills up halfway
+			return n, syscall.ENOSPC
+		}
+		return f.WriteAt(b, off)
+	}
+	defer func() { tailWriteAt = (*os.File).WriteAt }()
+	want := appendBatches(t, s, "f", [][]storage.Record{{bigRecord(0, 2000)}, {bigRecord(1, 2000)}})
+	b, err := os.ReadFile(filepath.Join(dir, "sessions", "f"+tailSuffix))
+	if err != nil || bytes.IndexByte(b, 0) >= 0 {
+		t.Fatalf("the tail holds zeros on a full disk (%v)", err)
+	}
+	full = false
+	want = append(want, appendBatches(t, s, "f", [][]storage.Record{{bigRecord(2, 2000)}})...)
+	if n := tailSize(t, dir, "f"); n%padAlign != 0 {
+		t.Fatalf("tail of %d bytes once there is room again: not padded", n)
+	}
+	for _, st := range []*Store{s, mustOpen(t, dir, Options{})} {
+		got, err := readAll(t, st, "f", 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		equalLines(t, got, want)
 	}
 }

@@ -2,8 +2,11 @@ package local
 
 import (
 	"encoding/binary"
+	"errors"
 	"fmt"
 	"math"
+	"os"
+	"syscall"
 
 	"github.com/sessionmem/sessionmem/storage"
 )
@@ -109,6 +112,10 @@ func (w *Writer) Append(recs []storage.Record, m storage.Meta) ([]storage.Record
 	return out, nil
 }
 
+// tailWriteAt is how writeTail writes when it grows the tail; tests replace it to run out of
+// disk space.
+var tailWriteAt = (*os.File).WriteAt
+
 // testHookBeforeIndex, when set by a test, runs between an append's fsync and its index line
 // (where a crash leaves the index one append behind the files); testSkipIndexLine leaves the
 // line out, so BenchmarkAppendFsync can measure what writing it costs.
@@ -156,7 +163,16 @@ func (w *Writer) writeTail(lines []byte, first uint64, ends []int, base int) err
 			buf = make([]byte, len(lines)+int(pad))
 			copy(buf, lines)
 		}
-		if _, err := w.tail.WriteAt(buf, off); err != nil {
+		_, err := tailWriteAt(w.tail, buf, off)
+		if err != nil && len(buf) > len(lines) && errors.Is(err, syscall.ENOSPC) {
+			// No room for the padding: the lines alone, as an unpadded tail takes them, so a
+			// nearly full disk refuses no save it could hold.
+			if err = w.tail.Truncate(off); err == nil {
+				buf = lines
+				_, err = tailWriteAt(w.tail, buf, off)
+			}
+		}
+		if err != nil {
 			w.poison()
 			return fmt.Errorf("append session %s: %w", w.id, err)
 		}
