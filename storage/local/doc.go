@@ -59,7 +59,8 @@
 // committing the journal, which an append that grows the file needs: about 100 µs of a
 // ~2 KB save on the machines measured (docs/BENCHMARKS.md). An append that does not fit
 // writes its lines followed by new padding (about as much as the tail holds, 64 KiB to
-// 1 MiB, to a 4 KiB boundary, no more than the tail takes before it is sealed) and fsyncs.
+// 1 MiB, to a 4 KiB boundary, no more than the tail takes before it is sealed) and fsyncs;
+// when the disk has no room for the padding, it writes the lines alone.
 // JSON never holds a NUL byte, so the data ends at the first NUL where a line would start.
 // A seal truncates the tail to its header, padding and all; the background sealer trims the
 // padding of a tail idle for IdleSeal that is too small to seal yet, so an idle session keeps
