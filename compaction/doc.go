@@ -19,8 +19,9 @@
 //   - calibrated cutting: CalibrationFactor and CalibratedWeights turn the character estimate
 //     into the calibrated tokens of context_tokens, and FindCutWeighted cuts in them.
 //
-// compaction reads messages as JSON in the contract's block form (with gjson); it does not
-// import memory, storage, fileops or mcpserver, and imports only prompts of this module.
+// compaction reads messages as JSON in the contract's block form (with gjson, and with
+// internal/jsonscan's strict reader for the one-pass estimate); it does not import memory,
+// storage, fileops or mcpserver, and imports only prompts and internal/jsonscan of this module.
 // Storing the compaction, file tracking and choosing a summarizer belong to memory.
 //
 // Concurrency: functions are pure or depend only on their arguments; Extractive and the llm

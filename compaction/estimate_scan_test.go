@@ -7,6 +7,8 @@ import (
 	"testing"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/sessionmem/sessionmem/internal/jsonscan/jsontest"
 )
 
 // The one-pass estimate (scanMessageChars) must give exactly what reading the message with
@@ -148,7 +150,7 @@ func TestScanMessageCharsRandom(t *testing.T) {
 	for range 20000 {
 		msg := randomMessage(rng)
 		checkScan(t, msg, false)
-		checkScan(t, mutate(rng, msg), false)
+		checkScan(t, jsontest.Damage(rng, msg), false)
 	}
 }
 
@@ -165,7 +167,6 @@ func FuzzEstimateMessage(f *testing.F) {
 // surrogates, invalid bytes), random key order, repeated and unknown keys, odd field types
 // and whitespace.
 func randomMessage(rng *rand.Rand) string {
-	var b strings.Builder
 	members := []string{`"role":` + randomString(rng), `"content":` + randomContent(rng, 0)}
 	if rng.IntN(4) == 0 {
 		members = append(members, `"usage":{"input_tokens":12,"output_tokens":3}`)
@@ -173,8 +174,7 @@ func randomMessage(rng *rand.Rand) string {
 	if rng.IntN(8) == 0 {
 		members = append(members, `"content":`+randomContent(rng, 0))
 	}
-	writeObject(rng, &b, members)
-	return b.String()
+	return jsontest.Object(rng, members)
 }
 
 func randomContent(rng *rand.Rand, depth int) string {
@@ -182,7 +182,7 @@ func randomContent(rng *rand.Rand, depth int) string {
 	case 0:
 		return randomString(rng)
 	case 1:
-		return randomValue(rng, 1)
+		return jsontest.Value(rng, 1, randomString)
 	}
 	var b strings.Builder
 	b.WriteString("[")
@@ -190,7 +190,7 @@ func randomContent(rng *rand.Rand, depth int) string {
 		if i > 0 {
 			b.WriteString(",")
 		}
-		b.WriteString(space(rng))
+		b.WriteString(jsontest.Space(rng))
 		b.WriteString(randomBlock(rng, depth))
 	}
 	b.WriteString("]")
@@ -201,7 +201,7 @@ var blockTypes = []string{"text", "thinking", "tool_call", "tool_result", "image
 
 func randomBlock(rng *rand.Rand, depth int) string {
 	if rng.IntN(30) == 0 {
-		return randomValue(rng, 1)
+		return jsontest.Value(rng, 1, randomString)
 	}
 	var members []string
 	if rng.IntN(12) != 0 {
@@ -213,108 +213,28 @@ func randomBlock(rng *rand.Rand, depth int) string {
 		var v string
 		switch {
 		case k == "arguments":
-			v = randomValue(rng, 0)
+			v = jsontest.Value(rng, 0, randomString)
 		case k == "content" && depth < 3:
 			v = randomContent(rng, depth+1)
 		case k == "type":
 			v = `"` + blockTypes[rng.IntN(len(blockTypes))] + `"`
 		case rng.IntN(15) == 0:
-			v = randomValue(rng, 1)
+			v = jsontest.Value(rng, 1, randomString)
 		default:
 			v = randomString(rng)
 		}
 		members = append(members, `"`+k+`":`+v)
 	}
-	var b strings.Builder
-	writeObject(rng, &b, members)
-	return b.String()
-}
-
-func writeObject(rng *rand.Rand, b *strings.Builder, members []string) {
-	rng.Shuffle(len(members), func(i, j int) { members[i], members[j] = members[j], members[i] })
-	b.WriteString("{" + space(rng))
-	for i, m := range members {
-		if i > 0 {
-			b.WriteString("," + space(rng))
-		}
-		k, v, _ := strings.Cut(m, ":")
-		b.WriteString(k + space(rng) + ":" + space(rng) + v + space(rng))
-	}
-	b.WriteString("}")
-}
-
-// randomValue returns any JSON value, pretty or compact.
-func randomValue(rng *rand.Rand, depth int) string {
-	switch n := rng.IntN(9); {
-	case n == 0:
-		return "null"
-	case n == 1:
-		return []string{"true", "false"}[rng.IntN(2)]
-	case n == 2:
-		return []string{"0", "-0", "12", "-3.25", "1e9", "2.5E-3", "-0.0e+1"}[rng.IntN(7)]
-	case n == 3 || depth > 2:
-		return randomString(rng)
-	case n < 6:
-		var b strings.Builder
-		b.WriteString("[" + space(rng))
-		for i := range rng.IntN(4) {
-			if i > 0 {
-				b.WriteString("," + space(rng))
-			}
-			b.WriteString(randomValue(rng, depth+1) + space(rng))
-		}
-		b.WriteString("]")
-		return b.String()
-	}
-	var members []string
-	for range rng.IntN(4) {
-		members = append(members, randomString(rng)+":"+randomValue(rng, depth+1))
-	}
-	var b strings.Builder
-	writeObject(rng, &b, members)
-	return b.String()
+	return jsontest.Object(rng, members)
 }
 
 // stringParts are the pieces random strings are made of.
-var stringParts = []string{
+var stringParts = append([]string{
 	"a", "Z", " ", "é", "€", "😀", "\xff", "\xe2\x82", "\x80", "{", "}", "[", "]", ":", ",",
-	`\n`, `\t`, `\"`, `\\`, `\/`, `\b`, `\f`, `\r`, `\u0041`, `\u00e9`, `\u20ac`, `\uFFFD`,
-	`\ud83d`, `\ude00`, `\ud83d\ude00`, `\uD83D\uDE00`, `\udbff\udfff`, `\ud800`, `\udc00`, `\udcff\udc00`, `\ud800\udbff`, `\u0000`,
-}
+}, jsontest.Escapes...)
 
 func randomString(rng *rand.Rand) string {
-	var b strings.Builder
-	b.WriteString(`"`)
-	for range rng.IntN(12) {
-		b.WriteString(stringParts[rng.IntN(len(stringParts))])
-	}
-	b.WriteString(`"`)
-	return b.String()
-}
-
-func space(rng *rand.Rand) string {
-	if rng.IntN(4) != 0 {
-		return ""
-	}
-	return []string{" ", "\n", "\t ", "\r\n  "}[rng.IntN(4)]
-}
-
-// mutate damages msg: a byte changed, inserted or removed, or the message cut.
-func mutate(rng *rand.Rand, msg string) string {
-	if len(msg) == 0 {
-		return msg
-	}
-	i := rng.IntN(len(msg))
-	junk := string([]byte{`"\{}[],: 0atn\u`[rng.IntN(15)]})
-	switch rng.IntN(4) {
-	case 0:
-		return msg[:i] + junk + msg[i+1:]
-	case 1:
-		return msg[:i] + junk + msg[i:]
-	case 2:
-		return msg[:i] + msg[i+1:]
-	}
-	return msg[:i]
+	return `"` + jsontest.Pieces(rng, stringParts, 12) + `"`
 }
 
 // BenchmarkEstimateOnePass compares the one-pass estimate with gjson's reading on the corpus

@@ -9,7 +9,7 @@
 // The Service validates every request completely before it writes anything, so a rejected call
 // changes nothing. DecodeInputMessage (input.go) reads a message as a client sent it, checking
 // its field names, in one pass (the MCP layer's save; input_fast.go reads the common case
-// without gjson, on jsonscan.go's strict reader). Everything it writes passes one redaction gate first (gate.go): every string
+// without gjson, on internal/jsonscan's strict reader). Everything it writes passes one redaction gate first (gate.go): every string
 // of every entry, found by reflection, and a new session's header and metadata; RedactStore
 // applies today's gate to what older versions stored (scrub.go). See docs/REDACTION.md. Errors a caller can act on are *Error values wrapping the sentinels
 // ErrInvalid, ErrNotFound, ErrStale and ErrUnavailable, with a message saying what to do.
@@ -38,5 +38,6 @@
 // reads (storage.Store.View) do the same under the state's own mutex.
 //
 // Imports: memory uses compaction, fileops, prompts (through compaction), redact-style hooks
-// (a function in Options) and storage. It never imports mcp-go or mcpserver.
+// (a function in Options), storage, and internal/jsonscan (the strict JSON reader it shares
+// with compaction). It never imports mcp-go or mcpserver.
 package memory

@@ -4,6 +4,8 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+
+	"github.com/sessionmem/sessionmem/internal/jsonscan"
 )
 
 // encodeEntry renders an entry as its stored JSON object: small keys first (type, id,
@@ -89,17 +91,17 @@ func (s *Service) redactJSONGeneral(raw json.RawMessage) json.RawMessage {
 // cleanJSON reports whether raw is valid JSON none of whose strings, keys included, the hook
 // changes: redactJSON then returns raw as it is. Every tool call's arguments pass here on
 // every save, and decoding them into maps only to find them clean cost more than the
-// redaction itself. The strings are decoded as encoding/json decodes them (jsonscan.go), so
+// redaction itself. The strings are decoded as encoding/json decodes them (jsonscan), so
 // the hook sees the same text; input cleanJSON cannot read goes the general way.
 func (s *Service) cleanJSON(raw []byte) bool {
 	r := newJSONReader(raw)
 	var buf []byte
-	r.onString = func(t jsonString) bool {
-		buf = appendUnquoted(buf[:0], t)
+	r.OnString = func(t jsonscan.String) bool {
+		buf = t.AppendValue(buf[:0])
 		str := string(buf) // the hook's own copy: it may keep what it is given
 		return s.redact(str) == str
 	}
-	return r.whole()
+	return r.Whole()
 }
 
 // stringsChange reports whether the hook changes any string of raw (valid JSON), keys

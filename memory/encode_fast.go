@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"time"
 	"unicode/utf8"
+
+	"github.com/sessionmem/sessionmem/internal/jsonscan"
 )
 
 // Encoding message entries without reflection. Every save encodes its messages, and
@@ -153,12 +155,12 @@ func (b *Block) appendJSON(out []byte) ([]byte, error) {
 }
 
 // appendCompactJSON appends raw without its insignificant white space, as json.Compact does,
-// and fails where json.Compact fails. Arguments are read once with jsonscan.go's reader (the
+// and fails where json.Compact fails. Arguments are read once with jsonscan's reader (the
 // scanner json.Compact runs was a third of encoding a message) and, being mostly compact
 // already, copied as they are; what the reader declines goes to json.Compact.
 func appendCompactJSON(out, raw []byte) ([]byte, error) {
-	if r := newJSONReader(raw); r.whole() {
-		if !r.spaced {
+	if r := newJSONReader(raw); r.Whole() {
+		if r.Spaces() == 0 {
 			return append(out, raw...), nil
 		}
 		return appendUnspaced(out, raw), nil
@@ -197,7 +199,7 @@ func appendJSONString(out []byte, s string) []byte {
 	out = append(out, '"')
 	start := 0
 	for i := 0; i < len(s); {
-		if i = plainRun(s, i); i == len(s) { // printable ASCII but '"' and '\\' is copied as is
+		if i = jsonscan.PlainRun(s, i); i == len(s) { // printable ASCII but '"' and '\\' is copied as is
 			break
 		}
 		c := s[i]

@@ -7,6 +7,8 @@ import (
 	"strings"
 	"testing"
 	"time"
+
+	"github.com/sessionmem/sessionmem/internal/jsonscan/jsontest"
 )
 
 // The oracle: encoding/json over plain structs mirroring Entry, Message and each block
@@ -80,13 +82,7 @@ var pieces = []string{"a", "Z", " ", "<", ">", "&", `"`, `\`, "/", "\x00", "\x01
 	"é", "€", "😀", "\u2028", "\u2029", "\u2027", "\ufffd", "\xff", "\xc3", "\xed\xa0\x80", "\xf4\x90\x80\x80", "abc def",
 	"the quick brown fox jumps over the lazy dog", "0123456789abcdef"}
 
-func randString(r *rand.Rand) string {
-	var sb strings.Builder
-	for range r.IntN(12) {
-		sb.WriteString(pieces[r.IntN(len(pieces))])
-	}
-	return sb.String()
-}
+func randString(r *rand.Rand) string { return jsontest.Pieces(r, pieces, 12) }
 
 var argsSamples = []string{`{}`, `{"a":1}`, ` { "path" : "<a&b>\u2028" , "n" : [ 1 , 2 ] } `, "{\n\t\"x\": {\"y\": null}\n}",
 	`{"s":"a \" b \\" , "t" : "\\" }`, `{"content":"line one\nline two with some length to it\n\tindented \"quoted\""}`}

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessionmem/sessionmem/internal/jsonscan/jsontest"
 	"github.com/sessionmem/sessionmem/internal/testcorpus"
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/redact"
@@ -94,7 +95,7 @@ func TestRedactJSONRandom(t *testing.T) {
 	for range 5000 {
 		raw := randomArguments(rng, 0)
 		checkRedactJSON(t, hooks, raw)
-		checkRedactJSON(t, hooks, damage(rng, raw))
+		checkRedactJSON(t, hooks, jsontest.Damage(rng, raw))
 	}
 }
 
@@ -112,25 +113,25 @@ func FuzzRedactJSON(f *testing.F) {
 func randomArguments(rng *rand.Rand, depth int) string {
 	switch n := rng.IntN(8); {
 	case n == 0 || depth > 3:
-		return pick(rng, `null`, `true`, `-0.5e3`, `17`)
+		return jsontest.Pick(rng, `null`, `true`, `-0.5e3`, `17`)
 	case n < 3:
 		return randomInputString(rng)
 	case n == 3:
-		return pick(rng, `"a secret"`, `"s\u0065cret"`, `"password=hunter2hunter2"`, `"sk-ant-api03-`+strings.Repeat("a", 90)+`"`)
+		return jsontest.Pick(rng, `"a secret"`, `"s\u0065cret"`, `"password=hunter2hunter2"`, `"sk-ant-api03-`+strings.Repeat("a", 90)+`"`)
 	case n == 4:
 		var parts []string
 		for range rng.IntN(4) {
 			parts = append(parts, randomArguments(rng, depth+1))
 		}
-		return "[" + strings.Join(parts, ","+space(rng)) + "]"
+		return "[" + strings.Join(parts, ","+jsontest.Space(rng)) + "]"
 	}
 	var members []string
 	for range rng.IntN(4) {
-		k, _ := json.Marshal(pick(rng, "path", "command", "secret", "api_key", "content"))
+		k, _ := json.Marshal(jsontest.Pick(rng, "path", "command", "secret", "api_key", "content"))
 		if rng.IntN(3) == 0 {
 			k = []byte(randomInputString(rng))
 		}
 		members = append(members, string(k)+":"+randomArguments(rng, depth+1))
 	}
-	return joinObject(rng, members)
+	return jsontest.Object(rng, members)
 }

@@ -3,6 +3,8 @@ package memory
 import (
 	"strings"
 	"unsafe"
+
+	"github.com/sessionmem/sessionmem/internal/jsonscan"
 )
 
 // The common case of DecodeInputMessage in one pass without gjson. Reading a message with
@@ -17,6 +19,23 @@ import (
 // the right types (or null), whole numbers in usage written as encoding/json writes them.
 // Anything else (an error to report, field names in another case, an unknown block type,
 // repeated keys) is left to the general decoder, which finds the error or decodes it.
+
+// maxReadDepth bounds the nesting memory's readers follow (encoding/json allows 10,000);
+// deeper input is left to the general code.
+const maxReadDepth = 512
+
+// newJSONReader returns jsonscan's strict reader over b, which must not change while it reads.
+func newJSONReader(b []byte) jsonscan.Reader {
+	return jsonscan.NewReader(unsafe.String(unsafe.SliceData(b), len(b)), maxReadDepth)
+}
+
+// validJSON reports whether the reader reads raw as one JSON value: then json.Valid does too,
+// and its slower scanner need not run; false says nothing (the reader declines nesting deeper
+// than it follows).
+func validJSON(raw []byte) bool {
+	r := newJSONReader(raw)
+	return r.Whole()
+}
 
 // Top-level fields, by bit.
 const (
@@ -49,7 +68,7 @@ func messageField(k string) int {
 // inputDecoder holds the state of one decoding: the reader and the buffer the message's
 // strings are cut from.
 type inputDecoder struct {
-	r     jsonReader
+	r     jsonscan.Reader
 	arena []byte
 }
 
@@ -69,7 +88,7 @@ func decodeInputFast(raw []byte) (Message, bool) {
 			role, ok = d.optString()
 			m.Role = Role(role)
 		case fieldContent:
-			if d.r.next() == '"' && d.r.i+1 < len(d.r.s) && d.r.s[d.r.i+1] == '"' {
+			if d.r.Ahead(`""`) {
 				return false // an empty string content is an error
 			}
 			m.Content, ok = d.content(0)
@@ -80,7 +99,7 @@ func decodeInputFast(raw []byte) (Message, bool) {
 		}
 		return ok
 	})
-	if d.r.ws(); !ok || d.r.i != len(d.r.s) {
+	if !ok || !d.r.End() {
 		return Message{}, false // trailing bytes too: the general decoder decides
 	}
 	return m, true
@@ -89,7 +108,7 @@ func decodeInputFast(raw []byte) (Message, bool) {
 // fields reads an object whose keys name fields by bit (bitOf gives 0 for any other key),
 // each at most once, reading each value with read; seen are the fields read.
 func (d *inputDecoder) fields(bitOf func(string) int, read func(bit int) bool) (seen int, ok bool) {
-	ok = d.r.members(func(key string) bool {
+	ok = d.r.Members(func(key string) bool {
 		bit := bitOf(key)
 		if bit == 0 || seen&bit != 0 {
 			return false
@@ -102,24 +121,24 @@ func (d *inputDecoder) fields(bitOf func(string) int, read func(bit int) bool) (
 
 // text returns the value of a string token, cut from the arena: the strings of a message
 // share one allocation, and none points into raw, which belongs to the caller.
-func (d *inputDecoder) text(t jsonString) string {
-	if len(t.raw) == 0 {
+func (d *inputDecoder) text(t jsonscan.String) string {
+	if len(t.Raw) == 0 {
 		return ""
 	}
 	// Should the arena grow (bytes that are not UTF-8 take three bytes each as U+FFFD), the
 	// strings cut before keep the old array; nothing is ever written where a string points.
 	start := len(d.arena)
-	d.arena = appendUnquoted(d.arena, t)
+	d.arena = t.AppendValue(d.arena)
 	b := d.arena[start:]
 	return unsafe.String(unsafe.SliceData(b), len(b))
 }
 
 // optString reads a string or null ("").
 func (d *inputDecoder) optString() (string, bool) {
-	if d.r.next() == 'n' {
-		return "", d.r.word("null")
+	if d.r.Next() == 'n' {
+		return "", d.r.Word("null")
 	}
-	t, ok := d.r.str()
+	t, ok := d.r.Str()
 	if !ok {
 		return "", false
 	}
@@ -128,34 +147,30 @@ func (d *inputDecoder) optString() (string, bool) {
 
 // optBool reads true, false or null (false).
 func (d *inputDecoder) optBool() (bool, bool) {
-	switch d.r.next() {
+	switch d.r.Next() {
 	case 't':
-		return true, d.r.word("true")
+		return true, d.r.Word("true")
 	case 'f':
-		return false, d.r.word("false")
+		return false, d.r.Word("false")
 	}
-	return false, d.r.word("null")
+	return false, d.r.Word("null")
 }
 
 // content reads a content value: null (nil), a string (one text block) or a list of blocks.
 func (d *inputDecoder) content(depth int) ([]Block, bool) {
-	switch d.r.next() {
+	switch d.r.Next() {
 	case 'n':
-		return nil, d.r.word("null")
+		return nil, d.r.Word("null")
 	case '"':
-		t, ok := d.r.str()
+		t, ok := d.r.Str()
 		return []Block{{Type: BlockText, Text: d.text(t)}}, ok
-	case '[':
-	default:
+	}
+	if depth > maxReadDepth/2 || !d.r.Consume('[') {
 		return nil, false
 	}
-	if depth > maxReadDepth/2 {
-		return nil, false
-	}
-	d.r.i++
 	blocks := []Block{}
-	for more := !d.r.consume(']'); more; more = !d.r.consume(']') {
-		if len(blocks) > 0 && !d.r.consume(',') {
+	for more := !d.r.Consume(']'); more; more = !d.r.Consume(']') {
+		if len(blocks) > 0 && !d.r.Consume(',') {
 			return nil, false
 		}
 		b, ok := d.block(depth)
@@ -202,10 +217,10 @@ func (d *inputDecoder) block(depth int) (Block, bool) {
 	seen, ok := d.fields(func(k string) int { return blockFieldBits[k] }, func(bit int) (ok bool) {
 		switch bit {
 		case bfType:
-			var t jsonString
-			t, ok = d.r.str()
-			blk.Type = blockName(t.raw)
-			ok = ok && !t.esc
+			var t jsonscan.String
+			t, ok = d.r.Str()
+			blk.Type = blockName(t.Raw)
+			ok = ok && !t.Esc
 		case bfText:
 			blk.Text, ok = d.optString()
 		case bfThinking:
@@ -215,9 +230,9 @@ func (d *inputDecoder) block(depth int) (Block, bool) {
 		case bfName:
 			blk.Name, ok = d.optString()
 		case bfArguments:
-			var start int
-			start, ok = d.r.value()
-			blk.Arguments = d.bytes(d.r.s[start:d.r.i])
+			var raw string
+			raw, ok = d.r.Value()
+			blk.Arguments = d.bytes(raw)
 		case bfToolCallID:
 			blk.ToolCallID, ok = d.optString()
 		case bfContent:
@@ -262,12 +277,12 @@ func (d *inputDecoder) bytes(s string) []byte {
 // usage reads null or a usage object; keys other than the two counts are ignored, as
 // encoding/json ignores them.
 func (d *inputDecoder) usage() (*Usage, bool) {
-	if d.r.next() == 'n' {
-		return nil, d.r.word("null")
+	if d.r.Next() == 'n' {
+		return nil, d.r.Word("null")
 	}
 	u := &Usage{}
 	seen := 0 // 1: input_tokens, 2: output_tokens
-	ok := d.r.members(func(key string) bool {
+	ok := d.r.Members(func(key string) bool {
 		switch key {
 		case "input_tokens":
 			ok := seen&1 == 0 && d.count(&u.InputTokens)
@@ -281,7 +296,7 @@ func (d *inputDecoder) usage() (*Usage, bool) {
 		if strings.EqualFold(key, "input_tokens") || strings.EqualFold(key, "output_tokens") {
 			return false // encoding/json would take it for one of them
 		}
-		_, ok := d.r.value()
+		_, ok := d.r.Value()
 		return ok
 	})
 	return u, ok
@@ -290,14 +305,13 @@ func (d *inputDecoder) usage() (*Usage, bool) {
 // count reads null (leaving n) or a whole number written as encoding/json writes one (no
 // leading zeros, no sign but '-', no fraction or exponent) that fits in an int64.
 func (d *inputDecoder) count(n *int) bool {
-	if d.r.next() == 'n' {
-		return d.r.word("null")
+	if d.r.Next() == 'n' {
+		return d.r.Word("null")
 	}
-	start := d.r.i
-	if !d.r.number() {
+	s, ok := d.r.Value() // any value: the digits below refuse all but a whole number
+	if !ok {
 		return false
 	}
-	s := d.r.s[start:d.r.i]
 	neg := s[0] == '-'
 	if neg {
 		s = s[1:]

@@ -7,6 +7,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessionmem/sessionmem/internal/jsonscan/jsontest"
 	"github.com/sessionmem/sessionmem/internal/testcorpus"
 	"github.com/sessionmem/sessionmem/memory"
 )
@@ -127,7 +128,7 @@ func TestDecodeInputFastRandom(t *testing.T) {
 			fast++
 		}
 		checkDecodeBoth(t, raw, false)
-		checkDecodeBoth(t, damage(rng, raw), false)
+		checkDecodeBoth(t, jsontest.Damage(rng, raw), false)
 	}
 	if fast < 5000 {
 		t.Errorf("only %d of 20000 random messages took the one-pass decoder", fast)
@@ -155,19 +156,19 @@ func randomInput(rng *rand.Rand) string {
 		case "content":
 			v = randomInputContent(rng, 0)
 		case "usage":
-			v = pick(rng, `null`, `{"input_tokens":12,"output_tokens":3}`, `{"output_tokens":-0,"cache":[1,{}]}`,
+			v = jsontest.Pick(rng, `null`, `{"input_tokens":12,"output_tokens":3}`, `{"output_tokens":-0,"cache":[1,{}]}`,
 				`{"input_tokens":1.0}`, `{}`, `{"INPUT_TOKENS":2}`, `[]`)
 		case "pinned":
-			v = pick(rng, "true", "false", "null", `"yes"`)
+			v = jsontest.Pick(rng, "true", "false", "null", `"yes"`)
 		default:
 			v = randomInputString(rng)
 		}
 		members = append(members, `"`+k+`":`+v)
 	}
 	if rng.IntN(20) == 0 {
-		members = append(members, pick(rng, `"content":"again"`, `"Role":"user"`, `"extra":1`, `"r\u006fle":"user"`))
+		members = append(members, jsontest.Pick(rng, `"content":"again"`, `"Role":"user"`, `"extra":1`, `"r\u006fle":"user"`))
 	}
-	return joinObject(rng, members)
+	return jsontest.Object(rng, members)
 }
 
 func randomInputContent(rng *rand.Rand, depth int) string {
@@ -175,13 +176,13 @@ func randomInputContent(rng *rand.Rand, depth int) string {
 	case 0:
 		return randomInputString(rng)
 	case 1:
-		return pick(rng, `null`, `""`, `5`, `{}`, `[null]`, `["x"]`)
+		return jsontest.Pick(rng, `null`, `""`, `5`, `{}`, `[null]`, `["x"]`)
 	}
 	var parts []string
 	for range rng.IntN(4) {
 		parts = append(parts, randomInputBlock(rng, depth))
 	}
-	return "[" + strings.Join(parts, ","+space(rng)) + "]"
+	return "[" + strings.Join(parts, ","+jsontest.Space(rng)) + "]"
 }
 
 var inputBlockKeys = map[string][]string{
@@ -194,7 +195,7 @@ var inputBlockKeys = map[string][]string{
 }
 
 func randomInputBlock(rng *rand.Rand, depth int) string {
-	typ := pick(rng, "text", "thinking", "tool_call", "tool_result", "image", "mystery")
+	typ := jsontest.Pick(rng, "text", "thinking", "tool_call", "tool_result", "image", "mystery")
 	members := []string{`"type":"` + typ + `"`}
 	for _, k := range inputBlockKeys[typ] {
 		if rng.IntN(6) == 0 {
@@ -203,82 +204,33 @@ func randomInputBlock(rng *rand.Rand, depth int) string {
 		var v string
 		switch {
 		case k == "arguments":
-			v = pick(rng, `{"path":"a.go"}`, `{ "cmd" : "ls -l" , "n" : [1, 2.5e3, true, null] }`, `null`, `"{}"`, `-1`,
+			v = jsontest.Pick(rng, `{"path":"a.go"}`, `{ "cmd" : "ls -l" , "n" : [1, 2.5e3, true, null] }`, `null`, `"{}"`, `-1`,
 				`{"s":`+randomInputString(rng)+`}`)
 		case k == "content" && depth < 2:
 			v = randomInputContent(rng, depth+1)
 		case k == "is_error":
-			v = pick(rng, "true", "false", "null", `"no"`)
+			v = jsontest.Pick(rng, "true", "false", "null", `"no"`)
 		case rng.IntN(20) == 0:
-			v = pick(rng, "null", "7", "[]")
+			v = jsontest.Pick(rng, "null", "7", "[]")
 		default:
 			v = randomInputString(rng)
 		}
 		members = append(members, `"`+k+`":`+v)
 	}
 	if rng.IntN(25) == 0 {
-		members = append(members, pick(rng, `"Text":"x"`, `"extra":"x"`, `"type":"text"`, `"content":"x"`))
+		members = append(members, jsontest.Pick(rng, `"Text":"x"`, `"extra":"x"`, `"type":"text"`, `"content":"x"`))
 	}
-	return joinObject(rng, members)
+	return jsontest.Object(rng, members)
 }
 
-var inputStringParts = []string{
+var inputStringParts = append(append([]string{
 	"a", "Z", " ", "é", "€", "😀", "\xff", "\xe2\x82", "\x80", "\xed\xa0\x80", "{", "]", ":",
-	`\n`, `\t`, `\"`, `\\`, `\/`, `\b`, `\f`, `\r`, `\u0041`, `\u00e9`, `\u20ac`, `\uFFFD`,
-	`\ud83d`, `\ude00`, `\ud83d\ude00`, `\uD83D\uDE00`, `\udbff\udfff`, `\ud800`, `\udc00`, `\udcff\udc00`, `\ud800\udbff`, `\u0000`, "<>&", "\u2028",
-}
+}, jsontest.Escapes...), "<>&", "\u2028")
 
 func randomInputString(rng *rand.Rand) string {
-	var b strings.Builder
-	b.WriteString(`"`)
-	for range rng.IntN(10) {
-		b.WriteString(inputStringParts[rng.IntN(len(inputStringParts))])
-	}
+	s := jsontest.Pieces(rng, inputStringParts, 10)
 	if rng.IntN(4) == 0 {
-		b.WriteString(strings.Repeat("plain text runs ", rng.IntN(8)))
+		s += strings.Repeat("plain text runs ", rng.IntN(8))
 	}
-	b.WriteString(`"`)
-	return b.String()
-}
-
-func joinObject(rng *rand.Rand, members []string) string {
-	rng.Shuffle(len(members), func(i, j int) { members[i], members[j] = members[j], members[i] })
-	var b strings.Builder
-	b.WriteString("{" + space(rng))
-	for i, m := range members {
-		if i > 0 {
-			b.WriteString("," + space(rng))
-		}
-		k, v, _ := strings.Cut(m, ":")
-		b.WriteString(k + space(rng) + ":" + space(rng) + v + space(rng))
-	}
-	b.WriteString("}")
-	return b.String()
-}
-
-func pick(rng *rand.Rand, options ...string) string { return options[rng.IntN(len(options))] }
-
-func space(rng *rand.Rand) string {
-	if rng.IntN(4) != 0 {
-		return ""
-	}
-	return pick(rng, " ", "\n", "\t ", "\r\n  ")
-}
-
-// damage changes, inserts or removes a byte of raw, or cuts it.
-func damage(rng *rand.Rand, raw string) string {
-	if raw == "" {
-		return raw
-	}
-	i := rng.IntN(len(raw))
-	junk := string(`"\{}[],: 0atn\u`[rng.IntN(15)])
-	switch rng.IntN(4) {
-	case 0:
-		return raw[:i] + junk + raw[i+1:]
-	case 1:
-		return raw[:i] + junk + raw[i:]
-	case 2:
-		return raw[:i] + raw[i+1:]
-	}
-	return raw[:i]
+	return `"` + s + `"`
 }
