@@ -22,6 +22,19 @@ func tailSize(t *testing.T, dir, id string) int64 {
 	return fi.Size()
 }
 
+// readsBack checks that s, and a store opened on dir afresh (another process), read exactly
+// want from session id.
+func readsBack(t *testing.T, dir string, s *Store, id string, want []string) {
+	t.Helper()
+	for _, st := range []*Store{s, mustOpen(t, dir, Options{})} {
+		got, err := readAll(t, st, id, 1)
+		if err != nil {
+			t.Fatal(err)
+		}
+		equalLines(t, got, want)
+	}
+}
+
 func TestPadFor(t *testing.T) {
 	const seal = 1 << 20
 	tests := []struct {
@@ -229,13 +242,7 @@ func TestVersion1TailUpgraded(t *testing.T) {
 	if n := tailSize(t, dir, "old"); n%padAlign != 0 {
 		t.Fatalf("tail of %d bytes after the upgrade: not padded", n)
 	}
-	for _, st := range []*Store{s, mustOpen(t, dir, Options{})} {
-		got, err := readAll(t, st, "old", 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		equalLines(t, got, want)
-	}
+	readsBack(t, dir, s, "old", want)
 }
 
 // TestIdleTrimsPadding: once a session is idle for IdleSeal, its tail's padding goes even
@@ -363,11 +370,5 @@ func TestPaddingWhenDiskFull(t *testing.T) {
 	if n := tailSize(t, dir, "f"); n%padAlign != 0 {
 		t.Fatalf("tail of %d bytes once there is room again: not padded", n)
 	}
-	for _, st := range []*Store{s, mustOpen(t, dir, Options{})} {
-		got, err := readAll(t, st, "f", 1)
-		if err != nil {
-			t.Fatal(err)
-		}
-		equalLines(t, got, want)
-	}
+	readsBack(t, dir, s, "f", want)
 }
