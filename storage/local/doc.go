@@ -56,7 +56,7 @@
 // line to the end of the file, and an append writes its lines where the data ends, into the
 // zeros, and syncs them with fdatasync. The file's size does not change, so on ext4 (and
 // file systems like it) the sync writes the data and flushes the disk's cache without
-// committing the journal, which an append that grows the file needs: about 100 µs of a
+// committing the journal, which an append that grows the file needs: 50–100 µs of a
 // ~2 KB save on the machines measured (docs/BENCHMARKS.md). An append that does not fit
 // writes its lines followed by new padding (about as much as the tail holds, 64 KiB to
 // 1 MiB, to a 4 KiB boundary, no more than the tail takes before it is sealed) and fsyncs;

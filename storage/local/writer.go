@@ -135,7 +135,7 @@ func lineStart(ends []int, k int) int {
 // writeTail appends lines (whose ends relative to buf start at base are given) where the
 // tail's data ends, with one write and one sync. Into padding (zeros written and synced
 // before) the file's size does not change, so an fdatasync makes the lines durable without
-// committing the file system's journal (about 100 µs of a save here; docs/BENCHMARKS.md).
+// committing the file system's journal (50–100 µs of a save here, quiet; docs/BENCHMARKS.md).
 // An append that does not fit writes its lines followed by new padding (padFor; none in a
 // version 1 tail) and fsyncs, as the file grew.
 func (w *Writer) writeTail(lines []byte, first uint64, ends []int, base int) error {
