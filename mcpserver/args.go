@@ -168,16 +168,6 @@ func (a *args) enum(key string, allowed ...string) string {
 	return s
 }
 
-// raw returns an argument as the JSON the client sent: numbers keep every digit and objects
-// their key order, and text such as "a && b" or "<div>" is stored as written.
-func (a *args) raw(key string) json.RawMessage {
-	v, ok := a.get(key)
-	if !ok {
-		return nil
-	}
-	return json.RawMessage(v.Raw)
-}
-
 // done reports the first problem, including arguments the tool does not know (usually a typo
 // such as sessionId for session_id).
 func (a *args) done() error {

@@ -144,8 +144,8 @@ func TestSentArgumentsReadAsRaw(t *testing.T) {
 		read := func(a *args) string {
 			s := a.str("session_id", false, "")
 			n := a.integer("max_tokens", 1)
-			m := a.raw("messages")
-			return fmt.Sprintf("%q %d %s %v", s, n, m, a.done())
+			m, _ := a.get("messages")
+			return fmt.Sprintf("%q %d %s %v", s, n, m.Raw, a.done())
 		}
 		env := parseEnvelope(gjson.Parse(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":` + sentArgs + `}}`))
 		sent := read(newArgs(withSentArguments(context.Background(), env.argFields), "t", mcp.CallToolRequest{}))
