@@ -161,3 +161,27 @@ func TestSentArgumentsReadAsRaw(t *testing.T) {
 		t.Errorf("duplicates: %q, %v", s, err)
 	}
 }
+
+// TestSequencerScopeIsToolSession: a tools/call is ordered (classify's scope) by the session
+// its tool reads from the same arguments, duplicate keys included: ordered by another one, a
+// save could run beside a save of the session it writes.
+func TestSequencerScopeIsToolSession(t *testing.T) {
+	for _, sentArgs := range []string{
+		`{"session_id":"a"}`,
+		`{"session_id":"a","session_id":"b"}`,
+		`{"session_id":"a","messages":[{"session_id":"c"}],"session_id":"b"}`,
+		`{"session_id":"a","session_id":null}`,
+		`{"session\u005fid":"a","session_id":"b"}`,
+		`{"session_id":"a","session\u005fid":"b"}`,
+		`{"working_dir":"/p"}`,
+	} {
+		env := parseEnvelope(gjson.Parse(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"session_save","arguments":` + sentArgs + `}}`))
+		a := newArgs(withSentArguments(context.Background(), env.argFields), "session_save", mcp.CallToolRequest{})
+		sid := a.str("session_id", false, "")
+		p := &pending{}
+		(&stdioConn{}).classify(p, string(mcp.MethodToolsCall), &env)
+		if sid != "" && p.scope != "s:"+sid || sid == "" && strings.HasPrefix(p.scope, "s:") {
+			t.Errorf("%s: ordered as %q, the tool writes session %q", sentArgs, p.scope, sid)
+		}
+	}
+}
