@@ -94,17 +94,25 @@ func (a *args) fail(msg, hint string) {
 	}
 }
 
-func (a *args) get(key string) (gjson.Result, bool) {
-	a.seen = append(a.seen, key)
-	for i := len(a.fields) - 1; i >= 0; i-- { // the last one counts, as for encoding/json
-		if f := a.fields[i]; f.key == key {
-			if f.value.Type == gjson.Null {
-				break
-			}
-			return f.value, true
+// lastField returns the value of key in fields; of a key sent twice the last one counts, as
+// for encoding/json. The sequencer (envelope.sessionID) and the tool (args.get) both read
+// through it, so a request is ordered by the session it writes.
+func lastField(fields []argField, key string) (gjson.Result, bool) {
+	for i := len(fields) - 1; i >= 0; i-- {
+		if fields[i].key == key {
+			return fields[i].value, true
 		}
 	}
 	return gjson.Result{}, false
+}
+
+func (a *args) get(key string) (gjson.Result, bool) {
+	a.seen = append(a.seen, key)
+	v, ok := lastField(a.fields, key)
+	if !ok || v.Type == gjson.Null {
+		return gjson.Result{}, false
+	}
+	return v, true
 }
 
 // str returns a string argument; required ones must be present and non-empty.
@@ -166,16 +174,6 @@ func (a *args) enum(key string, allowed ...string) string {
 		a.fail(fmt.Sprintf("argument %q must be one of %s, got %q", key, strings.Join(allowed, ", "), s), "")
 	}
 	return s
-}
-
-// raw returns an argument as the JSON the client sent: numbers keep every digit and objects
-// their key order, and text such as "a && b" or "<div>" is stored as written.
-func (a *args) raw(key string) json.RawMessage {
-	v, ok := a.get(key)
-	if !ok {
-		return nil
-	}
-	return json.RawMessage(v.Raw)
 }
 
 // done reports the first problem, including arguments the tool does not know (usually a typo

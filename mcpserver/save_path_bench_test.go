@@ -121,10 +121,7 @@ func BenchmarkSavePath(b *testing.B) {
 // newBenchConn is a stdio connection to s, initialized, that writes to io.Discard and has no
 // reader: handle and send are called by the benchmark.
 func newBenchConn(b *testing.B, s *server.MCPServer) *stdioConn {
-	c := &stdioConn{opts: StdioOptions{MaxPending: DefaultMaxPending, MaxMessageBytes: DefaultMaxMessageBytes},
-		out: io.Discard, byID: map[string]*pending{}, log: slog.New(slog.DiscardHandler), srv: s,
-		work: make(chan *pending, DefaultMaxPending), slots: make(chan struct{}, stdioWorkers), lead: make(chan struct{}, 1)}
-	c.sess = newStdioSession(c)
+	c := newStdioConn(s, io.Discard, StdioOptions{})
 	c.sess.Initialize()
 	c.initSeen = true
 	if err := s.RegisterSession(context.Background(), c.sess); err != nil {

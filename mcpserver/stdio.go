@@ -78,18 +78,7 @@ const (
 // once. Only one stdio server may run per process (its session has mcp-go's stdio session
 // id, "stdio").
 func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.Writer, o StdioOptions) error {
-	if o.MaxPending <= 0 {
-		o.MaxPending = DefaultMaxPending
-	}
-	if o.MaxMessageBytes <= 0 {
-		o.MaxMessageBytes = DefaultMaxMessageBytes
-	}
-	if o.Logger == nil {
-		o.Logger = slog.New(slog.DiscardHandler)
-	}
-	c := &stdioConn{opts: o, out: out, byID: map[string]*pending{}, log: o.Logger, srv: s,
-		work: make(chan *pending, o.MaxPending+stdioWorkers), slots: make(chan struct{}, stdioWorkers), lead: make(chan struct{}, 1)}
-	c.sess = newStdioSession(c)
+	c := newStdioConn(s, out, o)
 	if err := s.RegisterSession(ctx, c.sess); err != nil {
 		return fmt.Errorf("register stdio session: %w", err)
 	}
@@ -127,6 +116,25 @@ func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.W
 		err = nil
 	}
 	return err
+}
+
+// newStdioConn is a connection of s that writes to out, with o's defaults filled in. Its
+// session is made but not registered, and nothing runs yet: ServeStdio (or a benchmark)
+// registers it and starts the workers and the reader.
+func newStdioConn(s *server.MCPServer, out io.Writer, o StdioOptions) *stdioConn {
+	if o.MaxPending <= 0 {
+		o.MaxPending = DefaultMaxPending
+	}
+	if o.MaxMessageBytes <= 0 {
+		o.MaxMessageBytes = DefaultMaxMessageBytes
+	}
+	if o.Logger == nil {
+		o.Logger = slog.New(slog.DiscardHandler)
+	}
+	c := &stdioConn{opts: o, out: out, byID: map[string]*pending{}, log: o.Logger, srv: s,
+		work: make(chan *pending, o.MaxPending+stdioWorkers), slots: make(chan struct{}, stdioWorkers), lead: make(chan struct{}, 1)}
+	c.sess = newStdioSession(c)
+	return c
 }
 
 // pending is a request read from the client and not yet answered.

@@ -57,13 +57,9 @@ func readFirst(obj gjson.Result, fields []field) {
 	})
 }
 
-// sessionID is a tools/call's arguments.session_id (not Exists when absent; like Get, the
-// first of duplicate keys).
+// sessionID is a tools/call's arguments.session_id (not Exists when absent). Unlike the
+// envelope's own fields, of duplicate keys the last counts: the one the tool reads (args.get).
 func (e *envelope) sessionID() gjson.Result {
-	for _, f := range e.argFields {
-		if f.key == "session_id" {
-			return f.value
-		}
-	}
-	return gjson.Result{}
+	v, _ := lastField(e.argFields, "session_id")
+	return v
 }

@@ -144,8 +144,8 @@ func TestSentArgumentsReadAsRaw(t *testing.T) {
 		read := func(a *args) string {
 			s := a.str("session_id", false, "")
 			n := a.integer("max_tokens", 1)
-			m := a.raw("messages")
-			return fmt.Sprintf("%q %d %s %v", s, n, m, a.done())
+			m, _ := a.get("messages")
+			return fmt.Sprintf("%q %d %s %v", s, n, m.Raw, a.done())
 		}
 		env := parseEnvelope(gjson.Parse(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":` + sentArgs + `}}`))
 		sent := read(newArgs(withSentArguments(context.Background(), env.argFields), "t", mcp.CallToolRequest{}))
@@ -159,5 +159,29 @@ func TestSentArgumentsReadAsRaw(t *testing.T) {
 		`{"params":{"arguments":{"session_id":"a","session_id":"b","x":1,"x":2}}}`)).argFields), "t", mcp.CallToolRequest{})
 	if s, err := a.str("session_id", false, ""), a.done(); s != "b" || err == nil || err.Error() != `unknown argument(s) "x"; t accepts session_id` {
 		t.Errorf("duplicates: %q, %v", s, err)
+	}
+}
+
+// TestSequencerScopeIsToolSession: a tools/call is ordered (classify's scope) by the session
+// its tool reads from the same arguments, duplicate keys included: ordered by another one, a
+// save could run beside a save of the session it writes.
+func TestSequencerScopeIsToolSession(t *testing.T) {
+	for _, sentArgs := range []string{
+		`{"session_id":"a"}`,
+		`{"session_id":"a","session_id":"b"}`,
+		`{"session_id":"a","messages":[{"session_id":"c"}],"session_id":"b"}`,
+		`{"session_id":"a","session_id":null}`,
+		`{"session\u005fid":"a","session_id":"b"}`,
+		`{"session_id":"a","session\u005fid":"b"}`,
+		`{"working_dir":"/p"}`,
+	} {
+		env := parseEnvelope(gjson.Parse(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"session_save","arguments":` + sentArgs + `}}`))
+		a := newArgs(withSentArguments(context.Background(), env.argFields), "session_save", mcp.CallToolRequest{})
+		sid := a.str("session_id", false, "")
+		p := &pending{}
+		(&stdioConn{}).classify(p, string(mcp.MethodToolsCall), &env)
+		if sid != "" && p.scope != "s:"+sid || sid == "" && strings.HasPrefix(p.scope, "s:") {
+			t.Errorf("%s: ordered as %q, the tool writes session %q", sentArgs, p.scope, sid)
+		}
 	}
 }

@@ -375,3 +375,34 @@ func TestServeRedactsWhatOlderVersionsStored(t *testing.T) {
 		}
 	}
 }
+
+// TestServeLogRedactedWhole: a log line is redacted whole, on stderr and in a --log-file
+// alike, not only attribute by attribute: a rule that spans an attribute's key and value
+// ("transport=stdio" in the start line) matches the line, never the value alone.
+func TestServeLogRedactedWhole(t *testing.T) {
+	for _, where := range []string{"stderr", "log file"} {
+		t.Run(where, func(t *testing.T) {
+			logFile := filepath.Join(t.TempDir(), "serve.log")
+			var args []string
+			if where == "log file" {
+				args = []string{"--log-file", logFile}
+			}
+			srv := startRaw(t, t.TempDir(), args, envRedact+`=["transport=stdio"]`)
+			srv.finish(30 * time.Second)
+			log := srv.stderr.String()
+			if where == "log file" {
+				b, err := os.ReadFile(logFile)
+				if err != nil {
+					t.Fatal(err)
+				}
+				log = string(b)
+			}
+			if !strings.Contains(log, "sessionmem serving") {
+				t.Fatalf("no start line in the log:\n%s", log)
+			}
+			if strings.Contains(log, "transport=stdio") {
+				t.Errorf("a match across key and value was not redacted:\n%s", log)
+			}
+		})
+	}
+}
