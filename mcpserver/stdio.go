@@ -246,6 +246,18 @@ func (c *stdioConn) handle(line []byte) *pending {
 		// mcp-go would answer "parse error" to id null; the id is known, so answer to it.
 		c.reply(json.RawMessage(id.Raw), codeInvalidRequest, `invalid request: want {"jsonrpc":"2.0","id":…,"method":"<name>",…}`)
 		return nil
+	case env.dup != "" && (env.dup == "id" || id.Type == gjson.String || id.Type == gjson.Number):
+		// JSON leaves a repeated key's meaning open, and mcp-go (the last one counts) would
+		// serve another request than the one ordered here (the first): refused, nothing runs.
+		rid := json.RawMessage(id.Raw)
+		if env.dup == "id" {
+			rid = nil // which id is meant is what cannot be told: null, as JSON-RPC says
+		}
+		c.reply(rid, codeInvalidRequest, fmt.Sprintf("invalid request: the key %q appears more than once; send each key once", env.dup))
+		return nil
+	case env.dup != "" && (!id.Exists() || id.Type == gjson.Null):
+		c.log.Warn("stdio: notification ignored: a key appears more than once", "key", env.dup)
+		return nil
 	case method.Type != gjson.String:
 		c.unordered(line)
 		return nil

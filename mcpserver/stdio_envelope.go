@@ -15,6 +15,11 @@ type envelope struct {
 	// (session_id) and the tool (newArgs), instead of a Get that skips a save's messages and a
 	// second pass in the tool.
 	argFields []argField
+	// dup is the first key read above that the message (or its params) sends twice, "" when
+	// none is. mcp-go decodes the message with encoding/json, where the last of duplicate keys
+	// counts, so the envelope could route a request (its method, tool, id, arguments) other
+	// than the one mcp-go serves: such a request is refused (handle).
+	dup string
 }
 
 // answer reports whether the message answers a request of the server's (it has a result or
@@ -24,11 +29,13 @@ func (e *envelope) answer() bool { return e.result.Exists() || e.error.Exists() 
 func parseEnvelope(msg gjson.Result) envelope {
 	var e envelope
 	var params gjson.Result
-	readFirst(msg, []field{{"method", &e.method}, {"id", &e.id}, {"jsonrpc", &e.jsonrpc},
+	e.dup = readFirst(msg, []field{{"method", &e.method}, {"id", &e.id}, {"jsonrpc", &e.jsonrpc},
 		{"result", &e.result}, {"error", &e.error}, {"params", &params}})
 	if params.IsObject() {
-		readFirst(params, []field{{"name", &e.name}, {"arguments", &e.args}, {"uri", &e.uri},
-			{"requestId", &e.requestID}, {"_meta", &e.meta}})
+		if dup := readFirst(params, []field{{"name", &e.name}, {"arguments", &e.args}, {"uri", &e.uri},
+			{"requestId", &e.requestID}, {"_meta", &e.meta}}); e.dup == "" && dup != "" {
+			e.dup = "params." + dup
+		}
 		if e.args.IsObject() {
 			e.argFields = argFields(e.args)
 		}
@@ -42,19 +49,23 @@ type field struct {
 	dst *gjson.Result
 }
 
-// readFirst sets each of fields to the first value of its key in obj, in one pass.
-func readFirst(obj gjson.Result, fields []field) {
+// readFirst sets each of fields to the first value of its key in obj, in one pass, and
+// returns the first of those keys that obj holds twice ("" if none).
+func readFirst(obj gjson.Result, fields []field) (dup string) {
 	obj.ForEach(func(k, v gjson.Result) bool {
 		for _, f := range fields {
 			if f.key == k.Str {
 				if !f.dst.Exists() {
 					*f.dst = v
+				} else if dup == "" {
+					dup = f.key
 				}
 				break
 			}
 		}
 		return true
 	})
+	return dup
 }
 
 // sessionID is a tools/call's arguments.session_id (not Exists when absent). Unlike the

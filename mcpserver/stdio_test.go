@@ -283,6 +283,43 @@ func TestStdioBadInput(t *testing.T) {
 	}
 }
 
+// TestStdioDuplicateKeys: a request that sends a key of its envelope twice (the tool, its
+// arguments, the method, the id) is refused with Invalid Request naming the key, and nothing
+// runs: the sequencer reads the first of duplicate keys, mcp-go the last, so either could
+// otherwise serve a request the other did not order. Inside the arguments the tool's own
+// reading (the last) decides, as TestSequencerScopeIsToolSession checks.
+func TestStdioDuplicateKeys(t *testing.T) {
+	const save = `"name":"session_save","arguments":{"working_dir":"/p","messages":[{"role":"user","content":"hi"}]}`
+	tests := []struct{ id, line, key string }{
+		{"2", `{"jsonrpc":"2.0","id":2,"method":"tools/call","params":{"name":"session_list",` + save + `}}`, "params.name"},
+		{"3", `{"jsonrpc":"2.0","id":3,"method":"tools/call","params":{` + save + `,"arguments":{}}}`, "params.arguments"},
+		{"4", `{"jsonrpc":"2.0","id":4,"method":"tools/list","method":"tools/call","params":{` + save + `}}`, "method"},
+		{"5", `{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"session_list"},"params":{` + save + `}}`, "params"},
+		{"null", `{"jsonrpc":"2.0","id":6,"id":7,"method":"tools/call","params":{` + save + `}}`, "id"},
+	}
+	r := newRawStdio(t)
+	r.send(initLine(1, false))
+	r.next()
+	for _, tt := range tests {
+		r.send(tt.line)
+	}
+	r.send(`{"jsonrpc":"2.0","method":"notifications/cancelled","method":"tools/call","params":{` + save + `}}`)
+	got := r.closeAndCollect()
+	for _, tt := range tests {
+		m := got[tt.id]
+		if m.Get("error.code").Int() != codeInvalidRequest || !strings.Contains(m.Get("error.message").String(), `"`+tt.key+`" appears more than once`) {
+			t.Errorf("%.70s: want Invalid Request naming %s, got %.300s", tt.line, tt.key, m.Raw)
+		}
+	}
+	if len(got) != len(tests) {
+		t.Errorf("%d answers, want %d: %v", len(got), len(tests), got)
+	}
+	list, err := r.svc.List(context.Background(), memory.ListRequest{})
+	if err != nil || len(list.Sessions) != 0 {
+		t.Fatalf("a refused request stored something: %+v %v", list, err)
+	}
+}
+
 func TestCheckUTF8Paths(t *testing.T) {
 	cases := []struct{ in, want string }{
 		{`{"a":"ok","b":["x","\udc00"]}`, "b[1]"},
