@@ -207,6 +207,19 @@ func TestCleanTextNotCopied(t *testing.T) {
 	}
 }
 
+// scan returns the set of rules whose trigger occurs in s. Only the tests use it (String
+// calls scanHits): it reads the table on its own, without scanHits and without hitRow, so the
+// tests that compare it with scanHits check scanHits and the numbering of the states.
+func (p *prefilter) scan(s string) uint64 {
+	var mask uint64
+	row := uint16(0)
+	for i := 0; i < len(s); i++ {
+		row = p.next[int(row)+int(p.class[s[i]])]
+		mask |= p.out[row>>p.shift]
+	}
+	return mask
+}
+
 func TestPrefilter(t *testing.T) {
 	p := newPrefilter([][]string{{"abc"}, {"bcd", "XY"}, {"c"}})
 	cases := []struct {
