@@ -102,17 +102,10 @@ const (
 // scanBlock counts one block. Each counted field is read at its first occurrence, as gjson's
 // Get does, and counted once the type is known.
 func scanBlock(r *jsonscan.Reader) (chars, images int, ok bool) {
-	if !r.Consume('{') {
-		return 0, 0, false
-	}
 	var seen int
 	var typ string
 	var text, thinking, name, argChars, contentChars, contentImages int
-	for more := !r.Consume('}'); more; {
-		key, ok := r.Key()
-		if !ok {
-			return 0, 0, false
-		}
+	ok = r.Members(func(key string) (ok bool) {
 		var bit int
 		switch key {
 		case "type":
@@ -128,15 +121,15 @@ func scanBlock(r *jsonscan.Reader) (chars, images int, ok bool) {
 		case "content":
 			bit = seenContent
 		}
-		if bit == 0 || seen&bit != 0 {
+		if seen&bit != 0 {
 			bit = 0 // not counted: gjson reads the first of repeated keys
 		}
 		seen |= bit
-		var t jsonscan.String
 		switch bit {
 		case 0:
 			_, ok = r.Value()
 		case seenType:
+			var t jsonscan.String
 			t, ok = r.Str()
 			typ, ok = t.Raw, ok && !t.Esc
 		case seenText:
@@ -150,12 +143,10 @@ func scanBlock(r *jsonscan.Reader) (chars, images int, ok bool) {
 		case seenContent:
 			contentChars, contentImages, ok = scanContent(r)
 		}
-		if !ok {
-			return 0, 0, false
-		}
-		if more = !r.Consume('}'); more && !r.Consume(',') {
-			return 0, 0, false
-		}
+		return ok
+	})
+	if !ok {
+		return 0, 0, false
 	}
 	switch typ {
 	case "text":

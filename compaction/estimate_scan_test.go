@@ -118,6 +118,33 @@ func TestScanMessageCharsShapes(t *testing.T) {
 	}
 }
 
+// TestScanMessageCharsDeep: tool results and arguments nested deeper than maxScanDepth are
+// left to gjson's reading, and EstimateMessage still gives its figures.
+func TestScanMessageCharsDeep(t *testing.T) {
+	results := func(levels int) string {
+		return `{"content":` + strings.Repeat(`[{"type":"tool_result","content":`, levels) +
+			`[{"type":"text","text":"deep"},{"type":"image"}]` + strings.Repeat(`}]`, levels) + `}`
+	}
+	args := func(levels int) string {
+		return `{"content":[{"type":"tool_call","name":"r","arguments":` +
+			strings.Repeat("[", levels) + `"é"` + strings.Repeat("]", levels) + `}]}`
+	}
+	for _, tt := range []struct {
+		msg  string
+		fast bool
+	}{
+		{results(maxScanDepth - 2), true},
+		{results(maxScanDepth + 10), false},
+		{args(maxScanDepth - 2), true},
+		{args(maxScanDepth + 10), false},
+	} {
+		checkScan(t, tt.msg, tt.fast)
+		if _, _, ok := scanMessageChars(tt.msg); ok != tt.fast {
+			t.Fatalf("%.60q...: scanMessageChars read it: %v, want %v", tt.msg, ok, tt.fast)
+		}
+	}
+}
+
 // TestScanMessageCharsFixtures compares the two readings on every message of the fixtures
 // and, when present, the shared corpus; all of them are read in one pass.
 func TestScanMessageCharsFixtures(t *testing.T) {

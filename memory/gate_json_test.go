@@ -89,6 +89,34 @@ func TestRedactJSONShadowedKey(t *testing.T) {
 	}
 }
 
+// TestRedactJSONDeep: arguments nested deeper than cleanJSON's reader follows go the general
+// way, and a secret deep inside is still redacted.
+func TestRedactJSONDeep(t *testing.T) {
+	hooks := gateHooks(t)
+	for _, levels := range []int{400, 600} {
+		for _, leaf := range []string{`"clean"`, `"a secret"`} {
+			raw := strings.Repeat(`{"k":[`, levels/2) + leaf + strings.Repeat(`]}`, levels/2)
+			checkRedactJSON(t, hooks, raw)
+			if got, _ := memory.RedactJSONBoth(hooks["word"], []byte(raw)); bytes.Contains(got, []byte("secret")) {
+				t.Errorf("%d levels: the secret was stored", levels)
+			}
+		}
+	}
+}
+
+// TestRedactJSONHookKeepsStrings: the hook may keep the strings it is given; cleanJSON decodes
+// them into one buffer it reuses, so each must reach the hook as a copy of its own.
+func TestRedactJSONHookKeepsStrings(t *testing.T) {
+	var kept []string
+	hook := func(s string) string { kept = append(kept, s); return s }
+	raw := `{"path":"a.go","n":["first","second \u00e9 \n"],"plain keys and values":"the last one"}`
+	memory.RedactJSONBoth(hook, []byte(raw))
+	want := []string{"path", "a.go", "n", "first", "second é \n", "plain keys and values", "the last one"}
+	if len(kept) < len(want) || strings.Join(kept[:len(want)], "|") != strings.Join(want, "|") {
+		t.Fatalf("the hook kept %q, want %q first", kept, want)
+	}
+}
+
 func TestRedactJSONRandom(t *testing.T) {
 	hooks := gateHooks(t)
 	rng := rand.New(rand.NewPCG(2, 6))

@@ -201,15 +201,20 @@ var blockFieldBits = map[string]int{"type": bfType, "text": bfText, "thinking": 
 	"id": bfID, "name": bfName, "arguments": bfArguments, "tool_call_id": bfToolCallID,
 	"content": bfContent, "is_error": bfIsError, "media_type": bfMediaType, "data": bfData}
 
-// blockFieldsOf are the fields each block type allows (inputBlockFields) and, in need, the
-// one it requires (requiredInputField).
-var blockFieldsOf = map[string]struct{ allowed, needed int }{
-	BlockText:       {bfType | bfText, bfText},
-	BlockThinking:   {bfType | bfThinking, bfThinking},
-	BlockToolCall:   {bfType | bfID | bfName | bfArguments, 0},
-	BlockToolResult: {bfType | bfToolCallID | bfContent | bfIsError, 0},
-	BlockImage:      {bfType | bfMediaType | bfData, 0},
-}
+// blockFieldsOf are the fields each block type allows and, in need, the one it requires, as
+// bits: the general decoder's inputBlockFields and requiredInputField, so the two cannot drift.
+var blockFieldsOf = func() map[string]struct{ allowed, needed int } {
+	m := make(map[string]struct{ allowed, needed int }, len(inputBlockFields))
+	for typ, fields := range inputBlockFields {
+		f := m[typ]
+		for k := range fields {
+			f.allowed |= blockFieldBits[k] // a key without a bit is declined before this is read
+		}
+		f.needed = blockFieldBits[requiredInputField[typ]]
+		m[typ] = f
+	}
+	return m
+}()
 
 // block reads one block object (see decodeInputBlock).
 func (d *inputDecoder) block(depth int) (Block, bool) {

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -132,6 +133,61 @@ func TestDecodeInputFastRandom(t *testing.T) {
 	}
 	if fast < 5000 {
 		t.Errorf("only %d of 20000 random messages took the one-pass decoder", fast)
+	}
+}
+
+// TestDecodeInputFastOwnsItsStrings: what the one-pass decoder returns points into no byte of
+// raw (the caller's, which a transport may reuse), and appending to a block's arguments cannot
+// write over the strings decoded after them (the strings of a message share one buffer).
+func TestDecodeInputFastOwnsItsStrings(t *testing.T) {
+	raw := []byte(`{"id":"u1","role":"assistant","content":[{"type":"tool_call","id":"c1","name":"read",` +
+		`"arguments":{"path":"a.go"}},{"type":"text","text":"after the arguments \u00e9"}],"usage":{"input_tokens":3}}`)
+	if fast, diff := memory.DecodeInputBoth(raw); !fast || diff != "" {
+		t.Fatalf("the one-pass decoder did not read it: %s", diff)
+	}
+	want, err := memory.DecodeInputMessage(bytes.Clone(raw))
+	if err != nil {
+		t.Fatal(err)
+	}
+	m, err := memory.DecodeInputMessage(raw)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for i := range raw {
+		raw[i] = 'X'
+	}
+	_ = append(m.Content[0].Arguments, `,"junk":"zzzzzzzzzzzzzzzzzzzzzzzzzzzzzz"}`...)
+	if !reflect.DeepEqual(m, want) {
+		t.Fatalf("the message changed with raw or with its arguments:\n%#v\nwant\n%#v", m, want)
+	}
+}
+
+// TestDecodeInputFastDeep: content nested deeper than the one-pass decoder follows, and
+// arguments nested deeper than its reader follows, are left to the general decoder.
+func TestDecodeInputFastDeep(t *testing.T) {
+	nested := func(levels int) string {
+		return strings.Repeat(`[{"type":"tool_result","content":`, levels) + `"deep"` + strings.Repeat(`}]`, levels)
+	}
+	args := func(levels int) string {
+		return `{"role":"assistant","content":[{"type":"tool_call","name":"r","arguments":{"a":` +
+			strings.Repeat("[", levels) + strings.Repeat("]", levels) + `}}]}`
+	}
+	for _, tt := range []struct {
+		raw  string
+		fast bool
+	}{
+		{`{"role":"tool_result","content":` + nested(100) + `}`, true},
+		{`{"role":"tool_result","content":` + nested(300) + `}`, false},
+		{args(400), true},
+		{args(600), false},
+	} {
+		fast, diff := memory.DecodeInputBoth([]byte(tt.raw))
+		if diff != "" || fast != tt.fast {
+			t.Fatalf("%.80q...: one pass read it: %v, want %v; %s", tt.raw, fast, tt.fast, diff)
+		}
+		if _, err := memory.DecodeInputMessage([]byte(tt.raw)); err != nil {
+			t.Fatalf("%.80q...: %v", tt.raw, err)
+		}
 	}
 }
 

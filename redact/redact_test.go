@@ -207,6 +207,38 @@ func TestCleanTextNotCopied(t *testing.T) {
 	}
 }
 
+// scan returns the set of rules whose trigger occurs in s. Only the tests use it (String
+// calls scanHits): it reads the table on its own, without scanHits and without hitRow, so the
+// tests that compare it with scanHits check scanHits and the numbering of the states.
+func (p *prefilter) scan(s string) uint64 {
+	var mask uint64
+	row := uint16(0)
+	for i := 0; i < len(s); i++ {
+		row = p.next[int(row)+int(p.class[s[i]])]
+		mask |= p.out[row>>p.shift]
+	}
+	return mask
+}
+
+// TestPrefilterTooLarge: triggers whose automaton does not fit the table's 16-bit rows make
+// newPrefilter panic (at start-up, with the built-in rules) rather than wrap around.
+func TestPrefilterTooLarge(t *testing.T) {
+	var run []byte // 120 bytes no other trigger holds: a column each
+	for c := range 120 {
+		run = append(run, byte(0x80+c))
+	}
+	var lits []string
+	for i := range 5 { // five literals sharing no prefix: 601 states of 128 columns
+		lits = append(lits, string(run[i:])+string(run[:i]))
+	}
+	defer func() {
+		if recover() == nil {
+			t.Fatal("newPrefilter built a table too large for its rows")
+		}
+	}()
+	newPrefilter([][]string{lits})
+}
+
 func TestPrefilter(t *testing.T) {
 	p := newPrefilter([][]string{{"abc"}, {"bcd", "XY"}, {"c"}})
 	cases := []struct {
