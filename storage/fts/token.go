@@ -21,43 +21,87 @@ type Token struct {
 // Tokenize returns the terms of text in order; a term's position is its index.
 func Tokenize(text string) []Token {
 	var out []Token
-	var buf []byte
-	scan(text, func(start, end int) {
-		var ok bool
-		if buf, ok = appendLower(buf[:0], text[start:end]); ok {
-			out = append(out, Token{Term: string(buf), Start: start, End: end})
-		}
+	scanTerms(text, func(term []byte, start, end int) {
+		out = append(out, Token{Term: string(term), Start: start, End: end})
 	})
 	return out
 }
 
 // Terms returns the terms of text in order, without offsets.
 func Terms(text string) []string {
-	toks := Tokenize(text)
-	out := make([]string, len(toks))
-	for i, t := range toks {
-		out[i] = t.Term
-	}
+	out := []string{}
+	scanTerms(text, func(term []byte, _, _ int) { out = append(out, string(term)) })
 	return out
 }
 
 // AppendTerms appends the terms of text to dst, each followed by one space, and returns the
-// extended buffer and the number of terms. It allocates nothing beyond growing dst, which
-// makes it the form an index feeds to its engine (FTS5 receives exactly these terms).
+// extended buffer and the number of terms. It allocates nothing beyond growing dst.
 func AppendTerms(dst []byte, text string) ([]byte, int) {
 	n := 0
-	scan(text, func(start, end int) {
-		mark := len(dst)
-		var ok bool
-		if dst, ok = appendLower(dst, text[start:end]); ok {
-			dst = append(dst, ' ')
-			n++
-		} else {
-			dst = dst[:mark]
-		}
+	scanTerms(text, func(term []byte, _, _ int) {
+		dst = append(dst, term...)
+		dst = append(dst, ' ')
+		n++
 	})
 	return dst, n
 }
+
+// scanTerms calls emit with each term of text in order: its index form (lower-cased, and
+// stemmed when it is a plain English word, see Stemmed) and the byte range of its source in
+// text. term is only valid during the call.
+func scanTerms(text string, emit func(term []byte, start, end int)) {
+	var low, stem []byte
+	scan(text, func(start, end int) {
+		var ok bool
+		if low, ok = appendLower(low[:0], text[start:end]); !ok {
+			return
+		}
+		if Stemmed(text, start, end) {
+			stem = AppendStem(stem[:0], low)
+			emit(stem, start, end)
+			return
+		}
+		emit(low, start, end)
+	})
+}
+
+// Stemmed reports whether the word text[start:end] (one term's source, as the tokenizer
+// found it) is indexed by its stem: a plain English word. That is a word of ASCII letters with
+// no capital after its first letter (parseConfig, HTTP and URLs are identifiers, kept whole
+// and exact), not joined by punctuation to another word: the parts of paths, URLs, dotted
+// names, kebab-case and calls (internal/auth/tests.go, foo.bar, fn(tests)) stay exact, so that
+// they match whole and by segment as they are written. An apostrophe does not join (user's,
+// don't), nor do quotes, commas and sentence punctuation.
+func Stemmed(text string, start, end int) bool {
+	if end-start < 3 {
+		return false
+	}
+	for i := start; i < end; i++ {
+		c := text[i]
+		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') || i > start && c <= 'Z' {
+			return false
+		}
+	}
+	if start >= 2 && joiner[text[start-1]] && wordBefore(text[:start-1]) {
+		return false
+	}
+	if end+1 < len(text) && joiner[text[end]] && isWordStart(text[end+1:]) {
+		return false
+	}
+	return true
+}
+
+// joiner marks the punctuation that joins two words into one name (a path, a URL, a dotted
+// or kebab-case name, a call) when it stands between them without white space.
+var joiner = func() (t [256]bool) {
+	for _, c := range []byte("/\\.-:@#$%&*+=~|<>^()[]{}") {
+		t[c] = true
+	}
+	return t
+}()
+
+// wordBefore reports whether s ends with a word character.
+func wordBefore(s string) bool { return endsWithWord(s) }
 
 // appendLower appends the lower-cased s to dst; ok is false (and dst may hold a partial term
 // the caller must drop) when the result would exceed MaxTermBytes.

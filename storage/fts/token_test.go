@@ -61,3 +61,38 @@ func BenchmarkAppendTerms(b *testing.B) {
 		buf, _ = AppendTerms(buf[:0], text)
 	}
 }
+
+func TestStemmed(t *testing.T) {
+	tests := []struct {
+		text, word string // word: the term of text asked about (its first occurrence)
+		want       bool
+	}{
+		{"we fixed it", "fixed", true},
+		{"Fixed it", "Fixed", true},
+		{"tests.", "tests", true},
+		{"the tests, then", "tests", true},
+		{"`tests`", "tests", true},
+		{"**tests**", "tests", true},
+		{"(tests)", "tests", true},
+		{"user's tests", "user", true},
+		{"ab", "ab", false},                         // too short to change
+		{"parseConfigs", "parseConfigs", false},     // camelCase identifier
+		{"URLs", "URLs", false},                     // acronym
+		{"TESTS", "TESTS", false},                   // all capitals: an identifier or acronym
+		{"max_tokens", "max_tokens", false},         // not a letters-only word
+		{"v2tests", "v2tests", false},               // digits
+		{"internal/tests/a.go", "tests", false},     // a path segment
+		{"login.go", "login", false},                // a file name
+		{"foo-bars", "bars", false},                 // kebab-case
+		{"fn(tests)", "tests", false},               // a call's argument
+		{"https://x.io/docs", "docs", false},        // a URL
+		{"naïve", "naïve", false},                   // not ASCII
+		{"end of sentence.Then", "sentence", false}, // joined without a space: a name
+	}
+	for _, tt := range tests {
+		i := strings.Index(tt.text, tt.word)
+		if got := Stemmed(tt.text, i, i+len(tt.word)); got != tt.want {
+			t.Errorf("Stemmed(%q, %q) = %v, want %v", tt.text, tt.word, got, tt.want)
+		}
+	}
+}
