@@ -2,7 +2,7 @@
 // questions asked in natural language with the messages that answer them, the metrics that
 // score a ranked answer against them, and a plain BM25 baseline to measure engines against.
 //
-// It is test support, used by storage/storetest and benchmarks, not by the server.
+// It is test support, for storage/storetest and benchmarks; the server does not use it.
 //
 // # What it owns
 //
@@ -19,11 +19,11 @@
 //     answered with nothing, overall and per kind, and WriteTable to set several systems side
 //     by side.
 //   - The baseline (BM25): plain BM25 over each message's own text, the yardstick an engine
-//     has to beat (contract v3's bar is 1.1x its recall@10).
+//     has to beat (shared/reference/RECALL.md sets the bar at 1.1x its recall@10).
 //
 // # Imports
 //
 // The standard library, klauspost/compress (the fixture is zstd) and internal/testpaths (where
-// the fixture is). Not memory or transcript: storetest, which sits below memory, imports this
-// package.
+// the fixture is). Not memory or transcript, so that storetest, which sits below memory, can
+// import it.
 package relevance
