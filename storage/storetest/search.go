@@ -39,6 +39,7 @@ var searchTests = []struct {
 	{"Delete", testSearchDelete},
 	{"SecondHandle", testSearchSecondHandle},
 	{"Rename", testSearchRename},
+	{"Relevance", testSearchRelevance},
 }
 
 // testSearch runs the search subtests when the backend's stores implement storage.Searcher.
