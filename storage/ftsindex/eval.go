@@ -4,7 +4,6 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
-	"strings"
 
 	"github.com/sessionmem/sessionmem/storage/fts"
 )
@@ -88,29 +87,14 @@ func loadLists(ctx context.Context, tx *sql.Tx, s *segment, units []*unit) (segL
 			}
 		}
 	}
-	data := map[string][]byte{}
-	if len(exact) > 0 {
-		args := []any{s.id}
-		for t := range exact {
-			args = append(args, t)
-		}
-		rows, err := tx.QueryContext(ctx, `SELECT term, data FROM postings WHERE seg = ? AND term IN (?`+strings.Repeat(`, ?`, len(exact)-1)+`)`, args...)
-		if err != nil {
-			return nil, err
-		}
-		for rows.Next() {
-			var t string
-			var b []byte
-			if err := rows.Scan(&t, &b); err != nil {
-				rows.Close()
-				return nil, err
-			}
-			data[t] = b
-		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
+	ts := s.source(ctx, tx)
+	terms := make([]string, 0, len(exact))
+	for t := range exact {
+		terms = append(terms, t)
+	}
+	data, err := ts.get(terms)
+	if err != nil {
+		return nil, err
 	}
 	n := s.docs.len()
 	out := make(segLists, len(units))
@@ -120,7 +104,7 @@ func loadLists(ctx context.Context, tx *sql.Tx, s *segment, units []*unit) (segL
 			var l []posting
 			var err error
 			if sl.prefix {
-				l, err = prefixList(ctx, tx, s, sl, data[sl.alt])
+				l, err = prefixList(ts, s.docs.len(), sl, data[sl.alt])
 			} else if b := data[sl.term]; b != nil {
 				l, err = decodePostings(b, n)
 			}
@@ -143,31 +127,29 @@ func loadLists(ctx context.Context, tx *sql.Tx, s *segment, units []*unit) (segL
 
 // prefixList is the union of the lists of the terms starting with sl.term, and of its stem's
 // (alt, already read), with their frequencies summed.
-func prefixList(ctx context.Context, tx *sql.Tx, s *segment, sl slot, alt []byte) ([]posting, error) {
-	rows, err := tx.QueryContext(ctx, `SELECT term, data FROM postings WHERE seg = ? AND term >= ? AND term < ?`, s.id, sl.term, successor(sl.term))
+func prefixList(ts termSource, n int, sl slot, alt []byte) ([]posting, error) {
+	it, err := ts.iter(sl.term, successor(sl.term))
 	if err != nil {
 		return nil, err
 	}
-	defer rows.Close()
-	n := s.docs.len()
+	defer it.close()
 	var lists [][]posting
-	for rows.Next() {
-		var t string
-		var b []byte
-		if err := rows.Scan(&t, &b); err != nil {
+	for {
+		ok, err := it.next()
+		if err != nil {
 			return nil, err
 		}
-		if t == sl.alt {
+		if !ok {
+			break
+		}
+		if it.term() == sl.alt {
 			continue
 		}
-		l, err := decodePostings(b, n)
+		l, err := decodePostings(it.data(), n)
 		if err != nil {
 			return nil, err
 		}
 		lists = append(lists, l)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, err
 	}
 	if alt != nil {
 		l, err := decodePostings(alt, n)

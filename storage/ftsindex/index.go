@@ -429,12 +429,12 @@ var schema = []string{
 		lo INTEGER NOT NULL,
 		hi INTEGER NOT NULL,
 		ndocs INTEGER NOT NULL,
-		docs BLOB NOT NULL
+		docs BLOB NOT NULL,
+		packed BLOB -- a small segment's postings (terms.go); NULL: rows in postings
 	)`,
 	`CREATE TABLE IF NOT EXISTS postings (
 		seg INTEGER NOT NULL,
 		term TEXT NOT NULL,
-		df INTEGER NOT NULL,
 		data BLOB NOT NULL,
 		PRIMARY KEY (seg, term)
 	) WITHOUT ROWID`,

@@ -3,6 +3,7 @@ package ftsindex
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -121,14 +122,13 @@ func (db *database) verifySegments(ctx context.Context) ([]string, error) {
 	var liveDocs, liveTerms int64
 	var prevHi int64
 	for _, m := range segs {
-		var blob []byte
-		if err := tx.QueryRowContext(ctx, `SELECT docs FROM segments WHERE id = ?`, m.id).Scan(&blob); err != nil {
-			return nil, err
-		}
-		d, err := decodeDocs(blob)
-		if err != nil {
-			problems = append(problems, fmt.Sprintf("segment %d: %v", m.id, err))
+		d, packed, err := readSegment(ctx, tx, m.id)
+		if errors.Is(err, ErrCorrupt) {
+			problems = append(problems, err.Error())
 			continue
+		}
+		if err != nil {
+			return nil, err
 		}
 		if d.len() != m.ndocs || d.len() == 0 || d.ids[0] != m.lo || d.ids[d.len()-1] != m.hi || m.lo <= prevHi {
 			problems = append(problems, fmt.Sprintf("segment %d: its row says %d docs %d..%d, its docs are %d", m.id, m.ndocs, m.lo, m.hi, d.len()))
@@ -140,30 +140,24 @@ func (db *database) verifySegments(ctx context.Context) ([]string, error) {
 				liveTerms += int64(d.lens[o])
 			}
 		}
-		rows, err := tx.QueryContext(ctx, `SELECT term, df, data FROM postings WHERE seg = ?`, m.id)
+		it, err := termSource{ctx: ctx, q: tx, seg: m.id, packed: packed}.iter("", "")
 		if err != nil {
 			return nil, err
 		}
-		for rows.Next() {
-			var term string
-			var df int
-			var data []byte
-			if err := rows.Scan(&term, &df, &data); err != nil {
-				rows.Close()
+		for {
+			ok, err := it.next()
+			if err != nil {
+				it.close()
 				return nil, err
 			}
-			ps, err := decodePostings(data, d.len())
-			if err == nil && len(ps) != df {
-				err = fmt.Errorf("df %d, %d postings", df, len(ps))
+			if !ok {
+				break
 			}
-			if err != nil && len(problems) < 20 {
-				problems = append(problems, fmt.Sprintf("segment %d term %q: %v", m.id, term, err))
+			if _, err := decodePostings(it.data(), d.len()); err != nil && len(problems) < 20 {
+				problems = append(problems, fmt.Sprintf("segment %d term %q: %v", m.id, it.term(), err))
 			}
 		}
-		rows.Close()
-		if err := rows.Err(); err != nil {
-			return nil, err
-		}
+		it.close()
 	}
 	var docs, docsTerms, cDocs, cTerms int64
 	if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(len), 0) FROM docs`).Scan(&docs, &docsTerms); err != nil {

@@ -83,10 +83,9 @@ func mergeDue(segs []segMeta) []segMeta {
 	return nil
 }
 
-// segRow is one postings row of a segment being written.
+// segRow is one term's list in a segment being written.
 type segRow struct {
 	term string
-	df   int
 	data []byte
 }
 
@@ -115,7 +114,7 @@ func (w *writer) flushSegment() error {
 	for _, t := range sb.sortedTerms() {
 		ps := sb.terms[t]
 		buf = encodePostings(buf[:0], ps)
-		ns.rows = append(ns.rows, segRow{term: t, df: len(ps), data: buf})
+		ns.rows = append(ns.rows, segRow{term: t, data: buf})
 		buf = buf[len(buf):]
 	}
 	_, err := writeSegment(w.ctx, w.tx, ns)
@@ -126,22 +125,26 @@ func (w *writer) flushSegment() error {
 // writeSegment inserts a segment and its postings and returns its id.
 func writeSegment(ctx context.Context, tx *sql.Tx, ns newSeg) (int64, error) {
 	d := ns.docs
-	res, err := tx.ExecContext(ctx, `INSERT INTO segments (level, lo, hi, ndocs, docs) VALUES (?, ?, ?, ?, ?)`,
-		ns.level, d.ids[0], d.ids[len(d.ids)-1], d.len(), d.encode())
+	var packed []byte
+	if d.len() < packLimit {
+		packed = encodePacked(ns.rows)
+	}
+	res, err := tx.ExecContext(ctx, `INSERT INTO segments (level, lo, hi, ndocs, docs, packed) VALUES (?, ?, ?, ?, ?, ?)`,
+		ns.level, d.ids[0], d.ids[len(d.ids)-1], d.len(), d.encode(), packed)
 	if err != nil {
 		return 0, err
 	}
 	id, err := res.LastInsertId()
-	if err != nil {
-		return 0, err
+	if err != nil || packed != nil {
+		return id, err
 	}
-	st, err := tx.PrepareContext(ctx, `INSERT INTO postings (seg, term, df, data) VALUES (?, ?, ?, ?)`)
+	st, err := tx.PrepareContext(ctx, `INSERT INTO postings (seg, term, data) VALUES (?, ?, ?)`)
 	if err != nil {
 		return 0, err
 	}
 	defer st.Close()
 	for _, r := range ns.rows {
-		if _, err := st.ExecContext(ctx, id, r.term, r.df, r.data); err != nil {
+		if _, err := st.ExecContext(ctx, id, r.term, r.data); err != nil {
 			return 0, err
 		}
 	}
@@ -263,15 +266,13 @@ func buildMerge(ctx context.Context, q querier, segs []segMeta) (*newSeg, error)
 	remap := make([][]int32, len(segs))
 	ndocs := make([]int, len(segs))
 	level := 0
+	packs := make([]*packedSeg, len(segs))
 	for i, s := range segs {
-		var blob []byte
-		if err := q.QueryRowContext(ctx, `SELECT docs FROM segments WHERE id = ?`, s.id).Scan(&blob); err != nil {
+		d, p, err := readSegment(ctx, q, s.id)
+		if err != nil {
 			return nil, err
 		}
-		d, err := decodeDocs(blob)
-		if err != nil {
-			return nil, fmt.Errorf("%w: segment %d: %w", ErrCorrupt, s.id, err)
-		}
+		packs[i] = p
 		ndocs[i] = d.len()
 		remap[i] = make([]int32, d.len())
 		for o := range d.len() {
@@ -294,11 +295,15 @@ func buildMerge(ctx context.Context, q querier, segs []segMeta) (*newSeg, error)
 	// other (segments are in id order, so ordinals stay ascending).
 	cursors := make([]*termCursor, len(segs))
 	for i, s := range segs {
-		c, err := openTermCursor(ctx, q, s.id)
+		it, err := termSource{ctx: ctx, q: q, seg: s.id, packed: packs[i]}.iter("", "")
 		if err != nil {
 			return nil, err
 		}
-		defer c.close()
+		defer it.close()
+		c := &termCursor{it: it}
+		if err := c.next(); err != nil {
+			return nil, err
+		}
 		cursors[i] = c
 	}
 	var ps []posting
@@ -336,7 +341,7 @@ func buildMerge(ctx context.Context, q querier, segs []segMeta) (*newSeg, error)
 		}
 		if len(ps) > 0 {
 			buf = encodePostings(buf[:0], ps)
-			out.rows = append(out.rows, segRow{term: term, df: len(ps), data: buf})
+			out.rows = append(out.rows, segRow{term: term, data: buf})
 			buf = buf[len(buf):]
 		}
 		if err := ctx.Err(); err != nil {
@@ -346,32 +351,22 @@ func buildMerge(ctx context.Context, q querier, segs []segMeta) (*newSeg, error)
 	return out, nil
 }
 
-// termCursor walks one segment's postings rows in term order.
+// termCursor is a termIter with its current term at hand.
 type termCursor struct {
-	rows *sql.Rows
+	it   termIter
 	ok   bool
 	term string
 	data []byte
 }
 
-func openTermCursor(ctx context.Context, q querier, seg int64) (*termCursor, error) {
-	rows, err := q.QueryContext(ctx, `SELECT term, data FROM postings WHERE seg = ? ORDER BY term`, seg)
-	if err != nil {
-		return nil, err
-	}
-	c := &termCursor{rows: rows}
-	return c, c.next()
-}
-
 func (c *termCursor) next() error {
-	c.ok = c.rows.Next()
-	if !c.ok {
-		return c.rows.Err()
+	ok, err := c.it.next()
+	c.ok = ok && err == nil
+	if c.ok {
+		c.term, c.data = c.it.term(), c.it.data()
 	}
-	return c.rows.Scan(&c.term, &c.data)
+	return err
 }
-
-func (c *termCursor) close() { c.rows.Close() }
 
 // liveSessions returns the session rows that exist: a doc whose session row is gone is dead.
 func liveSessions(ctx context.Context, q querier) (map[int64]sessRow, error) {

@@ -284,25 +284,17 @@ type cand struct {
 // markFiles sets fFile on the docs of segment i that pass the file filter.
 func (e *evaluation) markFiles(i int, sc *scores) error {
 	s := e.sn.segs[i]
-	terms := map[string]bool{}
+	var terms []string
 	for _, a := range e.f.files {
-		terms[a.term] = true
+		if !slices.Contains(terms, a.term) {
+			terms = append(terms, a.term)
+		}
 	}
-	args := []any{s.id}
-	for t := range terms {
-		args = append(args, t)
-	}
-	rows, err := e.tx.QueryContext(e.ctx, `SELECT term, data FROM postings WHERE seg = ? AND term IN (?`+strings.Repeat(`, ?`, len(terms)-1)+`)`, args...)
+	data, err := s.source(e.ctx, e.tx).get(terms)
 	if err != nil {
 		return err
 	}
-	defer rows.Close()
-	for rows.Next() {
-		var t string
-		var b []byte
-		if err := rows.Scan(&t, &b); err != nil {
-			return err
-		}
+	for t, b := range data {
 		list, err := decodePostings(b, s.docs.len())
 		if err != nil {
 			return fmt.Errorf("%w: segment %d: %w", ErrCorrupt, s.id, err)
@@ -322,7 +314,7 @@ func (e *evaluation) markFiles(i int, sc *scores) error {
 			}
 		}
 	}
-	return rows.Err()
+	return nil
 }
 
 // byFile lists the docs touching the file, newest first.

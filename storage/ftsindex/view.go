@@ -3,7 +3,7 @@ package ftsindex
 import (
 	"context"
 	"database/sql"
-	"fmt"
+
 	"slices"
 	"sort"
 	"sync"
@@ -15,6 +15,7 @@ import (
 type view struct {
 	mu      sync.Mutex
 	docs    map[int64]*segDocs
+	packs   map[int64]*packedSeg
 	sessGen int64
 	live    map[int64]sessRow
 	bySid   map[string]int64
@@ -42,11 +43,17 @@ type snapshot struct {
 // segment is one segment of a snapshot.
 type segment struct {
 	segMeta
-	docs *segDocs
+	docs   *segDocs
+	packed *packedSeg // nil: its postings are rows
+}
+
+// source reads the segment's postings in tx.
+func (s *segment) source(ctx context.Context, tx *sql.Tx) termSource {
+	return termSource{ctx: ctx, q: tx, seg: s.id, packed: s.packed}
 }
 
 func newView() *view {
-	return &view{docs: map[int64]*segDocs{}, msgs: map[int64][]msgRef{}}
+	return &view{docs: map[int64]*segDocs{}, packs: map[int64]*packedSeg{}, msgs: map[int64][]msgRef{}}
 }
 
 // load reads the snapshot of tx (a read transaction), updating the caches. The returned
@@ -110,22 +117,22 @@ func (v *view) load(ctx context.Context, tx *sql.Tx) (*snapshot, error) {
 	keep := make(map[int64]bool, len(metas))
 	for _, m := range metas {
 		keep[m.id] = true
-		d := v.docs[m.id]
+		d, p := v.docs[m.id], v.packs[m.id]
 		if d == nil {
-			var blob []byte
-			if err := tx.QueryRowContext(ctx, `SELECT docs FROM segments WHERE id = ?`, m.id).Scan(&blob); err != nil {
+			if d, p, err = readSegment(ctx, tx, m.id); err != nil {
 				return nil, err
 			}
-			if d, err = decodeDocs(blob); err != nil {
-				return nil, fmt.Errorf("%w: segment %d: %w", ErrCorrupt, m.id, err)
-			}
 			v.docs[m.id] = d
+			if p != nil {
+				v.packs[m.id] = p
+			}
 		}
-		sn.segs = append(sn.segs, &segment{segMeta: m, docs: d})
+		sn.segs = append(sn.segs, &segment{segMeta: m, docs: d, packed: p})
 	}
 	for id := range v.docs {
 		if !keep[id] {
 			delete(v.docs, id)
+			delete(v.packs, id)
 		}
 	}
 	v.addMsgs(sn.segs)
