@@ -269,7 +269,8 @@ type evaluation struct {
 	maxText int
 	units   []*unit
 	nreq    int
-	scores  []*scores // per segment
+	lists   []segLists // per segment
+	scores  []*scores  // per segment
 }
 
 // cand is a candidate hit.
@@ -382,6 +383,7 @@ func (e *evaluation) ranked(off, limit int) ([]cand, bool, error) {
 		}
 	}
 	lists := make([]segLists, len(e.sn.segs))
+	e.lists = lists
 	for i, s := range e.sn.segs {
 		l, err := loadLists(e.ctx, e.tx, s, e.units)
 		if err != nil {
@@ -461,7 +463,7 @@ func (e *evaluation) confirm(cands []cand, off, limit int) ([]cand, bool, error)
 			continue
 		}
 		var batch []cand
-		for h.Len() > 0 && len(batch) < 16 && h.items[0].needText {
+		for h.Len() > 0 && len(batch) < max(1, off+limit+1-len(out)) && h.items[0].needText {
 			batch = append(batch, heap.Pop(h).(cand))
 		}
 		refs := make([]DocRef, len(batch))
@@ -477,16 +479,40 @@ func (e *evaluation) confirm(cands []cand, off, limit int) ([]cand, bool, error)
 			if k >= len(texts) {
 				break
 			}
-			own, ok := rescore(e.q.Match, e.units, fts.Terms(clipText(texts[k], e.maxText)), e.sn.avgdl)
+			terms := fts.Terms(clipText(texts[k], e.maxText))
+			own, ok := rescore(e.q.Match, e.units, terms, e.sn.avgdl)
 			if !ok {
 				continue
 			}
-			c.score += own - c.own
-			c.own, c.needText = own, false
+			c.needText = false
+			if !e.confirmed(c, terms) {
+				// A phrase or path it seemed to hold is not there: its score is what the
+				// rest of its words give.
+				c.score += own - c.own
+				c.own = own
+			}
 			heap.Push(h, c)
 		}
 	}
 	return page(out, off, limit)
+}
+
+// confirmed reports whether every unit of several slots that the lists say a candidate holds
+// is really in its text. Its score then stays as the lists made it (their frequency being
+// the least of the terms'), so that checking the best candidates never lets unchecked ones
+// overtake them: a common phrase needs about as many checks as the page has hits.
+func (e *evaluation) confirmed(c cand, terms []string) bool {
+	for k, u := range e.units {
+		if !u.multi() || u.excluded {
+			continue
+		}
+		list := e.lists[c.seg][k]
+		_, inList := slices.BinarySearchFunc(list, c.ord, func(p posting, o uint32) int { return int(p.ord) - int(o) })
+		if inList && !u.t.OccursIn(terms) {
+			return false
+		}
+	}
+	return true
 }
 
 // candHeap is a heap of candidates; less orders it.
