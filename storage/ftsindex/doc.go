@@ -20,16 +20,17 @@
 // A directory (the store's "search" directory) holding one database, fts-<unix
 // nanoseconds>.db with its -wal and -shm files, with these tables:
 //   - sessions (id, sid, created, working_dir, name, through: every record with seq <=
-//     through is indexed) and tombstones (deleted sessions, so late batches are ignored);
-//   - docs: one row per indexed record (session, seq, entry id, kind, role, time, length in
-//     terms); its id, growing (AUTOINCREMENT), is the doc's id everywhere;
+//     through is indexed; gaps: the seqs indexed above through, by batches that came ahead of
+//     a missing one; ndocs and nterms: what its docs add to the counters) and tombstones
+//     (deleted sessions, so late batches are ignored);
 //   - segments and postings: the inverted index (segment.go, terms.go). A segment holds the
 //     docs of one or more Index calls, numbered 0..n-1 within it, with their attributes in one
-//     blob (doc ids, session rows, seqs, times, kind, role, length) and, for each term they
-//     contain, a list of ordinals and counts (varints: one or two bytes a posting; no
-//     positions). A small segment keeps all its lists in one packed blob; a large one has a
+//     blob (doc ids, session rows, seqs, times, kind, role, length, entry id) and, for each
+//     term they contain, a list of ordinals and counts (varints: one or two bytes a posting;
+//     no positions). A small segment keeps all its lists in one packed blob; a large one has a
 //     postings row per term. The files a doc's tool calls touched are terms too (a hash of
-//     the path after a byte no word has), which the file filter reads;
+//     the path after a byte no word has), which the file filter reads. A doc's id, given out
+//     in increasing order (counters' last_doc), is its identity everywhere;
 //   - counters: the live docs and their total length (BM25's N and average length) and a
 //     generation of the sessions table.
 //

@@ -396,10 +396,9 @@ func (ix *Index) openFile(ctx context.Context, name string) (*database, error) {
 	return db, nil
 }
 
-// schema creates every table of SchemaVersion. AUTOINCREMENT keeps doc ids growing, so a
-// cursor's snapshot (the highest id at its first page) never admits a later doc, and id order
-// is indexing order; it keeps session row ids from being reused, so a doc of a deleted session
-// (whose row is gone) can never pass for a live one.
+// schema creates every table of SchemaVersion. AUTOINCREMENT keeps session row ids from
+// being reused, so a doc of a deleted session (whose row is gone) can never pass for a live
+// one.
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS sessions (
 		id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -407,20 +406,12 @@ var schema = []string{
 		created INTEGER NOT NULL,
 		working_dir TEXT NOT NULL,
 		name TEXT NOT NULL,
-		through INTEGER NOT NULL
+		through INTEGER NOT NULL,
+		gaps BLOB, -- seqs indexed above through (write.go)
+		ndocs INTEGER NOT NULL DEFAULT 0,
+		nterms INTEGER NOT NULL DEFAULT 0
 	)`,
 	`CREATE TABLE IF NOT EXISTS tombstones (sid TEXT PRIMARY KEY, created INTEGER NOT NULL) WITHOUT ROWID`,
-	`CREATE TABLE IF NOT EXISTS docs (
-		id INTEGER PRIMARY KEY AUTOINCREMENT,
-		session INTEGER NOT NULL,
-		seq INTEGER NOT NULL,
-		entry_id TEXT NOT NULL,
-		kind TEXT NOT NULL,
-		role TEXT NOT NULL,
-		time INTEGER NOT NULL,
-		len INTEGER NOT NULL,
-		UNIQUE (session, seq)
-	)`,
 	// The inverted index (segment.go): segments of docs, each with its docs' attributes,
 	// and one postings row per term and segment.
 	`CREATE TABLE IF NOT EXISTS segments (
@@ -438,10 +429,11 @@ var schema = []string{
 		data BLOB NOT NULL,
 		PRIMARY KEY (seg, term)
 	) WITHOUT ROWID`,
-	// Counters: live docs and their terms (BM25's N and average length), and a generation
-	// of the sessions table that readers compare to know when to reload it.
+	// Counters: live docs and their terms (BM25's N and average length), a generation of
+	// the sessions table that readers compare to know when to reload it, and the last doc id
+	// given out (ids only grow, so a cursor's snapshot never admits a later doc).
 	`CREATE TABLE IF NOT EXISTS counters (k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID`,
-	`INSERT OR IGNORE INTO counters (k, v) VALUES ('docs', 0), ('terms', 0), ('sessions', 0)`,
+	`INSERT OR IGNORE INTO counters (k, v) VALUES ('docs', 0), ('terms', 0), ('sessions', 0), ('last_doc', 0)`,
 }
 
 // checkVersion checks the database's format version. Index files are created complete

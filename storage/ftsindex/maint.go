@@ -30,7 +30,7 @@ func (ix *Index) Stats(ctx context.Context) (Stats, error) {
 	if err != nil {
 		return Stats{}, err
 	}
-	err = db.r.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM sessions), (SELECT count(*) FROM docs)`).Scan(&st.Sessions, &st.Docs)
+	err = db.r.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM sessions), (SELECT v FROM counters WHERE k = 'docs')`).Scan(&st.Sessions, &st.Docs)
 	return st, classify(err)
 }
 
@@ -61,7 +61,7 @@ func (db *database) size() (int64, error) {
 }
 
 // Verify checks the whole database (SQLite's integrity_check, then that every segment and
-// its postings decode, that the docs table and the segments hold the same live docs, and the
+// its postings decode, that the sessions' counts and the segments hold the same live docs, and the
 // counters) and returns an error wrapping ErrCorrupt describing the first problems. It reads
 // every page: seconds for a large index.
 func (ix *Index) Verify(ctx context.Context) error {
@@ -103,7 +103,7 @@ func (ix *Index) Verify(ctx context.Context) error {
 }
 
 // verifySegments decodes every segment and postings row of one snapshot and compares what
-// they hold with the docs table and the counters.
+// they hold with the sessions' counts and the counters.
 func (db *database) verifySegments(ctx context.Context) ([]string, error) {
 	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
@@ -160,17 +160,17 @@ func (db *database) verifySegments(ctx context.Context) ([]string, error) {
 		it.close()
 	}
 	var docs, docsTerms, cDocs, cTerms int64
-	if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(len), 0) FROM docs`).Scan(&docs, &docsTerms); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT coalesce(sum(ndocs), 0), coalesce(sum(nterms), 0) FROM sessions`).Scan(&docs, &docsTerms); err != nil {
 		return nil, err
 	}
 	if err := tx.QueryRowContext(ctx, `SELECT (SELECT v FROM counters WHERE k = 'docs'), (SELECT v FROM counters WHERE k = 'terms')`).Scan(&cDocs, &cTerms); err != nil {
 		return nil, err
 	}
 	if docs != liveDocs || docsTerms != liveTerms {
-		problems = append(problems, fmt.Sprintf("%d docs (%d terms) but the segments hold %d live docs (%d terms)", docs, docsTerms, liveDocs, liveTerms))
+		problems = append(problems, fmt.Sprintf("the sessions count %d docs (%d terms) but the segments hold %d live docs (%d terms)", docs, docsTerms, liveDocs, liveTerms))
 	}
 	if cDocs != docs || cTerms != docsTerms {
-		problems = append(problems, fmt.Sprintf("the counters say %d docs (%d terms), the docs table %d (%d)", cDocs, cTerms, docs, docsTerms))
+		problems = append(problems, fmt.Sprintf("the counters say %d docs (%d terms), the sessions %d (%d)", cDocs, cTerms, docs, docsTerms))
 	}
 	return problems, nil
 }

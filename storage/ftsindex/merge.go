@@ -109,6 +109,9 @@ func (w *writer) flushSegment() error {
 	if err := addCounts(w.ctx, w.tx, int64(sb.docs.len()), total); err != nil {
 		return err
 	}
+	if _, err := w.tx.ExecContext(w.ctx, `UPDATE counters SET v = ? WHERE k = 'last_doc'`, w.nextDoc); err != nil {
+		return err
+	}
 	ns := newSeg{level: levelFor(sb.docs.len()), docs: &sb.docs}
 	var buf []byte
 	for _, t := range sb.sortedTerms() {
@@ -127,10 +130,10 @@ func writeSegment(ctx context.Context, tx *sql.Tx, ns newSeg) (int64, error) {
 	d := ns.docs
 	var packed []byte
 	if d.len() < packLimit {
-		packed = encodePacked(ns.rows)
+		packed = pack(encodePacked(ns.rows))
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO segments (level, lo, hi, ndocs, docs, packed) VALUES (?, ?, ?, ?, ?, ?)`,
-		ns.level, d.ids[0], d.ids[len(d.ids)-1], d.len(), d.encode(), packed)
+		ns.level, d.ids[0], d.ids[len(d.ids)-1], d.len(), pack(d.encode()), packed)
 	if err != nil {
 		return 0, err
 	}

@@ -543,42 +543,49 @@ func (h *candHeap) offer(c cand, n int) {
 	}
 }
 
-// hits reads the hits' rows, in order; a doc gone meanwhile is left out.
+// hits makes the page's hits from the segments' attributes and the sessions' rows (for their
+// current name and working directory); a session gone meanwhile is left out.
 func (e *evaluation) hits(order []cand) ([]Hit, error) {
 	out := []Hit{}
 	if len(order) == 0 {
 		return out, nil
 	}
-	ids := make([]any, len(order))
-	for k, c := range order {
-		ids[k] = e.sn.segs[c.seg].docs.ids[c.ord]
+	var sess []any
+	for _, c := range order {
+		if id := e.sn.segs[c.seg].docs.sess[c.ord]; !slices.Contains(sess, any(id)) {
+			sess = append(sess, id)
+		}
 	}
-	rows, err := e.tx.QueryContext(e.ctx, `SELECT d.id, d.seq, s.sid, s.name, s.working_dir, d.entry_id, d.kind, d.role, d.time
-		FROM docs d JOIN sessions s ON s.id = d.session WHERE d.id IN (?`+strings.Repeat(`, ?`, len(ids)-1)+`)`, ids...)
+	rows, err := e.tx.QueryContext(e.ctx, `SELECT id, sid, name, working_dir FROM sessions WHERE id IN (?`+strings.Repeat(`, ?`, len(sess)-1)+`)`, sess...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	byID := map[int64]Hit{}
+	type row struct{ sid, name, dir string }
+	byID := map[int64]row{}
 	for rows.Next() {
-		var h Hit
-		var id, t int64
-		if err := rows.Scan(&id, &h.Seq, &h.SessionID, &h.SessionName, &h.WorkingDir, &h.EntryID, &h.Kind, &h.Role, &t); err != nil {
+		var id int64
+		var r row
+		if err := rows.Scan(&id, &r.sid, &r.name, &r.dir); err != nil {
 			return nil, err
 		}
-		h.Time = unnanos(t)
-		byID[id] = h
+		byID[id] = r
 	}
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	for k, c := range order {
-		if h, ok := byID[ids[k].(int64)]; ok {
-			if e.q.Match != nil {
-				h.Score = c.score
-			}
-			out = append(out, h)
+	for _, c := range order {
+		d := e.sn.segs[c.seg].docs
+		r, ok := byID[d.sess[c.ord]]
+		if !ok {
+			continue
 		}
+		h := Hit{SessionID: r.sid, SessionName: r.name, WorkingDir: r.dir, Seq: d.seqs[c.ord], EntryID: d.entries[c.ord],
+			Kind: kindName(d.kinds[c.ord]), Role: d.roleNames[d.roles[c.ord]], Time: unnanos(d.times[c.ord])}
+		if e.q.Match != nil {
+			h.Score = c.score
+		}
+		out = append(out, h)
 	}
 	return out, nil
 }

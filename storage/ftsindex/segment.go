@@ -29,6 +29,8 @@ type segDocs struct {
 	kinds []uint8  // kindMessage or kindSummary
 	roles []uint8  // index into roleNames
 	lens  []uint32 // number of terms
+	// entries are the docs' entry ids (fts.Doc.EntryID).
+	entries []string
 	// roleNames are the distinct roles of the segment.
 	roleNames []string
 }
@@ -55,7 +57,7 @@ func kindName(c uint8) string {
 func (d *segDocs) len() int { return len(d.ids) }
 
 // add appends a doc and returns its ordinal.
-func (d *segDocs) add(id, sess int64, seq uint64, t int64, kind, role string, n uint32) int {
+func (d *segDocs) add(id, sess int64, seq uint64, t int64, kind, role, entry string, n uint32) int {
 	ri := slices.Index(d.roleNames, role)
 	if ri < 0 {
 		ri = len(d.roleNames)
@@ -68,12 +70,13 @@ func (d *segDocs) add(id, sess int64, seq uint64, t int64, kind, role string, n 
 	d.kinds = append(d.kinds, kindCode(kind))
 	d.roles = append(d.roles, uint8(ri))
 	d.lens = append(d.lens, n)
+	d.entries = append(d.entries, entry)
 	return len(d.ids) - 1
 }
 
 // copyFrom appends doc i of src.
 func (d *segDocs) copyFrom(src *segDocs, i int) int {
-	return d.add(src.ids[i], src.sess[i], src.seqs[i], src.times[i], kindName(src.kinds[i]), src.roleNames[src.roles[i]], src.lens[i])
+	return d.add(src.ids[i], src.sess[i], src.seqs[i], src.times[i], kindName(src.kinds[i]), src.roleNames[src.roles[i]], src.entries[i], src.lens[i])
 }
 
 // ord returns the ordinal of doc id, or -1.
@@ -88,7 +91,8 @@ func (d *segDocs) ord(id int64) int {
 const docsFormat = 1
 
 // encode serialises the attributes: a format byte, the count, the role names, then per doc
-// the id's delta, session, seq, time's delta (zig-zag), kind<<4|role and length, as varints.
+// the id's delta, session, seq, time's delta (zig-zag), kind<<4|role, length and entry id
+// (its length, then its bytes), as varints.
 func (d *segDocs) encode() []byte {
 	b := make([]byte, 0, 16+12*len(d.ids))
 	b = append(b, docsFormat)
@@ -106,6 +110,8 @@ func (d *segDocs) encode() []byte {
 		b = binary.AppendVarint(b, d.times[i]-prevT)
 		b = append(b, d.kinds[i]<<4|d.roles[i])
 		b = binary.AppendUvarint(b, uint64(d.lens[i]))
+		b = binary.AppendUvarint(b, uint64(len(d.entries[i])))
+		b = append(b, d.entries[i]...)
 		prevID, prevT = d.ids[i], d.times[i]
 	}
 	return b
@@ -125,7 +131,7 @@ func decodeDocs(b []byte) (*segDocs, error) {
 		return nil, fmt.Errorf("%w: docs header", errBlob)
 	}
 	d := &segDocs{ids: make([]int64, n), sess: make([]int64, n), seqs: make([]uint64, n), times: make([]int64, n),
-		kinds: make([]uint8, n), roles: make([]uint8, n), lens: make([]uint32, n)}
+		kinds: make([]uint8, n), roles: make([]uint8, n), lens: make([]uint32, n), entries: make([]string, n)}
 	for range nr {
 		l := int(r.uvarint())
 		d.roleNames = append(d.roleNames, string(r.bytes(l)))
@@ -141,6 +147,7 @@ func decodeDocs(b []byte) (*segDocs, error) {
 		kr := r.byte()
 		d.kinds[i], d.roles[i] = kr>>4, kr&15
 		d.lens[i] = uint32(r.uvarint())
+		d.entries[i] = string(r.bytes(int(r.uvarint())))
 		if int(d.roles[i]) >= nr || i > 0 && d.ids[i] <= d.ids[i-1] {
 			return nil, fmt.Errorf("%w: doc %d", errBlob, i)
 		}
@@ -306,7 +313,7 @@ func newSegBuilder() *segBuilder {
 
 // add appends a doc whose terms are the space-separated body (fts.AppendTerms), and files.
 func (sb *segBuilder) add(id, sess int64, d fts.Doc, body []byte, nterms int, files []string) {
-	ord := uint32(sb.docs.add(id, sess, d.Seq, nanos(d.Time), d.Kind, d.Role, uint32(nterms)))
+	ord := uint32(sb.docs.add(id, sess, d.Seq, nanos(d.Time), d.Kind, d.Role, d.EntryID, uint32(nterms)))
 	clear(sb.tf)
 	for start := 0; start < len(body); {
 		end := start

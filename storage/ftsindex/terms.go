@@ -7,6 +7,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/klauspost/compress/zstd"
 )
 
 // Where a segment's postings live. A segment of fewer than packLimit docs keeps all of them
@@ -169,6 +171,10 @@ func readSegment(ctx context.Context, q querier, id int64) (*segDocs, *packedSeg
 	if err := q.QueryRowContext(ctx, `SELECT docs, packed FROM segments WHERE id = ?`, id).Scan(&docsBlob, &packedBlob); err != nil {
 		return nil, nil, err
 	}
+	docsBlob, err := unpack(docsBlob)
+	if err != nil {
+		return nil, nil, fmt.Errorf("%w: segment %d: %w", ErrCorrupt, id, err)
+	}
 	d, err := decodeDocs(docsBlob)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: segment %d: %w", ErrCorrupt, id, err)
@@ -176,9 +182,49 @@ func readSegment(ctx context.Context, q querier, id int64) (*segDocs, *packedSeg
 	if packedBlob == nil {
 		return d, nil, nil
 	}
+	if packedBlob, err = unpack(packedBlob); err != nil {
+		return nil, nil, fmt.Errorf("%w: segment %d: %w", ErrCorrupt, id, err)
+	}
 	p, err := decodePacked(packedBlob)
 	if err != nil {
 		return nil, nil, fmt.Errorf("%w: segment %d: %w", ErrCorrupt, id, err)
 	}
 	return d, p, nil
+}
+
+// A segment's blobs (its docs, and a small segment's postings) are stored zstd-compressed,
+// behind a byte that says so: sorted terms and varint lists shrink by about a third, and
+// every process decodes a segment's blobs once (segments never change) and keeps them.
+const (
+	blobRaw  = 0
+	blobZstd = 1
+)
+
+var (
+	blobEnc, _ = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true))
+	blobDec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(1<<30))
+)
+
+// pack compresses a blob when that saves space.
+func pack(b []byte) []byte {
+	if len(b) >= 128 {
+		if z := blobEnc.EncodeAll(b, []byte{blobZstd}); len(z) < len(b) {
+			return z
+		}
+	}
+	return append([]byte{blobRaw}, b...)
+}
+
+// unpack undoes pack.
+func unpack(b []byte) ([]byte, error) {
+	if len(b) == 0 {
+		return nil, errBlob
+	}
+	switch b[0] {
+	case blobRaw:
+		return b[1:], nil
+	case blobZstd:
+		return blobDec.DecodeAll(b[1:], nil)
+	}
+	return nil, fmt.Errorf("%w: blob kind %d", errBlob, b[0])
 }

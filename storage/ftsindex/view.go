@@ -60,6 +60,7 @@ func newView() *view {
 // maps must not be modified; they stay valid (the view replaces, never mutates, them).
 func (v *view) load(ctx context.Context, tx *sql.Tx) (*snapshot, error) {
 	var docs, terms, gen int64
+	sn := &snapshot{}
 	rows, err := tx.QueryContext(ctx, `SELECT k, v FROM counters`)
 	if err != nil {
 		return nil, err
@@ -78,19 +79,19 @@ func (v *view) load(ctx context.Context, tx *sql.Tx) (*snapshot, error) {
 			terms = val
 		case "sessions":
 			gen = val
+		case "last_doc":
+			sn.maxDoc = val
 		}
 	}
 	rows.Close()
 	if err := rows.Err(); err != nil {
 		return nil, err
 	}
-	sn := &snapshot{n: int(docs), avgdl: 1}
+	sn.n, sn.avgdl = int(docs), 1
 	if docs > 0 {
 		sn.avgdl = float64(terms) / float64(docs)
 	}
-	if err := tx.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'docs'), 0)`).Scan(&sn.maxDoc); err != nil {
-		return nil, err
-	}
+
 	metas, err := listSegments(ctx, tx)
 	if err != nil {
 		return nil, err

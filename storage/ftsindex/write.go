@@ -2,6 +2,8 @@ package ftsindex
 
 import (
 	"context"
+	"encoding/binary"
+	"slices"
 	"database/sql"
 	"errors"
 	"fmt"
@@ -79,6 +81,9 @@ func (ix *Index) Index(ctx context.Context, batches ...Batch) ([]Progress, error
 		// cancellable context the driver starts a watcher goroutine per statement, which
 		// made a rebuild a third slower. Lock waits (BEGIN) still end with ctx.
 		w := writer{ctx: context.WithoutCancel(ctx), done: ctx.Err, tx: tx, stmts: map[string]*sql.Stmt{}, seg: newSegBuilder()}
+		if err := tx.QueryRowContext(w.ctx, `SELECT v FROM counters WHERE k = 'last_doc'`).Scan(&w.nextDoc); err != nil {
+			return err
+		}
 		for i, b := range batches {
 			p, err := w.batch(b, bodies[i])
 			if err != nil {
@@ -176,6 +181,9 @@ type writer struct {
 	tx    *sql.Tx
 	stmts map[string]*sql.Stmt // prepared in this transaction, closed by its end
 	seg   *segBuilder          // the docs this transaction adds, written as one segment
+	// nextDoc is the last doc id given out (counters' next_doc, read when the transaction
+	// starts, written back with the segment).
+	nextDoc int64
 }
 
 // stmt returns q prepared in the transaction: preparing costs as much as running an insert.
@@ -241,7 +249,8 @@ func (w *writer) batch(b Batch, bodies []body) (Progress, error) {
 	var id, oldCreated int64
 	var oldDir string
 	var through uint64
-	err := w.queryRow(`SELECT id, created, working_dir, through FROM sessions WHERE sid = ?`, s.ID).Scan(&id, &oldCreated, &oldDir, &through)
+	var gapBlob []byte
+	err := w.queryRow(`SELECT id, created, working_dir, through, gaps FROM sessions WHERE sid = ?`, s.ID).Scan(&id, &oldCreated, &oldDir, &through, &gapBlob)
 	switch {
 	case err == nil && (oldCreated != created || normDir(oldDir) != normDir(s.WorkingDir)):
 		// The id was deleted and created again: the old incarnation goes, and the new one
@@ -258,7 +267,7 @@ func (w *writer) batch(b Batch, bodies []body) (Progress, error) {
 	}
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		through = 0
+		through, gapBlob = 0, nil
 		res, err := w.exec(`INSERT INTO sessions (sid, created, working_dir, name, through) VALUES (?, ?, ?, ?, 0)`, s.ID, created, s.WorkingDir, s.Name)
 		if err != nil {
 			return p, err
@@ -272,69 +281,69 @@ func (w *writer) batch(b Batch, bodies []body) (Progress, error) {
 	case err != nil:
 		return p, err
 	}
-	have, err := w.indexedSeqs(id, b)
-	if err != nil {
-		return p, err
-	}
+	// What is indexed already: every seq up to through, and the seqs of batches that came
+	// ahead of a missing one (gaps).
+	gaps := decodeSeqs(gapBlob)
+	var added, terms int64
 	for i, d := range b.Docs {
 		if err := w.done(); err != nil {
 			return p, err
 		}
-		if have[d.Seq] {
+		if d.Seq <= through || slices.Contains(gaps, d.Seq) {
 			continue
 		}
-		if err := w.doc(id, s, d, bodies[i]); err != nil {
-			return p, err
-		}
-		have[d.Seq] = true
+		w.doc(id, d, bodies[i])
+		gaps = append(gaps, d.Seq)
+		added++
+		terms += int64(bodies[i].n)
 	}
 	if b.From <= through+1 && b.Through > through {
 		through = b.Through
-		if _, err := w.exec(`UPDATE sessions SET through = ? WHERE id = ?`, through, id); err != nil {
-			return p, err
-		}
+	}
+	gaps = slices.DeleteFunc(gaps, func(seq uint64) bool { return seq <= through })
+	slices.Sort(gaps)
+	if _, err := w.exec(`UPDATE sessions SET through = ?, gaps = ?, ndocs = ndocs + ?, nterms = nterms + ? WHERE id = ?`,
+		through, encodeSeqs(gaps), added, terms, id); err != nil {
+		return p, err
 	}
 	p.Through = through
 	return p, nil
 }
 
-// indexedSeqs returns the seqs of b's range already indexed for the session.
-func (w *writer) indexedSeqs(session int64, b Batch) (map[uint64]bool, error) {
-	have := map[uint64]bool{}
-	if len(b.Docs) == 0 {
-		return have, nil
-	}
-	rows, err := w.query(`SELECT seq FROM docs WHERE session = ? AND seq BETWEEN ? AND ?`, session, b.From, b.Through)
-	if err != nil {
-		return nil, err
-	}
-	defer rows.Close()
-	for rows.Next() {
-		var s uint64
-		if err := rows.Scan(&s); err != nil {
-			return nil, err
-		}
-		have[s] = true
-	}
-	return have, rows.Err()
-}
-
-func (w *writer) doc(session int64, s Session, d fts.Doc, b body) error {
-	res, err := w.exec(`INSERT INTO docs (session, seq, entry_id, kind, role, time, len) VALUES (?, ?, ?, ?, ?, ?, ?)`,
-		session, d.Seq, d.EntryID, d.Kind, d.Role, nanos(d.Time), b.n)
-	if err != nil {
-		return err
-	}
-	id, err := res.LastInsertId()
-	if err != nil {
-		return err
-	}
+// doc adds a doc to the transaction's segment, under the next doc id.
+func (w *writer) doc(session int64, d fts.Doc, b body) {
+	w.nextDoc++
 	files := make([]string, 0, len(d.Files))
 	for _, f := range d.Files {
 		files = append(files, path.Clean(f))
 	}
-	w.seg.add(id, session, d, b.terms, b.n, files)
-	return nil
+	w.seg.add(w.nextDoc, session, d, b.terms, b.n, files)
+}
+
+// encodeSeqs and decodeSeqs store a session's gaps: ascending seqs as varint deltas (nil
+// for none).
+func encodeSeqs(seqs []uint64) []byte {
+	if len(seqs) == 0 {
+		return nil
+	}
+	var b []byte
+	prev := uint64(0)
+	for _, s := range seqs {
+		b = binary.AppendUvarint(b, s-prev)
+		prev = s
+	}
+	return b
+}
+
+func decodeSeqs(b []byte) []uint64 {
+	var out []uint64
+	r := reader{b: b}
+	prev := uint64(0)
+	for r.i < len(b) && r.err == nil {
+		prev += r.uvarint()
+		out = append(out, prev)
+	}
+	return out
 }
 
 // normDir drops trailing separators from a working directory, as memory compares them.
@@ -345,15 +354,12 @@ func normDir(dir string) string {
 	return dir[:1] // the root
 }
 
-// deleteDocs removes every doc of a session from the docs table and the counts. Its postings
-// stay in their segments until a merge drops them: a doc whose session row is gone is dead
-// to every search (see liveSessions).
+// deleteDocs takes a session's docs out of the counts. Their postings stay in their segments
+// until a merge drops them: a doc whose session row is gone is dead to every search (see
+// liveSessions), and the caller deletes the row.
 func deleteDocs(ctx context.Context, tx *sql.Tx, session int64) error {
 	var n, total int64
-	if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(len), 0) FROM docs WHERE session = ?`, session).Scan(&n, &total); err != nil {
-		return err
-	}
-	if _, err := tx.ExecContext(ctx, `DELETE FROM docs WHERE session = ?`, session); err != nil {
+	if err := tx.QueryRowContext(ctx, `SELECT ndocs, nterms FROM sessions WHERE id = ?`, session).Scan(&n, &total); err != nil {
 		return err
 	}
 	return addCounts(ctx, tx, -n, -total)
