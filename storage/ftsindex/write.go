@@ -2,13 +2,13 @@ package ftsindex
 
 import (
 	"context"
-	"encoding/binary"
-	"slices"
 	"database/sql"
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"path"
 	"runtime"
+	"slices"
 	"strings"
 	"sync"
 	"time"
