@@ -206,13 +206,13 @@ func (q *Queue) flush() {
 	}
 }
 
-// IndexAll indexes a stream of batches in large transactions (about 1,024 docs or 4 MB of
-// text each), the way to (re)build an index: the caller's iterator (reading the store,
-// building Docs) runs in this goroutine while the previous transaction commits in another,
-// so both cores work. progress, when set, is called after each transaction with the docs
+// IndexAll indexes a stream of batches in large transactions (about 4,096 docs or 16 MB of
+// text each: each is a segment, and larger ones are rewritten by fewer merges), the way to
+// (re)build an index: the caller's iterator (reading the store, building Docs) runs in this
+// goroutine while the previous transaction commits in another, so both cores work. progress, when set, is called after each transaction with the docs
 // indexed so far. It stops at the first error of the iterator or of Index.
 func (ix *Index) IndexAll(ctx context.Context, batches iter.Seq2[Batch, error], progress func(docs int)) error {
-	const maxDocs, maxText = 1024, 4 << 20
+	const maxDocs, maxText = 4096, 16 << 20
 	inner, cancel := context.WithCancel(ctx)
 	defer cancel()
 	work := make(chan []Batch, 1)
