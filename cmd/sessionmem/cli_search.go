@@ -23,8 +23,10 @@ const searchHelp = `Usage: sessionmem search QUERY [--here | --working-dir DIR] 
 Search every stored session (messages, tool calls and their output, compaction summaries),
 best matches first, and print each match's session, time, role and a snippet.
 
-Query syntax: every word must occur, in any order, ignoring case; "double quotes" for an
-exact phrase; a trailing * for a prefix (at least 3 characters); -word excludes entries that
+Query syntax: ask in plain words ("how did we fix the flaky upload test?"): the words are
+ranked, not all required, function words match nothing by themselves, and word forms match
+each other (fix, fixed, fixing); +word must occur; "double quotes" for an exact phrase (must
+occur); a trailing * for a prefix (at least 3 characters); -word excludes entries that
 contain it. Identifiers and paths are found whole and by segment: parseConfig finds
 parseConfig(, login.go and auth/login.go find internal/auth/login.go.
 

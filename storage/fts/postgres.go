@@ -22,12 +22,7 @@ func TSVector(text string) string {
 	positions := map[string][]int{}
 	var order []string
 	pos := 0
-	var buf []byte
-	scan(text, func(start, end int) {
-		var ok bool
-		if buf, ok = appendLower(buf[:0], text[start:end]); !ok {
-			return
-		}
+	scanTerms(text, func(buf []byte, _, _ int) {
 		pos++
 		p := min(pos, PGMaxPosition)
 		term := string(buf)
@@ -58,32 +53,50 @@ func TSVector(text string) string {
 	return b.String()
 }
 
-// TSQuery renders q as a PostgreSQL tsquery literal, to be cast with ::tsquery: words and
-// phrases ANDed (&), a phrase as terms joined by <-> (followed-by), a prefix as :*, and each
-// exclusion as & !(...). Matching a TSVector of a text with it gives q.Matches(text), except
-// for phrases past position PGMaxPosition.
+// TSQuery renders q as a PostgreSQL tsquery literal, to be cast with ::tsquery, that matches
+// what q.Matches matches: every Required term ANDed (&), or else the Ranked terms ORed (|),
+// and each exclusion as & !(...). Matching a TSVector of a text with it gives q.Matches(text),
+// except for phrases past position PGMaxPosition.
 func (q *Query) TSQuery() string {
-	term := func(t Term) string {
-		parts := make([]string, len(t.Terms))
-		for i, x := range t.Terms {
-			parts[i] = pgQuote(x)
-		}
-		if t.Prefix {
-			parts[len(parts)-1] += ":*"
-		}
-		if len(parts) == 1 {
-			return parts[0]
-		}
-		return "(" + strings.Join(parts, " <-> ") + ")"
-	}
 	var out []string
-	for _, t := range q.Include {
-		out = append(out, term(t))
+	for _, t := range q.Required() {
+		out = append(out, t.TSQuery())
+	}
+	if len(out) == 0 {
+		var any []string
+		for _, t := range q.Ranked() {
+			any = append(any, t.TSQuery())
+		}
+		if len(any) == 1 {
+			out = append(out, any[0])
+		} else {
+			out = append(out, "("+strings.Join(any, " | ")+")")
+		}
 	}
 	for _, t := range q.Exclude {
-		out = append(out, "!"+term(t))
+		out = append(out, "!"+t.TSQuery())
 	}
 	return strings.Join(out, " & ")
+}
+
+// TSQuery renders one term as a tsquery: a lexeme, a phrase as lexemes joined by <->
+// (followed-by), a prefix as :* (or its stem, see PrefixMatch).
+func (t Term) TSQuery() string {
+	parts := make([]string, len(t.Terms))
+	for i, x := range t.Terms {
+		parts[i] = pgQuote(x)
+	}
+	if t.Prefix {
+		last := len(parts) - 1
+		parts[last] += ":*"
+		if s := t.PrefixStem(); s != "" {
+			parts[last] = "(" + parts[last] + " | " + pgQuote(s) + ")"
+		}
+	}
+	if len(parts) == 1 {
+		return parts[0]
+	}
+	return "(" + strings.Join(parts, " <-> ") + ")"
 }
 
 // pgQuote quotes a lexeme for tsvector and tsquery input. Terms hold only word characters;

@@ -31,12 +31,18 @@ func TestTSVector(t *testing.T) {
 
 func TestTSQuery(t *testing.T) {
 	tests := []struct{ q, want string }{
-		{"a b", "'a' & 'b'"},
+		{"x y", "('x' | 'y')"},
+		{"+x y", "'x'"},
+		{"the x", "'x'"},
+		{"the a", "('the' | 'a')"},
 		{`"exact phrase"`, "('exact' <-> 'phrase')"},
-		{"pars*", "'pars':*"},
+		{"pars*", "('pars':* | 'par')"}, // pars (the word) is indexed as its stem par
+		{"configuration*", "('configuration':* | 'configur')"},
+		{"max_tok*", "'max_tok':*"},
 		{"auth/log*", "('auth' <-> 'log':*)"},
 		{`err -timeout -"conn reset"`, "'err' & !'timeout' & !('conn' <-> 'reset')"},
-		{"OR AND", "'or' & 'and'"},
+		{`err "conn reset" +x`, "('conn' <-> 'reset') & 'x'"},
+		{"OR AND", "('or' | 'and')"},
 	}
 	for _, tt := range tests {
 		q, err := Parse(tt.q)

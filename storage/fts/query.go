@@ -46,19 +46,53 @@ type Term struct {
 	Prefix bool
 	// Quoted is true when the query wrote the term in double quotes.
 	Quoted bool
-	// Source is the term as written in the query, without the leading '-'.
+	// Required is true for a term that must occur: written +word, or "quoted".
+	Required bool
+	// Stop is true for a plain word that is a function word (IsStopWord): it makes no entry
+	// a match by itself, unless the query has nothing but such words.
+	Stop bool
+	// Source is the term as written in the query, without the leading '-' or '+'.
 	Source string
 }
 
-// Query is a parsed search query: an entry matches when it contains every Include term and
-// none of the Exclude terms.
+// Query is a parsed search query (contract v3): an entry matches when it contains every
+// Required Include term, none of the Exclude terms, and at least one of the Ranked terms.
+// Entries are ranked by the Ranked terms they hold (BM25).
 type Query struct {
 	Include []Term
 	Exclude []Term
 }
 
+// Ranked returns the Include terms that make an entry a match and count in its score: those
+// that are not function words, or all of them when the query has only function words. Every
+// Required term is among them.
+func (q *Query) Ranked() []Term {
+	out := make([]Term, 0, len(q.Include))
+	for _, t := range q.Include {
+		if !t.Stop {
+			out = append(out, t)
+		}
+	}
+	if len(out) == 0 {
+		return q.Include
+	}
+	return out
+}
+
+// Required returns the Include terms that must occur.
+func (q *Query) Required() []Term {
+	var out []Term
+	for _, t := range q.Include {
+		if t.Required {
+			out = append(out, t)
+		}
+	}
+	return out
+}
+
 // String returns a canonical form of the query: equal strings mean equal queries (a cursor
-// can carry its hash). Words are lower-cased; multi-term words are shown as phrases.
+// can carry its hash). Words are shown as their terms (lower-cased, stemmed); multi-term
+// words as phrases; required terms with a leading +.
 func (q *Query) String() string {
 	var b strings.Builder
 	write := func(t Term, neg bool) {
@@ -67,6 +101,8 @@ func (q *Query) String() string {
 		}
 		if neg {
 			b.WriteByte('-')
+		} else if t.Required {
+			b.WriteByte('+')
 		}
 		if len(t.Terms) > 1 {
 			b.WriteByte('"')
@@ -88,10 +124,13 @@ func (q *Query) String() string {
 	return b.String()
 }
 
-// Parse reads a query of the contract's language:
+// Parse reads a query of the contract's language (v3):
 //
-//	word        every word must occur (any order, case-insensitive)
-//	"a phrase"  the words must occur in this order, next to each other
+//	word        ranked: entries holding more of the words, rarer ones and more often, first;
+//	            an entry needs at least one of them (function words do not count, see
+//	            IsStopWord); English inflections match each other (see Stemmed)
+//	+word       the word must occur; +"a phrase" and +pref* too
+//	"a phrase"  must occur: the words in this order, next to each other
 //	pars*       a trailing * makes the word a prefix (of at least MinPrefixRunes characters)
 //	-word       entries containing the word are left out; -"a phrase" and -pref* too
 //
@@ -119,9 +158,9 @@ func Parse(s string) (*Query, error) {
 			continue
 		}
 		start := i
-		neg := false
-		if s[i] == '-' && i+1 < len(s) && (s[i+1] == '"' || isWordStart(s[i+1:])) {
-			neg = true
+		neg, req := false, false
+		if (s[i] == '-' || s[i] == '+') && i+1 < len(s) && (s[i+1] == '"' || isWordStart(s[i+1:])) {
+			neg, req = s[i] == '-', s[i] == '+'
 			i++
 		}
 		var t Term
@@ -136,6 +175,10 @@ func Parse(s string) (*Query, error) {
 		}
 		if len(t.Terms) == 0 {
 			continue // punctuation only
+		}
+		t.Required = (req || t.Quoted) && !neg
+		if t.Required || neg || t.Prefix || len(t.Terms) > 1 {
+			t.Stop = false
 		}
 		if neg {
 			q.Exclude = append(q.Exclude, t)
@@ -153,7 +196,7 @@ func Parse(s string) (*Query, error) {
 			Hint: "give at least one word of letters or digits"}
 	case len(q.Include) == 0:
 		return nil, &Error{Msg: "query only excludes words (-word)",
-			Hint: "add at least one word that the entries must contain"}
+			Hint: "add at least one word to look for"}
 	}
 	return q, nil
 }
@@ -205,26 +248,42 @@ func parseWord(s string, i int) (Term, int, error) {
 	return t, j, err
 }
 
-// makeTerm tokenizes text into a Term, checking term lengths and the prefix length.
+// makeTerm tokenizes text into a Term, checking term lengths and the prefix length. The terms
+// are index terms (scanTerms), except a prefix's last term, which is only lower-cased: a
+// prefix matches the terms that start with it (and, when the prefix is itself a plain word,
+// its stem too; see the engines).
 func makeTerm(source, text string, prefix bool, offset int) (Term, error) {
 	t := Term{Source: source, Prefix: prefix}
 	var err error
-	var buf []byte
+	var low []byte
+	var words int
+	stop := false
 	scan(text, func(start, end int) {
 		if err != nil {
 			return
 		}
 		var ok bool
-		if buf, ok = appendLower(buf[:0], text[start:end]); !ok {
+		if low, ok = appendLower(low[:0], text[start:end]); !ok {
 			err = &Error{Offset: offset, Msg: fmt.Sprintf("word %.40q… is longer than %d bytes", text[start:end], MaxTermBytes),
 				Hint: "such words are not indexed; search for a shorter word near it"}
 			return
 		}
-		t.Terms = append(t.Terms, string(buf))
+		words++
+		stop = IsStopWord(string(low))
+		t.Terms = append(t.Terms, string(low))
 	})
 	if err != nil {
 		return Term{}, err
 	}
+	// Index forms: the same scan as the indexer's, over the same text.
+	i := 0
+	scanTerms(text, func(term []byte, _, _ int) {
+		if i < len(t.Terms) && !(prefix && i == len(t.Terms)-1) {
+			t.Terms[i] = string(term)
+		}
+		i++
+	})
+	t.Stop = words == 1 && stop
 	if prefix && len(t.Terms) > 0 {
 		if last := t.Terms[len(t.Terms)-1]; utf8.RuneCountInString(last) < MinPrefixRunes {
 			return Term{}, &Error{Offset: offset, Msg: fmt.Sprintf("prefix %s is too short", source),

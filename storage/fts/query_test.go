@@ -11,8 +11,11 @@ func TestParse(t *testing.T) {
 	w := func(src string, terms ...string) Term { return Term{Terms: terms, Source: src} }
 	p := func(src string, terms ...string) Term { return Term{Terms: terms, Source: src, Prefix: true} }
 	ph := func(src string, prefix bool, terms ...string) Term {
-		return Term{Terms: terms, Source: src, Quoted: true, Prefix: prefix}
+		return Term{Terms: terms, Source: src, Quoted: true, Required: true, Prefix: prefix}
 	}
+	xph := func(src string, terms ...string) Term { return Term{Terms: terms, Source: src, Quoted: true} }
+	stop := func(src string, terms ...string) Term { return Term{Terms: terms, Source: src, Stop: true} }
+	req := func(src string, terms ...string) Term { return Term{Terms: terms, Source: src, Required: true} }
 	tests := []struct {
 		name, query string
 		inc, exc    []Term
@@ -20,14 +23,18 @@ func TestParse(t *testing.T) {
 	}{
 		{"one word", "zebrafish", []Term{w("zebrafish", "zebrafish")}, nil, "zebrafish"},
 		{"words any order, lower-cased", "Quokka  ZEBRAFISH", []Term{w("Quokka", "quokka"), w("ZEBRAFISH", "zebrafish")}, nil, "quokka zebrafish"},
-		{"phrase", `"exact phrase here"`, []Term{ph(`"exact phrase here"`, false, "exact", "phrase", "here")}, nil, `"exact phrase here"`},
-		{"one-word phrase", `"Word"`, []Term{ph(`"Word"`, false, "word")}, nil, "word"},
+		{"phrase", `"exact phrase here"`, []Term{ph(`"exact phrase here"`, false, "exact", "phrase", "here")}, nil, `+"exact phrase here"`},
+		{"one-word phrase", `"Word"`, []Term{ph(`"Word"`, false, "word")}, nil, "+word"},
+		{"required word", "+quokka zebrafish", []Term{req("quokka", "quokka"), w("zebrafish", "zebrafish")}, nil, "+quokka zebrafish"},
+		{"required phrase", `+"a b"`, []Term{ph(`"a b"`, false, "a", "b")}, nil, `+"a b"`},
+		{"plus inside a word", "c++ a+b", []Term{w("c++", "c"), w("a+b", "a", "b")}, nil, `c "a b"`},
+		{"function words marked", "what did the walrus say", []Term{stop("what", "what"), stop("did", "did"), stop("the", "the"), w("walrus", "walrus"), w("say", "say")}, nil, "what did the walrus say"},
 		{"prefix", "pars*", []Term{p("pars*", "pars")}, nil, "pars*"},
 		{"prefix stars collapse", "pars**", []Term{p("pars**", "pars")}, nil, "pars*"},
-		{"phrase prefix after quote", `"parse conf"*`, []Term{ph(`"parse conf"*`, true, "parse", "conf")}, nil, `"parse conf"*`},
-		{"phrase prefix inside quote", `"parse conf*"`, []Term{ph(`"parse conf*"`, true, "parse", "conf")}, nil, `"parse conf"*`},
+		{"phrase prefix after quote", `"parse conf"*`, []Term{ph(`"parse conf"*`, true, "pars", "conf")}, nil, `+"pars conf"*`},
+		{"phrase prefix inside quote", `"parse conf*"`, []Term{ph(`"parse conf*"`, true, "pars", "conf")}, nil, `+"pars conf"*`},
 		{"exclusion", "error -timeout", []Term{w("error", "error")}, []Term{w("timeout", "timeout")}, "error -timeout"},
-		{"excluded phrase", `error -"connection reset"`, []Term{w("error", "error")}, []Term{ph(`"connection reset"`, false, "connection", "reset")}, `error -"connection reset"`},
+		{"excluded phrase", `error -"connection reset"`, []Term{w("error", "error")}, []Term{xph(`"connection reset"`, "connect", "reset")}, `error -"connect reset"`},
 		{"excluded prefix", "error -time*", []Term{w("error", "error")}, []Term{p("time*", "time")}, "error -time*"},
 		{"identifier with call parens", "parseConfig(", []Term{w("parseConfig(", "parseconfig")}, nil, "parseconfig"},
 		{"path is a phrase", "auth/login.go", []Term{w("auth/login.go", "auth", "login", "go")}, nil, `"auth login go"`},
@@ -35,12 +42,12 @@ func TestParse(t *testing.T) {
 		{"path prefix", "auth/log*", []Term{p("auth/log*", "auth", "log")}, nil, `"auth log"*`},
 		{"double dash is not an exclusion", "--store", []Term{w("--store", "store")}, nil, "store"},
 		{"dash inside a word", "foo-bar", []Term{w("foo-bar", "foo", "bar")}, nil, `"foo bar"`},
-		{"lone dash and punctuation ignored", "a - && b", []Term{w("a", "a"), w("b", "b")}, nil, "a b"},
+		{"lone dash and punctuation ignored", "a - && b", []Term{stop("a", "a"), w("b", "b")}, nil, "a b"},
 		{"star after punctuation is not a prefix", "foo.*", []Term{w("foo.*", "foo")}, nil, "foo"},
-		{"quote ends a word", `say"hello world"`, []Term{w("say", "say"), ph(`"hello world"`, false, "hello", "world")}, nil, `say "hello world"`},
+		{"quote ends a word", `say"hello world"`, []Term{w("say", "say"), ph(`"hello world"`, false, "hello", "world")}, nil, `say +"hello world"`},
 		{"unicode", "Straße 東京", []Term{w("Straße", "straße"), w("東京", "東", "京")}, nil, `straße "東 京"`},
-		{"operators are words", "a OR b", []Term{w("a", "a"), w("OR", "or"), w("b", "b")}, nil, "a or b"},
-		{"tabs and newlines separate", "a\tb\nc", []Term{w("a", "a"), w("b", "b"), w("c", "c")}, nil, "a b c"},
+		{"operators are words", "a OR b", []Term{stop("a", "a"), stop("OR", "or"), w("b", "b")}, nil, "a or b"},
+		{"tabs and newlines separate", "x\ty\nz", []Term{w("x", "x"), w("y", "y"), w("z", "z")}, nil, "x y z"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -128,8 +135,17 @@ func TestMatches(t *testing.T) {
 		{`zebrafish -"quokka a"`, true},
 		{"zebrafish -quok*", false},
 		{"übergröße", true},
-		{"ÜBERGRÖSSE", false}, // no case folding beyond lower-casing: ß is not ss
-		{"zebrafish walrus", false},
+		{"ÜBERGRÖSSE", false},      // no case folding beyond lower-casing: ß is not ss
+		{"zebrafish walrus", true}, // v3: words are ranked, one is enough
+		{"walrus narwhal", false},
+		{"+zebrafish walrus", true},
+		{"zebrafish +walrus", false},
+		{`walrus "zebrafish saw"`, true},
+		{`walrus "saw zebrafish"`, false},
+		{"what did the walrus say", false},   // function words alone make no match
+		{"what did the zebrafish see", true}, // one content word is enough
+		{"in the", true},                     // a query of function words still searches them
+		{"of the", false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.query, func(t *testing.T) {

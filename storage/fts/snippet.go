@@ -36,7 +36,7 @@ func Snippet(text string, q *Query) string {
 		}
 		return s
 	}
-	best := bestWindow(spans, len(q.Include), SnippetRunes-2)
+	best := bestWindow(spans, len(q.Ranked()), SnippetRunes-2)
 	cs, ce := best[0], best[1]
 	mid := collapse(text[cs:ce])
 	budget := SnippetRunes - 2 - utf8.RuneCountInString(mid)
@@ -81,41 +81,37 @@ func findSpans(text string, q *Query) []span {
 	if q == nil || len(q.Include) == 0 {
 		return nil
 	}
+	terms := q.Ranked()
 	// ids of the exact terms the query needs; prefixes (at most MaxQueryTerms) as bits.
 	ids := map[string]int32{}
-	var prefixes []string
-	for _, t := range q.Include {
+	var prefixes []Term
+	for _, t := range terms {
 		for j, term := range t.Terms {
 			if j == len(t.Terms)-1 && t.Prefix {
-				prefixes = append(prefixes, term)
+				prefixes = append(prefixes, t)
 			} else if _, ok := ids[term]; !ok {
 				ids[term] = int32(len(ids))
 			}
 		}
 	}
 	var toks []tok
-	var buf []byte
-	scan(text, func(start, end int) {
-		var ok bool
-		if buf, ok = appendLower(buf[:0], text[start:end]); !ok {
-			return
-		}
+	scanTerms(text, func(term []byte, start, end int) {
 		t := tok{start: start, end: end, id: -1}
-		if id, ok := ids[string(buf)]; ok {
+		if id, ok := ids[string(term)]; ok {
 			t.id = id
 		}
 		for i, p := range prefixes {
-			if len(buf) >= len(p) && string(buf[:len(p)]) == p {
+			if p.PrefixMatch(string(term)) {
 				t.pre |= 1 << i
 			}
 		}
 		toks = append(toks, t)
 	})
-	// Each Include term as ids, its prefix (if any) as a bit number.
-	want := make([][]int32, len(q.Include))
-	bit := make([]int, len(q.Include))
+	// Each Ranked term as ids, its prefix (if any) as a bit number.
+	want := make([][]int32, len(terms))
+	bit := make([]int, len(terms))
 	pi := 0
-	for k, t := range q.Include {
+	for k, t := range terms {
 		for j, term := range t.Terms {
 			if j == len(t.Terms)-1 && t.Prefix {
 				bit[k] = pi
@@ -127,7 +123,7 @@ func findSpans(text string, q *Query) []span {
 	}
 	var spans []span
 	for i := range toks {
-		for k, t := range q.Include {
+		for k, t := range terms {
 			if n := len(t.Terms); i+n <= len(toks) && matchIDs(t, toks[i:i+n], want[k], bit[k]) {
 				spans = append(spans, span{start: toks[i].start, end: toks[i+n-1].end, term: k})
 			}

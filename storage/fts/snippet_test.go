@@ -84,7 +84,7 @@ func TestSnippetRandom(t *testing.T) {
 		if utf8.RuneCountInString(got) > SnippetRunes {
 			t.Fatalf("case %d: %d runes: %q", i, utf8.RuneCountInString(got), got)
 		}
-		if q.Include[0].occursIn(Terms(text)) && !anyOccurs(q, got) {
+		if q.Include[0].OccursIn(Terms(text)) && !anyOccurs(q, got) {
 			t.Fatalf("case %d: snippet %q holds no term of %q (text %q)", i, got, query, text)
 		}
 	}
@@ -93,7 +93,7 @@ func TestSnippetRandom(t *testing.T) {
 func anyOccurs(q *Query, s string) bool {
 	terms := Terms(s)
 	for _, t := range q.Include {
-		if t.occursIn(terms) {
+		if t.OccursIn(terms) {
 			return true
 		}
 	}

@@ -21,42 +21,65 @@ type Token struct {
 // Tokenize returns the terms of text in order; a term's position is its index.
 func Tokenize(text string) []Token {
 	var out []Token
-	var buf []byte
-	scan(text, func(start, end int) {
-		var ok bool
-		if buf, ok = appendLower(buf[:0], text[start:end]); ok {
-			out = append(out, Token{Term: string(buf), Start: start, End: end})
-		}
+	scanTerms(text, func(term []byte, start, end int) {
+		out = append(out, Token{Term: string(term), Start: start, End: end})
 	})
 	return out
 }
 
 // Terms returns the terms of text in order, without offsets.
 func Terms(text string) []string {
-	toks := Tokenize(text)
-	out := make([]string, len(toks))
-	for i, t := range toks {
-		out[i] = t.Term
-	}
+	out := []string{}
+	scanTerms(text, func(term []byte, _, _ int) { out = append(out, string(term)) })
 	return out
 }
 
 // AppendTerms appends the terms of text to dst, each followed by one space, and returns the
-// extended buffer and the number of terms. It allocates nothing beyond growing dst, which
-// makes it the form an index feeds to its engine (FTS5 receives exactly these terms).
+// extended buffer and the number of terms. It allocates nothing beyond growing dst.
 func AppendTerms(dst []byte, text string) ([]byte, int) {
 	n := 0
-	scan(text, func(start, end int) {
-		mark := len(dst)
-		var ok bool
-		if dst, ok = appendLower(dst, text[start:end]); ok {
-			dst = append(dst, ' ')
-			n++
-		} else {
-			dst = dst[:mark]
-		}
+	scanTerms(text, func(term []byte, _, _ int) {
+		dst = append(dst, term...)
+		dst = append(dst, ' ')
+		n++
 	})
 	return dst, n
+}
+
+// scanTerms calls emit with each term of text in order: its index form (lower-cased, and
+// stemmed when it is a word of ASCII letters, see Stemmable) and the byte range of its source
+// in text. term is only valid during the call.
+func scanTerms(text string, emit func(term []byte, start, end int)) {
+	var low, stem []byte
+	scan(text, func(start, end int) {
+		var ok bool
+		if low, ok = appendLower(low[:0], text[start:end]); !ok {
+			return
+		}
+		if Stemmable(low) {
+			stem = AppendStem(stem[:0], low)
+			emit(stem, start, end)
+			return
+		}
+		emit(low, start, end)
+	})
+}
+
+// Stemmable reports whether a lower-cased term is indexed by its English stem (AppendStem):
+// a word of three or more ASCII letters. The decision depends on the word alone, never on
+// its case or its neighbours, so a query word and the text it should find always get the
+// same term: REDACTED finds "redacted", tests finds src/tests/. Terms with digits or '_'
+// (max_tokens, v2), and non-ASCII words, are kept as they are.
+func Stemmable(term []byte) bool {
+	if len(term) < 3 {
+		return false
+	}
+	for _, c := range term {
+		if c < 'a' || c > 'z' {
+			return false
+		}
+	}
+	return true
 }
 
 // appendLower appends the lower-cased s to dst; ok is false (and dst may hold a partial term

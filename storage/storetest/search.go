@@ -39,6 +39,7 @@ var searchTests = []struct {
 	{"Delete", testSearchDelete},
 	{"SecondHandle", testSearchSecondHandle},
 	{"Rename", testSearchRename},
+	{"Relevance", testSearchRelevance},
 }
 
 // testSearch runs the search subtests when the backend's stores implement storage.Searcher.
@@ -165,7 +166,8 @@ func testSearchForms(t *testing.T, b Backend) {
 	}
 	saveMsgs(t, s, "f", msgs...)
 	for _, query := range []string{
-		"zebrafish quokka", "quokka zebrafish", `"exact phrase"`, `"phrase exact"`, "pars*", "parseconfig",
+		"zebrafish quokka", "quokka zebrafish", "+quokka zebrafish", "zebrafish +quokka", `"exact phrase"`, `"phrase exact"`,
+		"the exact phrase", "what live in the lab", "in the", "only here -zebrafish", `quokka "exact phrase"`, "pars*", "parseconfig",
 		"ParseConfig", "parse_config", "auth/login.go", "login.go", "internal", "timeout -conn", `timeout -"conn reset"`,
 		"über", "東京", "京都", "foo-bar", "alpha*", "alpha", "zebrafish -quokka", "nomatchword",
 	} {
@@ -186,7 +188,7 @@ func testSearchForms(t *testing.T, b Backend) {
 	}
 	// Spot checks of what the contract promises, in case the oracle and the texts drift.
 	for query, want := range map[string]string{
-		"quokka zebrafish": "f/e00 f/e01", `"exact phrase"`: "f/e03", "auth/login.go": "f/e07",
+		"quokka zebrafish": "f/e00 f/e01 f/e02", "+quokka zebrafish": "f/e00 f/e01", `"exact phrase"`: "f/e03", "auth/login.go": "f/e07",
 		"pars*": "f/e05 f/e06", "timeout -conn": "f/e10",
 	} {
 		if got := strings.Join(sorted(hitIDs(search(t, s, query, storage.SearchQuery{}))), " "); got != want {
@@ -225,7 +227,7 @@ func testSearchRanking(t *testing.T, b Backend) {
 			t.Errorf("scores not decreasing: %v", res.Hits)
 		}
 	}
-	res = search(t, s, "haystack needle", storage.SearchQuery{})
+	res = search(t, s, "+haystack +needle", storage.SearchQuery{})
 	if got := strings.Join(hitIDs(res), " "); got != "r/new r/old" {
 		t.Errorf("equal entries: %s, want the newer first", got)
 	}
