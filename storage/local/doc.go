@@ -81,6 +81,10 @@
 //
 // # Durability and recovery
 //
+// Every file operation goes through fileSystem (fs.go): the operating system's files in
+// production (osFS, with the same calls the store made before it had the interface), a
+// simulated disk that loses what was not synced in the power-loss tests.
+//
 // A write that returned nil survives kill -9 and power loss. New files are written to a temp
 // file, fsynced, renamed and the directory fsynced. Every writer open (Update) walks the
 // record headers and checks their checksums, cuts a torn or garbage end back to the last good

@@ -120,11 +120,11 @@ func (s *Store) openSession(ctx context.Context, id string, exclusive bool) (*Re
 		return nil, err
 	}
 	// Checked before locking so that probing unknown ids leaves no lock files behind.
-	if _, err := os.Stat(s.zstPath(id)); errors.Is(err, fs.ErrNotExist) {
+	if _, err := s.fs.Stat(s.zstPath(id)); errors.Is(err, fs.ErrNotExist) {
 		s.forgetState(id)
 		return nil, notFound(id)
 	}
-	lf, _, err := lockPath(ctx, s.lockPath(id), exclusive)
+	lf, _, err := lockPath(ctx, s.fs, s.lockPath(id), exclusive)
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", id, err)
 	}
@@ -133,7 +133,7 @@ func (s *Store) openSession(ctx context.Context, id string, exclusive bool) (*Re
 
 // openLocked is openSession once lf holds the session's lock; the Reader owns lf (on error it
 // is closed).
-func (s *Store) openLocked(id string, lf *os.File, exclusive bool) (*Reader, error) {
+func (s *Store) openLocked(id string, lf file, exclusive bool) (*Reader, error) {
 	r := &Reader{s: s, id: id, lock: lf, writable: exclusive}
 	if err := r.openFiles(); err != nil {
 		r.release()
@@ -168,21 +168,21 @@ func (r *Reader) openFiles() error {
 		flag, tflag = os.O_RDWR, os.O_RDWR
 	}
 	var err error
-	if r.zst, r.zid, err = openID(r.s.zstPath(r.id), flag); err != nil {
+	if r.zst, r.zid, err = openID(r.s.fs, r.s.zstPath(r.id), flag); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return notFound(r.id)
 		}
 		return fmt.Errorf("open session %s: %w", r.id, err)
 	}
-	if r.tail, r.tid, err = openID(r.s.tailPath(r.id), tflag); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if r.tail, r.tid, err = openID(r.s.fs, r.s.tailPath(r.id), tflag); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("open session %s tail: %w", r.id, err)
 	}
 	return nil
 }
 
 // openID opens path and returns the file with its identity.
-func openID(path string, flag int) (*os.File, fileID, error) {
-	f, err := openFile(path, flag, 0)
+func openID(fsys fileSystem, path string, flag int) (file, fileID, error) {
+	f, err := fsys.OpenFile(path, flag, 0)
 	if err != nil {
 		return nil, fileID{}, err
 	}
@@ -337,7 +337,7 @@ func (r *Reader) walk(zid fileID) error {
 
 // walkRecords appends to frames every good record from off on and returns the end of the last
 // one. It never decompresses.
-func walkRecords(f *os.File, off, size int64, expect uint64, verify bool, frames []frameInfo) ([]frameInfo, int64, error) {
+func walkRecords(f file, off, size int64, expect uint64, verify bool, frames []frameInfo) ([]frameInfo, int64, error) {
 	hdr := make([]byte, recordHeaderSize+zstd.HeaderMaxSize)
 	var buf []byte
 	for size-off >= recordHeaderSize {
@@ -377,7 +377,7 @@ func walkRecords(f *os.File, off, size int64, expect uint64, verify bool, frames
 
 // completeRecordAt reports whether a record header at off continues the sequence at expect
 // and its whole frame lies within size.
-func completeRecordAt(f *os.File, off, size int64, expect uint64) (bool, error) {
+func completeRecordAt(f file, off, size int64, expect uint64) (bool, error) {
 	if size-off < recordHeaderSize {
 		return false, nil
 	}
@@ -391,7 +391,7 @@ func completeRecordAt(f *os.File, off, size int64, expect uint64) (bool, error) 
 
 // validRecordAfter reports whether a complete record with a correct checksum starts anywhere
 // in [off, size).
-func validRecordAfter(f *os.File, off, size int64) (bool, error) {
+func validRecordAfter(f file, off, size int64) (bool, error) {
 	b := make([]byte, size-off)
 	if err := readAt(f, b, off); err != nil {
 		return false, err

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"os"
 	"sort"
 	"sync"
 
@@ -21,10 +20,10 @@ type Reader struct {
 	s        *Store
 	id       string
 	st       *sessState // the cached view this call updates
-	lock     *os.File   // holds the session's flock; closing it releases the lock
-	zst      *os.File
-	tail     *os.File // nil if the session has no tail file
-	zid, tid fileID   // the files' identities when opened
+	lock     file       // holds the session's lock; closing it releases the lock
+	zst      file
+	tail     file   // nil if the session has no tail file
+	zid, tid fileID // the files' identities when opened
 	writable bool
 	done     bool
 	v        sessView
@@ -33,7 +32,7 @@ type Reader struct {
 // release closes the session's files and then the lock.
 func (r *Reader) release() {
 	r.done = true
-	for _, f := range []*os.File{r.tail, r.zst, r.lock} {
+	for _, f := range []file{r.tail, r.zst, r.lock} {
 		if f != nil {
 			f.Close()
 		}

@@ -104,7 +104,7 @@ func (s *Store) Rewrite(ctx context.Context, id string, fn storage.RewriteFunc) 
 		if err := s.removeSnapshot(id); err != nil {
 			return fmt.Errorf("rewrite session %s: %w", id, err)
 		}
-		if err := writeFileAtomic(s.sessDir, id+zstSuffix, file, durableName); err != nil {
+		if err := writeFileAtomic(s.fs, s.sessDir, id+zstSuffix, file, durableName); err != nil {
 			return fmt.Errorf("rewrite session %s: %w", id, err)
 		}
 		if w.tail != nil {

@@ -126,10 +126,10 @@ func (r *Reader) recreateTail() error {
 		r.tail = nil
 	}
 	hdr := encodeTailHeader(r.id)
-	if err := writeFileAtomic(r.s.sessDir, r.id+tailSuffix, hdr, durableName); err != nil {
+	if err := writeFileAtomic(r.s.fs, r.s.sessDir, r.id+tailSuffix, hdr, durableName); err != nil {
 		return fmt.Errorf("session %s: %w", r.id, err)
 	}
-	f, tid, err := openID(r.s.tailPath(r.id), os.O_RDWR)
+	f, tid, err := openID(r.s.fs, r.s.tailPath(r.id), os.O_RDWR)
 	if err != nil {
 		return fmt.Errorf("open session %s tail: %w", r.id, err)
 	}
@@ -153,7 +153,7 @@ const (
 // for new lines in a padded tail usually finds a NUL in its first bytes) and doubling, and
 // never reads past a NUL byte it needs to see: padding is not read.
 type tailReader struct {
-	f     *os.File
+	f     file
 	size  int64
 	pos   int64  // file offset of buf[0]: where the next line starts
 	buf   []byte // bytes read and not yet returned
@@ -211,7 +211,7 @@ func (t *tailReader) next() ([]byte, int64, int, error) {
 var zeroBlock [64 << 10]byte
 
 // allZero reports whether every byte of f in [from, to) is zero.
-func allZero(f *os.File, from, to int64) (bool, error) {
+func allZero(f file, from, to int64) (bool, error) {
 	b := make([]byte, min(to-from, int64(len(zeroBlock))))
 	for off := from; off < to; {
 		n := min(to-off, int64(len(b)))

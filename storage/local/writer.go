@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"syscall"
 
 	"github.com/sessionmem/sessionmem/storage"
@@ -114,7 +113,7 @@ func (w *Writer) Append(recs []storage.Record, m storage.Meta) ([]storage.Record
 
 // tailWriteAt is how writeTail writes when it grows the tail; tests replace it to run out of
 // disk space.
-var tailWriteAt = (*os.File).WriteAt
+var tailWriteAt = file.WriteAt
 
 // testHookBeforeIndex, when set by a test, runs between an append's fsync and its index line
 // (where a crash leaves the index one append behind the files); testSkipIndexLine leaves the
@@ -147,7 +146,7 @@ func (w *Writer) writeTail(lines []byte, first uint64, ends []int, base int) err
 			w.poison()
 			return fmt.Errorf("append session %s: %w", w.id, err)
 		}
-		if err := fdatasync(w.tail); err != nil {
+		if err := w.tail.Datasync(); err != nil {
 			w.poison()
 			return fmt.Errorf("append session %s: sync: %w", w.id, err)
 		}
