@@ -4,7 +4,9 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"io/fs"
 	"os"
+	"path/filepath"
 )
 
 // fileSystem is every file operation the store makes in its directory (the search index in
@@ -89,6 +91,29 @@ func readFile(fsys fileSystem, name string) ([]byte, error) {
 		return nil, err
 	}
 	return b, nil
+}
+
+// mkdirDurable creates dir and its missing parents (0700), syncing the directory each one is
+// created in: a new directory's name is durable only once its parent is synced, and a power
+// loss that took the store's directory (or sessions/) would take every session in it, synced
+// or not. A parent this process may not read (so not sync) is left to the file system.
+func mkdirDurable(fsys fileSystem, dir string) error {
+	if _, err := fsys.Stat(dir); err == nil {
+		return nil
+	}
+	parent := filepath.Dir(dir)
+	if parent != dir {
+		if err := mkdirDurable(fsys, parent); err != nil {
+			return err
+		}
+	}
+	if err := fsys.MkdirAll(dir, 0o700); err != nil {
+		return err
+	}
+	if err := syncDir(fsys, parent); err != nil && !errors.Is(err, fs.ErrPermission) {
+		return err
+	}
+	return nil
 }
 
 // syncDir makes renames, creations and removals in dir durable.

@@ -136,7 +136,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	for _, d := range []string{dir, s.sessDir} {
-		if err := s.fs.MkdirAll(d, 0o700); err != nil {
+		if err := mkdirDurable(s.fs, d); err != nil {
 			return nil, fmt.Errorf("open store %s: %w", dir, err)
 		}
 	}

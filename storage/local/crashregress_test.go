@@ -1,0 +1,71 @@
+package local
+
+import (
+	"context"
+	"math/rand/v2"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/sessionmem/sessionmem/storage"
+)
+
+// Regression tests for what the power-loss test (TestCrashPoints) found, each a disk built by
+// hand on a crashFS and the power loss that broke it.
+
+// crashStore opens a store on fsys as the power-loss test does (no background sealer).
+func crashStore(t *testing.T, fsys *crashFS, dir string) *Store {
+	t.Helper()
+	s, err := Open(dir, Options{IdleSeal: -1, MaxPlainBytes: -1, Summarize: crashSummarize, fs: fsys})
+	if err != nil {
+		t.Fatalf("open on the disk after the power loss: %v", err)
+	}
+	t.Cleanup(func() { s.Close() })
+	return s
+}
+
+func crashAppend(t *testing.T, s *Store, id string, payloads ...string) {
+	t.Helper()
+	recs := make([]storage.Record, len(payloads))
+	for i, p := range payloads {
+		recs[i] = storage.Record{Data: []byte(p)}
+	}
+	err := s.Update(context.Background(), id, func(w storage.Writer) error {
+		_, err := w.Append(recs, storage.Meta{})
+		return err
+	})
+	if err != nil {
+		t.Fatalf("append to %s: %v", id, err)
+	}
+}
+
+// crashImages returns what a power loss leaves of fsys in every mode, with a few draws of
+// the torn ones.
+func crashImages(fsys *crashFS) map[string]*crashFS {
+	out := map[string]*crashFS{}
+	for mode := range numCrashModes {
+		for seed := range uint64(16) {
+			if seed > 0 && (mode == crashKill || mode == crashStrict) {
+				continue
+			}
+			out[mode.String()+"/"+string(rune('a'+seed))] = fsys.image(rand.New(rand.NewPCG(seed, 7)), mode)
+		}
+	}
+	return out
+}
+
+// TestCrashNewStoreDirectory: Open created the store's directory and sessions/ without
+// syncing the directories they were made in, so a power loss could take them, and every
+// session in them, however durable each file was.
+func TestCrashNewStoreDirectory(t *testing.T) {
+	fsys := newCrashFS(time.Now)
+	s := crashStore(t, fsys, "/home/u/store")
+	mustCreate(t, s, "a")
+	crashAppend(t, s, "a", `{"x":1}`)
+	for name, img := range crashImages(fsys) {
+		got, err := crashRead(crashStore(t, img, "/home/u/store"), "a")
+		if want := []string{`{"seq":1,"x":1}`}; err != nil || !slices.Equal(got, want) {
+			t.Errorf("%s: after the power loss: %q, %v; want %q", name, got, err, want)
+		}
+	}
+}
