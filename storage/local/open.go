@@ -80,13 +80,18 @@ func (v *sessView) tailClean() bool {
 	return v.hasTail && (v.tailEnd == v.tailID.size || v.padded)
 }
 
-// tailDataEnd is where the index says the tail ends (fileSizes.Tail): the end of its data
-// when zeros follow, otherwise the file's size (a torn end included, as the file holds it).
+// tailDataEnd is where the index says the tail's data ends (fileSizes.Tail): where the next
+// append writes, after a writer cut what a crash left behind the data (a torn line, or, when
+// no record is kept, lines already sealed), whether zeros follow or not. Open's
+// reconciliation takes a line as current while a NUL byte (or the end of the file) is
+// there, so that must be the append's place: a line recording the end of a torn line or of
+// sealed lines would pass for current once a writer cut them and its append's new padding
+// lay there (TestCrashStaleIndexAfterCut).
 func (v *sessView) tailDataEnd() int64 {
-	if v.padded {
-		return v.tailEnd
+	if len(v.lines) == 0 {
+		return v.tailHdrLen
 	}
-	return v.tailID.size
+	return v.tailEnd
 }
 
 // sessState caches what this process knows of a session's files between calls (its view), so
