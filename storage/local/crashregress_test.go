@@ -3,6 +3,7 @@ package local
 import (
 	"context"
 	"math/rand/v2"
+	"os"
 	"slices"
 	"testing"
 	"time"
@@ -95,5 +96,78 @@ func TestCrashStaleIndexAfterCut(t *testing.T) {
 	ms, err := crashStore(t, img.image(nil, crashKill), "/store").List(context.Background(), storage.ListQuery{})
 	if err != nil || len(ms) != 1 || ms[0].LastSeq != 3 || ms[0].Name != "n3" {
 		t.Fatalf("listed %+v (%v); want session a with its 3 records", ms, err)
+	}
+}
+
+// TestCrashTornSealRecord: a power loss during a seal can leave the new record at its full
+// length with a page of it lost (the size reached the disk, that page did not): the record
+// is all there, continues the sequence, and fails its checksum, while the tail still holds
+// its records. Readers took the record for a sealed one and failed on it ("checksum
+// mismatch": the session could not be read, and a summary at Open skipped it), and writers
+// refused the session as damaged, so no save could go on.
+func TestCrashTornSealRecord(t *testing.T) {
+	fsys := newCrashFS(time.Now)
+	s := crashStore(t, fsys, "/store")
+	mustCreate(t, s, "a")
+	rng := rand.New(rand.NewPCG(1, 2))
+	var payloads, want []string
+	for i := range 3 {
+		text := make([]byte, 6000) // incompressible: the sealed record spans pages
+		for j := range text {
+			text[j] = 'a' + byte(rng.IntN(26))
+		}
+		payloads = append(payloads, `{"type":"message","n":`+string(rune('1'+i))+`,"text":"`+string(text)+`"}`)
+		want = append(want, storedLine(uint64(i+1), []byte(payloads[i])))
+	}
+	crashAppend(t, s, "a", payloads...)
+	zst := "/store/sessions/a" + zstSuffix
+	fi, err := fsys.Stat(zst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	sealAt := fi.Size()
+	// The disk as it is when the seal has written its record and not synced it yet.
+	var img *crashFS
+	fsys.onOp = func(n int) {
+		if fi, err := fsys.Stat(zst); img == nil && err == nil && fi.Size() > sealAt {
+			img = fsys.image(nil, crashKill)
+		}
+	}
+	if err := s.Update(context.Background(), "a", func(w storage.Writer) error { return w.(*Writer).Seal() }); err != nil {
+		t.Fatal(err)
+	}
+	fsys.onOp = nil
+	// The power loss keeps the record's length and its last page, not the page before.
+	f, err := img.OpenFile(zst, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	fi, _ = f.Stat()
+	lost := (sealAt/crashPage + 1) * crashPage
+	if lost+crashPage >= fi.Size() {
+		t.Fatalf("the record (%d to %d) does not span the pages this test needs", sealAt, fi.Size())
+	}
+	if _, err := f.WriteAt(make([]byte, crashPage), lost); err != nil {
+		t.Fatal(err)
+	}
+	f.Close()
+
+	s = crashStore(t, img.image(nil, crashKill), "/store")
+	if ms, err := s.List(context.Background(), storage.ListQuery{}); err != nil || len(ms) != 1 || ms[0].LastSeq != 3 {
+		t.Fatalf("listed %+v, %v; want the session with 3 records", ms, err)
+	}
+	if got, err := crashRead(s, "a"); err != nil || !slices.Equal(got, want) {
+		t.Fatalf("read after the power loss: %d records, %v; want the %d the tail holds", len(got), err, len(want))
+	}
+	if rep, err := s.Verify(context.Background(), "a", false); err != nil || rep.Damaged != nil || rep.TornSealed == 0 {
+		t.Fatalf("verify: %+v, %v; want a torn seal, not damage", rep, err)
+	}
+	crashAppend(t, s, "a", `{"type":"message","n":4}`)
+	want = append(want, `{"seq":4,"type":"message","n":4}`)
+	if got, err := crashRead(s, "a"); err != nil || !slices.Equal(got, want) {
+		t.Fatalf("read after the next save: %d records, %v; want %d", len(got), err, len(want))
+	}
+	if rep, err := s.Verify(context.Background(), "a", false); err != nil || rep.Damaged != nil || rep.Torn() {
+		t.Fatalf("verify after the next save: %+v, %v", rep, err)
 	}
 }

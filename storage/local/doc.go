@@ -90,12 +90,14 @@
 // record headers and checks their checksums, cuts a torn or garbage end back to the last good
 // record, drops a partial last tail line, and skips tail lines already sealed (a crash between
 // seal and truncation). A damaged record followed by intact ones is not a crash shape, so it
-// is reported as ErrCorrupt rather than cut; so is a last record that is complete, continues
-// the sequence and fails its checksum (a crash leaves a record cut short; a whole one was
-// durable and damaged later, and cutting it would lose acknowledged records). The valid tail is the run of lines continuing the
-// sequence; a line that is invalid JSON or out of sequence ends it (a batch is written at once,
-// so what follows was never acknowledged). Readers (View) ignore a torn end without
-// repairing it. Data a decoder returned together with an error is never passed on: a frame
+// is reported as ErrCorrupt rather than cut. A last record that is complete, continues the
+// sequence and fails its checksum is a torn seal if the tail still holds its records (a power
+// loss can keep a record's length and lose one of its pages; a seal is fsynced before the
+// tail is emptied), which writers cut and readers leave out; otherwise it was durable and
+// damaged later, and cutting it would lose acknowledged records, so it is ErrCorrupt too. The
+// valid tail is the run of lines continuing the sequence; a line that is invalid JSON or out
+// of sequence ends it (a batch is written at once, so what follows was never acknowledged).
+// Readers (View) ignore a torn end without repairing it. Data a decoder returned together with an error is never passed on: a frame
 // is checked completely (checksums, size, seq of every line) before any of its lines is
 // yielded.
 //

@@ -59,6 +59,9 @@ type sessView struct {
 	padChecked bool
 	lines      []tailLine
 	tailBytes  int64
+	// staleFrom is the seq of the first line the tail holds at or below the last sealed seq
+	// (0: none): a seal the tail was not emptied after, or one a power loss tore.
+	staleFrom uint64
 }
 
 func (v *sessView) lastSealed() uint64 {
@@ -230,8 +233,14 @@ func (r *Reader) refresh(st *sessState) error {
 		}
 		r.v.verified = startVerified && (r.writable || len(r.v.frames) == n0)
 	}
+	if err := r.refreshTail(st, zstSame, tid); err != nil {
+		return err
+	}
+	return r.settleTornSeal()
+}
 
-	// The plain tail.
+// refreshTail brings the tail's part of r.v up to date (refresh).
+func (r *Reader) refreshTail(st *sessState, zstSame bool, tid fileID) error {
 	switch {
 	case r.tail == nil:
 		if r.writable {
@@ -320,24 +329,71 @@ func (r *Reader) walk(zid fileID) error {
 	if complete, err := completeRecordAt(r.zst, end, zid.size, r.v.lastSealed()+1); err != nil {
 		return fmt.Errorf("read session %s: %w", r.id, err)
 	} else if complete {
-		// A crash leaves a record cut short; one that is all there, continues the sequence
-		// and still fails its checksum was durable and damaged later. Cutting it would lose
-		// acknowledged records (and the tail lines after them), so refuse: verify reports it.
-		return fmt.Errorf("session %s: last record at offset %d is damaged: %w", r.id, end, storage.ErrCorrupt)
+		// All there, continuing the sequence, failing its checksum: a seal a power loss tore
+		// (the record's size reached the disk, a page of it did not) or a record damaged
+		// after it was durable. The tail tells which (settleTornSeal); the end stays until
+		// it has.
+		r.tornSeal = end
+		return nil
 	}
+	return r.cutSealed(end, zid.size)
+}
+
+// cutSealed cuts the .zst's torn end after the last good record, which ends at end.
+func (r *Reader) cutSealed(end, size int64) error {
 	if err := r.zst.Truncate(end); err != nil {
 		return fmt.Errorf("repair session %s: %w", r.id, err)
 	}
 	if err := r.zst.Sync(); err != nil {
 		return fmt.Errorf("repair session %s: %w", r.id, err)
 	}
-	r.s.log.Warn("storage: cut torn end of sealed log", "session", r.id, "offset", end, "dropped_bytes", zid.size-end)
+	r.s.log.Warn("storage: cut torn end of sealed log", "session", r.id, "offset", end, "dropped_bytes", size-end)
 	fi, err := r.zst.Stat()
 	if err != nil {
 		return fmt.Errorf("stat session %s: %w", r.id, err)
 	}
 	r.v.zstID = statID(fi)
 	return nil
+}
+
+// settleTornSeal decides what a last record that is all there but fails its checksum is. A
+// seal is fsynced before the tail is emptied, so if a power loss tore the seal, the tail
+// still holds the record's records (except any of the batch being appended, which was never
+// acknowledged): a writer then cuts the record like any torn end, and a reader, which does
+// not check sealed records' checksums until it decodes them, leaves it out and reads those
+// records from the tail. If the tail does not hold them, the record was durable and was
+// damaged later: a writer refuses (cutting would lose acknowledged records), a reader fails
+// when it decodes it, and Verify reports it.
+func (r *Reader) settleTornSeal() error {
+	if r.writable {
+		at := r.tornSeal
+		if at == 0 {
+			return nil
+		}
+		r.tornSeal = 0
+		if len(r.v.lines) == 0 {
+			return fmt.Errorf("session %s: last record at offset %d is damaged: %w", r.id, at, storage.ErrCorrupt)
+		}
+		return r.cutSealed(at, r.v.zstID.size)
+	}
+	n := len(r.v.frames)
+	if n == 0 || r.v.staleFrom == 0 || r.v.staleFrom < r.v.frames[n-1].first {
+		return nil
+	}
+	fr := r.v.frames[n-1]
+	b := make([]byte, recordHeaderSize+int(fr.frameLen))
+	if err := readAt(r.zst, b, fr.off); err != nil {
+		return fmt.Errorf("read session %s: %w", r.id, err)
+	}
+	if recordSum(b, b[recordHeaderSize:]) == fr.sum {
+		return nil
+	}
+	r.v.frames, r.v.zstEnd = r.v.frames[:n-1:n-1], fr.off
+	if r.tail == nil {
+		return nil
+	}
+	r.v.lines, r.v.tailBytes, r.v.hasTail = nil, 0, false
+	return r.scanTail(r.tid, 0)
 }
 
 // walkRecords appends to frames every good record from off on and returns the end of the last

@@ -27,6 +27,7 @@ type Reader struct {
 	writable bool
 	done     bool
 	v        sessView
+	tornSeal int64 // writer opening: a complete last record at this offset fails its checksum
 }
 
 // release closes the session's files and then the lock.

@@ -48,7 +48,7 @@ func (r *Reader) scanTail(tid fileID, off int64) error {
 		}
 		r.v.tailVer = th.Version
 		r.v.tailHdrLen, r.v.tailEnd = tr.pos, tr.pos
-		r.v.padChecked = false
+		r.v.padChecked, r.v.staleFrom = false, 0
 	}
 	r.v.hasTail = true
 	after := r.v.lastSeq()
@@ -64,6 +64,9 @@ func (r *Reader) scanTail(tid fileID, off int64) error {
 		}
 		seq, ok := storage.RecordSeq(line)
 		if ok && seq <= sealed && len(r.v.lines) == 0 {
+			if r.v.staleFrom == 0 {
+				r.v.staleFrom = seq
+			}
 			r.v.tailEnd = tr.pos
 			continue
 		}
