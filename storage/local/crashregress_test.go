@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -169,5 +170,115 @@ func TestCrashTornSealRecord(t *testing.T) {
 	}
 	if rep, err := s.Verify(context.Background(), "a", false); err != nil || rep.Damaged != nil || rep.Torn() {
 		t.Fatalf("verify after the next save: %+v, %v", rep, err)
+	}
+}
+
+// crashAt runs op on s's disk fsys and returns the disk as it is just before the operation
+// that changes it for the n-th time from now (0: the first), everything kept, and as a power
+// loss then would leave it in strict mode (only what was synced).
+func crashAt(t *testing.T, fsys *crashFS, n int, op func()) (kept, synced *crashFS) {
+	t.Helper()
+	start := -1
+	fsys.onOp = func(op int) {
+		if start < 0 {
+			start = op
+		}
+		if op-start == n {
+			kept, synced = fsys.image(nil, crashKill), fsys.image(nil, crashStrict)
+		}
+	}
+	op()
+	fsys.onOp = nil
+	if kept == nil {
+		t.Fatalf("the operation changed the disk %d times, not %d", -1, n+1)
+	}
+	return kept, synced
+}
+
+// mixPages returns a disk like a, but with the pages of file name for which fromB is true
+// as b holds them (the power loss kept a's version of some pages of an unsynced write and
+// b's of others).
+func mixPages(t *testing.T, a, b *crashFS, name string, fromB func(page int64) bool) *crashFS {
+	t.Helper()
+	out := a.image(nil, crashKill)
+	ab, err := readFile(a, name)
+	if err != nil {
+		t.Fatal(err)
+	}
+	bb, _ := readFile(b, name)
+	f, err := out.OpenFile(name, os.O_RDWR, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	for p := int64(0); p*crashPage < int64(len(ab)); p++ {
+		if !fromB(p) {
+			continue
+		}
+		page := make([]byte, min(crashPage, int64(len(ab))-p*crashPage))
+		if p*crashPage < int64(len(bb)) {
+			copy(page, bb[p*crashPage:])
+		}
+		if _, err := f.WriteAt(page, p*crashPage); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
+}
+
+func crashText(rng *rand.Rand, n int) string {
+	b := make([]byte, n)
+	for i := range b {
+		b[i] = "abcdefghij klmnop"[rng.IntN(17)]
+	}
+	return string(b)
+}
+
+// TestCrashAppendOverSealedLines: a seal (and a rewrite) empties the tail by truncating it,
+// and did not sync the truncation, so the next append, which writes from the header on,
+// wrote over bytes the disk still held as the sealed lines. A power loss during that append
+// could keep its first page and the old second page: a line that begins as the new record
+// and ends as an old one is valid JSON with the new seq when both are inside a string there,
+// and came back as a record nobody wrote.
+func TestCrashAppendOverSealedLines(t *testing.T) {
+	empty := map[string]func(t *testing.T, s *Store){
+		"seal": func(t *testing.T, s *Store) {
+			if err := s.Update(context.Background(), "a", func(w storage.Writer) error { return w.(*Writer).Seal() }); err != nil {
+				t.Fatal(err)
+			}
+		},
+		"rewrite": func(t *testing.T, s *Store) {
+			_, err := s.Rewrite(context.Background(), "a", func(h storage.Header, recs []storage.Record) (storage.Header, [][]byte, storage.Meta, error) {
+				red := crashRedact(string(recs[0].Data))
+				return h, [][]byte{[]byte("{" + red[strings.IndexByte(red, ',')+1:])}, storage.Meta{}, nil
+			})
+			if err != nil {
+				t.Fatal(err)
+			}
+		},
+	}
+	for name, empty := range empty {
+		t.Run(name, func(t *testing.T) {
+			fsys := newCrashFS(time.Now)
+			s := crashStore(t, fsys, "/store")
+			mustCreate(t, s, "a")
+			rng := rand.New(rand.NewPCG(3, 4))
+			old := `{"type":"message","n":1,"text":"secret-0001 ` + crashText(rng, 9000) + `"}`
+			crashAppend(t, s, "a", old)
+			empty(t, s)
+			want, err := crashRead(s, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			next := `{"type":"message","n":2,"text":"` + crashText(rng, 9000) + `"}`
+			// The append's write (op 0) is followed by its fsync (op 1): power goes before it.
+			kept, synced := crashAt(t, fsys, 1, func() { crashAppend(t, s, "a", next) })
+			tail := "/store/sessions/a" + tailSuffix
+			img := mixPages(t, kept, synced, tail, func(p int64) bool { return p == 1 })
+			got, err := crashRead(crashStore(t, img, "/store"), "a")
+			if err != nil || !(slices.Equal(got, want) || slices.Equal(got, append(want, storedLine(2, []byte(next))))) {
+				t.Fatalf("after the power loss: %d records (%v); want the sealed one, and maybe the new one whole:\n%.300q", len(got), err, got)
+			}
+		})
 	}
 }

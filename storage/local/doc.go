@@ -24,7 +24,7 @@
 // <id>.tail.jsonl starts with {"v":2,"tail":"<id>"}; each following line is one record,
 // `{"seq":N,` followed by the rest of the caller's object. An Append batch is one write and
 // one sync. The tail is sealed (compressed into one record of <id>.zst, fsync, then truncated
-// back to its header line, made durable by the next append's fsync) when it reaches
+// back to its header line, fsync: appends write over the old lines) when it reaches
 // Options.SealRecords or SealBytes (1,024 records or 1 MiB: larger frames keep about 0.9 of
 // the whole-stream compression ratio instead of 0.77 at 256 KiB, and seal a quarter as often),
 // before a Barrier record (so a compaction starts a new frame and a resume decodes from there

@@ -307,12 +307,15 @@ func (w *Writer) sealWith(extra []byte, count int) error {
 }
 
 // emptyTail empties the tail after its lines were sealed, padding and all (an idle session
-// keeps no padding). The truncation needs no fsync of its own: until it reaches the disk the
-// old lines are still there, and recovery drops lines at or below the last sealed seq; the
-// next append's fsync (it grows the file) makes it durable together with the new lines. That
-// saves one of a seal's two fsyncs. An unpadded (version 1) tail is replaced by an empty one
-// of the current version instead, atomically: a reader finds the old tail, whose lines are
-// all stale now, or the new one.
+// keeps no padding), and syncs the truncation. Until it reaches the disk the old lines are
+// still there, which recovery drops (they are at or below the last sealed seq); but the next
+// append writes over them, from the header on, and a power loss before that append's fsync
+// can keep its first page and the old second page: one line that starts as the new record and
+// ends as an old one, which is valid JSON with the next seq when both are inside a string
+// there (TestCrashAppendOverSealedLines). With the truncation durable, what a lost page leaves
+// there is zeros, a torn line. An unpadded (version 1) tail is replaced by an empty one of
+// the current version instead, atomically: a reader finds the old tail, whose lines are all
+// stale now, or the new one.
 func (w *Writer) emptyTail() {
 	v := &w.v
 	if v.tailVer < paddedTailVersion {
@@ -321,7 +324,11 @@ func (w *Writer) emptyTail() {
 		}
 		w.s.log.Warn("storage: could not replace the tail with a padded one", "session", w.id)
 	}
-	_ = w.tail.Truncate(v.tailHdrLen)
+	if err := w.tail.Truncate(v.tailHdrLen); err == nil {
+		if err := w.tail.Sync(); err != nil {
+			w.s.log.Warn("storage: could not sync the emptied tail", "session", w.id, "err", err)
+		}
+	}
 	if err := w.statTail(); err != nil {
 		w.poison()
 		return
