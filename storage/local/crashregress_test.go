@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"fmt"
 	"math/rand/v2"
 	"os"
 	"slices"
@@ -278,6 +279,46 @@ func TestCrashAppendOverSealedLines(t *testing.T) {
 			got, err := crashRead(crashStore(t, img, "/store"), "a")
 			if err != nil || !(slices.Equal(got, want) || slices.Equal(got, append(want, storedLine(2, []byte(next))))) {
 				t.Fatalf("after the power loss: %d records (%v); want the sealed one, and maybe the new one whole:\n%.300q", len(got), err, got)
+			}
+		})
+	}
+}
+
+// TestCrashBatchAtomic: an Append is one atomic batch (storage.Writer), and its lines are
+// one write and one sync; but a power loss before the sync can keep some pages of the write
+// and lose others, and the store kept every whole line that continued the sequence: the
+// first records of a batch that never returned, without the rest.
+func TestCrashBatchAtomic(t *testing.T) {
+	for _, padded := range []bool{true, false} {
+		t.Run(fmt.Sprintf("padded=%v", padded), func(t *testing.T) {
+			fsys := newCrashFS(time.Now)
+			s := crashStore(t, fsys, "/store")
+			mustCreate(t, s, "a")
+			crashAppend(t, s, "a", `{"type":"message","n":0}`)
+			if !padded {
+				s.sealer.trySeal("a", (*Writer).trimPadding) // the next append extends the file
+			}
+			want, err := crashRead(s, "a")
+			if err != nil {
+				t.Fatal(err)
+			}
+			rng := rand.New(rand.NewPCG(5, 6))
+			var batch []string
+			for i := 1; i <= 3; i++ {
+				batch = append(batch, fmt.Sprintf(`{"type":"message","n":%d,"text":"%s"}`, i, crashText(rng, 2500)))
+			}
+			kept, synced := crashAt(t, fsys, 1, func() { crashAppend(t, s, "a", batch...) })
+			whole := slices.Clone(want)
+			for i, p := range batch {
+				whole = append(whole, storedLine(uint64(len(want)+i+1), []byte(p)))
+			}
+			tail := "/store/sessions/a" + tailSuffix
+			for lost := int64(0); lost < 3; lost++ {
+				img := mixPages(t, kept, synced, tail, func(p int64) bool { return p == lost })
+				got, err := crashRead(crashStore(t, img, "/store"), "a")
+				if err != nil || !(slices.Equal(got, want) || slices.Equal(got, whole)) {
+					t.Errorf("page %d lost: %d records (%v); want %d or %d", lost, len(got), err, len(want), len(whole))
+				}
 			}
 		})
 	}

@@ -23,7 +23,9 @@
 //
 // <id>.tail.jsonl starts with {"v":2,"tail":"<id>"}; each following line is one record,
 // `{"seq":N,` followed by the rest of the caller's object. An Append batch is one write and
-// one sync. The tail is sealed (compressed into one record of <id>.zst, fsync, then truncated
+// one sync; each of its lines but the last ends with a space before the newline (JSON
+// allows it, and reads drop it), so that recovery keeps a batch only with its last line: a
+// power loss can keep some pages of the write and lose others, and an Append is atomic. The tail is sealed (compressed into one record of <id>.zst, fsync, then truncated
 // back to its header line, fsync: appends write over the old lines) when it reaches
 // Options.SealRecords or SealBytes (1,024 records or 1 MiB: larger frames keep about 0.9 of
 // the whole-stream compression ratio instead of 0.77 at 256 KiB, and seal a quarter as often),
@@ -95,8 +97,9 @@
 // loss can keep a record's length and lose one of its pages; a seal is fsynced before the
 // tail is emptied), which writers cut and readers leave out; otherwise it was durable and
 // damaged later, and cutting it would lose acknowledged records, so it is ErrCorrupt too. The
-// valid tail is the run of lines continuing the sequence; a line that is invalid JSON or out
-// of sequence ends it (a batch is written at once, so what follows was never acknowledged).
+// valid tail is the run of lines continuing the sequence, up to the last one that ends a
+// batch; a line that is invalid JSON or out of sequence ends it (a batch is written at once,
+// so what follows was never acknowledged).
 // Readers (View) ignore a torn end without repairing it. Data a decoder returned together with an error is never passed on: a frame
 // is checked completely (checksums, size, seq of every line) before any of its lines is
 // yielded.

@@ -83,6 +83,9 @@ func (r *Reader) Records(from uint64) iter.Seq2[storage.Record, error] {
 				nl := bytes.IndexByte(content, '\n')
 				line := content[:nl]
 				content = content[nl+1:]
+				if line[nl-1] == ' ' {
+					line = line[:nl-1] // a batch mark (markBatch) that an older build sealed
+				}
 				if seq >= from && !yield(makeRecord(seq, line), nil) {
 					return
 				}

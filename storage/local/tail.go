@@ -15,13 +15,14 @@ import (
 // writer.go's writeTail.
 
 // scanTail reads the tail from off (0: from the start, header included) and keeps the lines
-// that continue the sequence. It stops at the first line that is torn, invalid or out of
-// sequence (a batch is written at once, so anything after such a line was never
-// acknowledged), and at a NUL byte where a line starts: JSON never holds one, so in a padded
-// tail that is where the data ends. Lines at or below the last sealed seq are skipped (a
-// crash between seal and truncation). A writer then cuts whatever follows that is not
-// padding it has checked: a torn end, or zeros followed by anything else (a power loss can
-// leave later pages of an unacknowledged write on disk without the earlier ones).
+// that continue the sequence, up to the last line that ends a batch (markBatch). It stops at
+// the first line that is torn, invalid or out of sequence (a batch is written at once, so
+// anything after such a line was never acknowledged), and at a NUL byte where a line
+// starts: JSON never holds one, so in a padded tail that is where the data ends. Lines at or
+// below the last sealed seq are skipped (a crash between seal and truncation). A writer then
+// cuts whatever follows that is not padding it has checked: a torn end, or zeros followed by
+// anything else (a power loss can leave later pages of an unacknowledged write on disk
+// without the earlier ones).
 func (r *Reader) scanTail(tid fileID, off int64) error {
 	r.v.tailID = tid
 	tr := tailReader{f: r.tail, size: tid.size, pos: off}
@@ -54,6 +55,9 @@ func (r *Reader) scanTail(tid fileID, off int64) error {
 	after := r.v.lastSeq()
 	sealed := r.v.lastSealed()
 	end := endLine
+	// Where the last complete batch ends (markBatch): lines after it are kept only once
+	// their batch's last line is.
+	batchLines, batchBytes, batchEnd := len(r.v.lines), r.v.tailBytes, r.v.tailEnd
 	for {
 		line, at, e, err := tr.next()
 		if err != nil {
@@ -67,17 +71,31 @@ func (r *Reader) scanTail(tid fileID, off int64) error {
 			if r.v.staleFrom == 0 {
 				r.v.staleFrom = seq
 			}
-			r.v.tailEnd = tr.pos
+			r.v.tailEnd, batchEnd = tr.pos, tr.pos
 			continue
 		}
 		if !ok || seq != after+1 || !gjson.ValidBytes(line) {
 			end = endTorn
 			break
 		}
-		r.v.lines = append(r.v.lines, tailLine{off: at, n: len(line), seq: seq})
+		n := len(line)
+		more := line[n-1] == ' ' // its batch goes on (markBatch)
+		if more {
+			n--
+		}
+		r.v.lines = append(r.v.lines, tailLine{off: at, n: n, seq: seq})
 		r.v.tailBytes += int64(len(line) + 1)
 		after = seq
 		r.v.tailEnd = tr.pos
+		if !more {
+			batchLines, batchBytes, batchEnd = len(r.v.lines), r.v.tailBytes, r.v.tailEnd
+		}
+	}
+	if len(r.v.lines) > batchLines {
+		// The first lines of a batch without its last: an Append that never returned, which
+		// is atomic, so none of it is kept; a torn end like any other.
+		r.v.lines, r.v.tailBytes, r.v.tailEnd = r.v.lines[:batchLines], batchBytes, batchEnd
+		end = endTorn
 	}
 	r.v.padded = end == endPad && r.v.tailVer >= paddedTailVersion
 	if r.v.tailEnd == tid.size {
