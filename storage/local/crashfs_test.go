@@ -1,6 +1,7 @@
 package local
 
 import (
+	"encoding/binary"
 	"errors"
 	"fmt"
 	"io"
@@ -11,6 +12,8 @@ import (
 	"strings"
 	"sync"
 	"time"
+
+	"github.com/cespare/xxhash/v2"
 )
 
 // crashFS is a simulated disk for the power-loss tests: a fileSystem that keeps its files in
@@ -500,6 +503,28 @@ func (f *memFile) Close() error {
 	f.unlockLocked()
 	f.closed = true
 	return nil
+}
+
+// fileKey is a digest of a file's bytes (0: no such file).
+func (c *crashFS) fileKey(name string) uint64 {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	_, _, n, err := c.lookup("key", name)
+	if err != nil || n == nil || n.dir {
+		return 0
+	}
+	d := xxhash.New()
+	var b [8]byte
+	binary.LittleEndian.PutUint64(b[:], uint64(n.cur.size))
+	d.Write(b[:])
+	for i, p := range n.cur.pages {
+		if p != nil {
+			binary.LittleEndian.PutUint64(b[:], uint64(i))
+			d.Write(b[:])
+			d.Write(p[:])
+		}
+	}
+	return d.Sum64()
 }
 
 // files lists every file under dir with its size (for failure messages).
