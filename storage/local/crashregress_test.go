@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"os"
@@ -321,5 +322,41 @@ func TestCrashBatchAtomic(t *testing.T) {
 				}
 			}
 		})
+	}
+}
+
+// TestCrashDeleteHalfway: Delete removed the .zst (without which the session does not
+// exist), the tail and the snapshot, then synced the directory once. A file system that
+// does not keep directory changes in order (POSIX promises none before the sync) can lose
+// power having removed the tail and not the .zst: the session came back with its sealed
+// records only, its latest ones gone, though the Delete never returned.
+func TestCrashDeleteHalfway(t *testing.T) {
+	fsys := newCrashFS(time.Now)
+	s := crashStore(t, fsys, "/store")
+	mustCreate(t, s, "a")
+	crashAppend(t, s, "a", `{"type":"message","n":1}`)
+	if err := s.Update(context.Background(), "a", func(w storage.Writer) error { return w.(*Writer).Seal() }); err != nil {
+		t.Fatal(err)
+	}
+	crashAppend(t, s, "a", `{"type":"message","n":2}`)
+	want, err := crashRead(s, "a")
+	if err != nil || len(want) != 2 {
+		t.Fatalf("%q, %v", want, err)
+	}
+	var imgs []*crashFS
+	fsys.onOp = func(int) {
+		for seed := range uint64(16) {
+			imgs = append(imgs, fsys.image(rand.New(rand.NewPCG(seed, 9)), crashTornAny))
+		}
+	}
+	if err := s.Delete(context.Background(), "a"); err != nil {
+		t.Fatal(err)
+	}
+	fsys.onOp = nil
+	for i, img := range imgs {
+		got, err := crashRead(crashStore(t, img, "/store"), "a")
+		if !(errors.Is(err, storage.ErrNotFound) || (err == nil && slices.Equal(got, want))) {
+			t.Errorf("image %d (operation %d of the delete): %q, %v; want the session whole or gone", i, i/16+1, got, err)
+		}
 	}
 }

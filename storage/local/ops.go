@@ -253,8 +253,14 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	if _, err := s.fs.Stat(zp); errors.Is(err, fs.ErrNotExist) {
 		return notFound(id)
 	}
-	// The .zst goes first: without it the session does not exist, whatever else remains.
+	// The .zst goes first: without it the session does not exist, whatever else remains. Its
+	// removal is made durable before the others: a file system need not keep a directory's
+	// changes in order until it is synced, and a power loss that kept the tail's removal and
+	// not the .zst's would bring the session back without its latest records.
 	if err := s.fs.Remove(zp); err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	if err := syncDir(s.fs, s.sessDir); err != nil {
 		return fmt.Errorf("delete session %s: %w", id, err)
 	}
 	if err := s.fs.Remove(s.tailPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
