@@ -267,7 +267,8 @@ type VerifyReport struct {
 	TornSealed int64
 	// TornTail is the number of bytes at the end of <id>.tail.jsonl that are not kept records:
 	// a torn last line, a line that is invalid or does not continue the sequence and all that
-	// follows it (a batch is one write, so none of it was acknowledged), or, when nothing else
+	// follows it (a batch is one write, so none of it was acknowledged), the first lines of a
+	// batch whose last line is not there (an Append is atomic), or, when nothing else
 	// is left, lines already sealed. With NoTail, the size of the tail file that is replaced.
 	// Repair cuts them.
 	TornTail int64
@@ -276,7 +277,8 @@ type VerifyReport struct {
 	// follows them.
 	StaleLines int
 	// DroppedLines counts the complete lines within TornTail that are not stale: lines after
-	// the first invalid or out-of-sequence one.
+	// the first invalid or out-of-sequence one, and those of a batch whose last line is not
+	// there.
 	DroppedLines int
 	// NoTail reports a tail file that is missing or has no complete header line, so it holds
 	// no record; repair writes an empty one.

@@ -23,8 +23,10 @@
 //
 // <id>.tail.jsonl starts with {"v":2,"tail":"<id>"}; each following line is one record,
 // `{"seq":N,` followed by the rest of the caller's object. An Append batch is one write and
-// one sync. The tail is sealed (compressed into one record of <id>.zst, fsync, then truncated
-// back to its header line, made durable by the next append's fsync) when it reaches
+// one sync; each of its lines but the last ends with a space before the newline (JSON
+// allows it, and reads drop it), so that recovery keeps a batch only with its last line: a
+// power loss can keep some pages of the write and lose others, and an Append is atomic. The tail is sealed (compressed into one record of <id>.zst, fsync, then truncated
+// back to its header line, fsync: appends write over the old lines) when it reaches
 // Options.SealRecords or SealBytes (1,024 records or 1 MiB: larger frames keep about 0.9 of
 // the whole-stream compression ratio instead of 0.77 at 256 KiB, and seal a quarter as often),
 // before a Barrier record (so a compaction starts a new frame and a resume decodes from there
@@ -81,17 +83,24 @@
 //
 // # Durability and recovery
 //
+// Every file operation goes through fileSystem (fs.go): the operating system's files in
+// production (osFS, with the same calls the store made before it had the interface), a
+// simulated disk that loses what was not synced in the power-loss tests.
+//
 // A write that returned nil survives kill -9 and power loss. New files are written to a temp
 // file, fsynced, renamed and the directory fsynced. Every writer open (Update) walks the
 // record headers and checks their checksums, cuts a torn or garbage end back to the last good
 // record, drops a partial last tail line, and skips tail lines already sealed (a crash between
 // seal and truncation). A damaged record followed by intact ones is not a crash shape, so it
-// is reported as ErrCorrupt rather than cut; so is a last record that is complete, continues
-// the sequence and fails its checksum (a crash leaves a record cut short; a whole one was
-// durable and damaged later, and cutting it would lose acknowledged records). The valid tail is the run of lines continuing the
-// sequence; a line that is invalid JSON or out of sequence ends it (a batch is written at once,
-// so what follows was never acknowledged). Readers (View) ignore a torn end without
-// repairing it. Data a decoder returned together with an error is never passed on: a frame
+// is reported as ErrCorrupt rather than cut. A last record that is complete, continues the
+// sequence and fails its checksum is a torn seal if the tail still holds its records (a power
+// loss can keep a record's length and lose one of its pages; a seal is fsynced before the
+// tail is emptied), which writers cut and readers leave out; otherwise it was durable and
+// damaged later, and cutting it would lose acknowledged records, so it is ErrCorrupt too. The
+// valid tail is the run of lines continuing the sequence, up to the last one that ends a
+// batch; a line that is invalid JSON or out of sequence ends it (a batch is written at once,
+// so what follows was never acknowledged).
+// Readers (View) ignore a torn end without repairing it. Data a decoder returned together with an error is never passed on: a frame
 // is checked completely (checksums, size, seq of every line) before any of its lines is
 // yielded.
 //
@@ -101,6 +110,16 @@
 // in one respect: a torn last record whose header is intact while the tail does not hold its
 // records cannot be a crash (a seal is fsynced before the tail is emptied), so Verify reports
 // it as damage and does not cut it.
+//
+// TestCrashPoints (crash_test.go) holds the store to these promises on a simulated disk
+// (crashfs_test.go) that keeps only what a sync made durable: at 2,000 points of a workload
+// of saves, compactions, seals, idle trims, snapshots, rewrites, deletes and index rewrites it
+// loses power (everything unsynced lost; or any subset of the unsynced pages, a prefix or any
+// subset of the unsynced directory changes; or, as kill -9, nothing), reopens the store and
+// checks every acknowledged record is there once and in order, nothing unacknowledged is
+// visible except a whole Append in flight, Verify finds no damage, and List and Get agree
+// with the records; at some points a restart's recovery runs too, and loses power itself.
+// SESSIONMEM_CRASH_POINTS sets a longer run.
 //
 // # Format versions
 //

@@ -3,7 +3,6 @@ package local
 import (
 	"encoding/json"
 	"fmt"
-	"os"
 	"path/filepath"
 )
 
@@ -24,20 +23,17 @@ const (
 
 // writeFileAtomic replaces dir/name with data: temp file in the same directory, rename, with
 // the fsyncs d asks for. A reader finds the old file or the new one, never a part.
-func writeFileAtomic(dir, name string, data []byte, d durability) (err error) {
-	tmp, err := os.CreateTemp(dir, "."+name+".tmp-*")
+func writeFileAtomic(fsys fileSystem, dir, name string, data []byte, d durability) (err error) {
+	tmp, err := fsys.CreateTemp(dir, "."+name+".tmp-*")
 	if err != nil {
 		return fmt.Errorf("create temp for %s: %w", name, err)
 	}
 	defer func() {
 		if err != nil {
 			tmp.Close()
-			os.Remove(tmp.Name())
+			fsys.Remove(tmp.Name())
 		}
 	}()
-	if err = tmp.Chmod(0o600); err != nil {
-		return fmt.Errorf("chmod temp for %s: %w", name, err)
-	}
 	if _, err = tmp.Write(data); err != nil {
 		return fmt.Errorf("write temp for %s: %w", name, err)
 	}
@@ -49,34 +45,15 @@ func writeFileAtomic(dir, name string, data []byte, d durability) (err error) {
 	if err = tmp.Close(); err != nil {
 		return fmt.Errorf("close temp for %s: %w", name, err)
 	}
-	if err = os.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
+	if err = fsys.Rename(tmp.Name(), filepath.Join(dir, name)); err != nil {
 		return fmt.Errorf("rename temp to %s: %w", name, err)
 	}
 	if d >= durableName {
-		if err = syncDir(dir); err != nil {
+		if err = syncDir(fsys, dir); err != nil {
 			return err
 		}
 	}
 	return nil
-}
-
-// syncDir makes renames, creations and removals in dir durable.
-func syncDir(dir string) error {
-	d, err := os.Open(dir)
-	if err != nil {
-		return fmt.Errorf("open dir %s: %w", dir, err)
-	}
-	defer d.Close()
-	if err := d.Sync(); err != nil {
-		return fmt.Errorf("sync dir %s: %w", dir, err)
-	}
-	return nil
-}
-
-// readAt reads exactly len(b) bytes at off.
-func readAt(f *os.File, b []byte, off int64) error {
-	_, err := f.ReadAt(b, off)
-	return err
 }
 
 func jsonMarshal(v any) ([]byte, error) {

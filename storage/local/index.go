@@ -12,7 +12,6 @@ import (
 	"sort"
 	"strconv"
 	"sync"
-	"syscall"
 
 	"github.com/sessionmem/sessionmem/storage"
 
@@ -72,12 +71,13 @@ func (e *indexEntry) decode() (*storage.Meta, bool) {
 // index is the in-memory fold of index.jsonl plus the read position, so that each call only
 // parses what other processes appended since.
 type index struct {
+	fs    fileSystem
 	dir   string
 	path  string
 	log   *slog.Logger
 	mu    sync.Mutex
-	lockF *os.File
-	f     *os.File // O_RDWR|O_APPEND; nil while the file does not exist
+	lockF file
+	f     file // O_RDWR|O_APPEND; nil while the file does not exist
 	ino   uint64
 	off   int64  // bytes folded so far (always at a line boundary)
 	lines int    // entry lines in the current file
@@ -90,9 +90,9 @@ type index struct {
 	sortedGen uint64
 }
 
-func openIndex(dir string, log *slog.Logger) (*index, error) {
-	x := &index{dir: dir, path: filepath.Join(dir, indexName), log: log, ents: map[string]*indexEntry{}}
-	lf, err := os.OpenFile(filepath.Join(dir, indexLockName), os.O_RDWR|os.O_CREATE, 0o600)
+func openIndex(fsys fileSystem, dir string, log *slog.Logger) (*index, error) {
+	x := &index{fs: fsys, dir: dir, path: filepath.Join(dir, indexName), log: log, ents: map[string]*indexEntry{}}
+	lf, err := fsys.OpenFile(filepath.Join(dir, indexLockName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open index lock: %w", err)
 	}
@@ -124,7 +124,7 @@ func (x *index) reload() error {
 	}
 	x.ents, x.off, x.lines, x.bad, x.badHd, x.ino = map[string]*indexEntry{}, 0, 0, 0, false, 0
 	x.gen++
-	f, err := os.OpenFile(x.path, os.O_RDWR|os.O_APPEND, 0)
+	f, err := x.fs.OpenFile(x.path, os.O_RDWR|os.O_APPEND, 0)
 	if errors.Is(err, fs.ErrNotExist) {
 		x.badHd = true
 		return nil
@@ -156,7 +156,7 @@ func (x *index) refreshSize() (int64, error) {
 		// Measured below like any later refresh: the size must count a partial last line
 		// that reload left unfolded, or the next append would not end it first.
 	}
-	fi, err := os.Stat(x.path)
+	fi, err := x.fs.Stat(x.path)
 	if errors.Is(err, fs.ErrNotExist) {
 		return -1, nil // keep what we know; the next write recreates the file
 	}
@@ -297,10 +297,10 @@ func (x *index) exclusive(fn func() error) error {
 func (x *index) exclusiveAt(fn func(size int64) error) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if err := lockFD(x.lockF, true); err != nil {
+	if err := x.lockF.Lock(true, true); err != nil {
 		return fmt.Errorf("lock index: %w", err)
 	}
-	defer unlockFD(x.lockF)
+	defer x.lockF.Unlock()
 	size, err := x.refreshSize()
 	if err != nil {
 		return err
@@ -385,13 +385,13 @@ func (x *index) compactIdle() error {
 	if x.lockF == nil {
 		return nil
 	}
-	if err := flockRetry(int(x.lockF.Fd()), syscall.LOCK_EX|syscall.LOCK_NB); err != nil {
-		if errors.Is(err, syscall.EWOULDBLOCK) {
+	if err := x.lockF.Lock(true, false); err != nil {
+		if errors.Is(err, errLockBusy) {
 			return nil
 		}
 		return fmt.Errorf("lock index: %w", err)
 	}
-	defer unlockFD(x.lockF)
+	defer x.lockF.Unlock()
 	if err := x.refresh(); err != nil {
 		return err
 	}
@@ -420,7 +420,7 @@ func (x *index) rewriteLocked() error {
 		}
 		buf = append(append(buf, b...), '\n')
 	}
-	if err := writeFileAtomic(x.dir, indexName, buf, durableName); err != nil {
+	if err := writeFileAtomic(x.fs, x.dir, indexName, buf, durableName); err != nil {
 		return fmt.Errorf("rewrite index: %w", err)
 	}
 	ents := x.ents

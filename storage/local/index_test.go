@@ -178,7 +178,7 @@ func TestIndexPutEntries(t *testing.T) {
 			t.Fatalf("index line glued to the partial one or damaged: %s", line)
 		}
 	}
-	fresh, err := openIndex(dir, nil)
+	fresh, err := openIndex(osFS{}, dir, nil)
 	if err != nil {
 		t.Fatal(err)
 	}

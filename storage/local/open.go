@@ -59,6 +59,9 @@ type sessView struct {
 	padChecked bool
 	lines      []tailLine
 	tailBytes  int64
+	// staleFrom is the seq of the first line the tail holds at or below the last sealed seq
+	// (0: none): a seal the tail was not emptied after, or one a power loss tore.
+	staleFrom uint64
 }
 
 func (v *sessView) lastSealed() uint64 {
@@ -80,13 +83,18 @@ func (v *sessView) tailClean() bool {
 	return v.hasTail && (v.tailEnd == v.tailID.size || v.padded)
 }
 
-// tailDataEnd is where the index says the tail ends (fileSizes.Tail): the end of its data
-// when zeros follow, otherwise the file's size (a torn end included, as the file holds it).
+// tailDataEnd is where the index says the tail's data ends (fileSizes.Tail): where the next
+// append writes, after a writer cut what a crash left behind the data (a torn line, or, when
+// no record is kept, lines already sealed), whether zeros follow or not. Open's
+// reconciliation takes a line as current while a NUL byte (or the end of the file) is
+// there, so that must be the append's place: a line recording the end of a torn line or of
+// sealed lines would pass for current once a writer cut them and its append's new padding
+// lay there (TestCrashStaleIndexAfterCut).
 func (v *sessView) tailDataEnd() int64 {
-	if v.padded {
-		return v.tailEnd
+	if len(v.lines) == 0 {
+		return v.tailHdrLen
 	}
-	return v.tailID.size
+	return v.tailEnd
 }
 
 // sessState caches what this process knows of a session's files between calls (its view), so
@@ -120,11 +128,11 @@ func (s *Store) openSession(ctx context.Context, id string, exclusive bool) (*Re
 		return nil, err
 	}
 	// Checked before locking so that probing unknown ids leaves no lock files behind.
-	if _, err := os.Stat(s.zstPath(id)); errors.Is(err, fs.ErrNotExist) {
+	if _, err := s.fs.Stat(s.zstPath(id)); errors.Is(err, fs.ErrNotExist) {
 		s.forgetState(id)
 		return nil, notFound(id)
 	}
-	lf, _, err := lockPath(ctx, s.lockPath(id), exclusive)
+	lf, _, err := lockPath(ctx, s.fs, s.lockPath(id), exclusive)
 	if err != nil {
 		return nil, fmt.Errorf("session %s: %w", id, err)
 	}
@@ -133,7 +141,7 @@ func (s *Store) openSession(ctx context.Context, id string, exclusive bool) (*Re
 
 // openLocked is openSession once lf holds the session's lock; the Reader owns lf (on error it
 // is closed).
-func (s *Store) openLocked(id string, lf *os.File, exclusive bool) (*Reader, error) {
+func (s *Store) openLocked(id string, lf file, exclusive bool) (*Reader, error) {
 	r := &Reader{s: s, id: id, lock: lf, writable: exclusive}
 	if err := r.openFiles(); err != nil {
 		r.release()
@@ -168,21 +176,21 @@ func (r *Reader) openFiles() error {
 		flag, tflag = os.O_RDWR, os.O_RDWR
 	}
 	var err error
-	if r.zst, r.zid, err = openID(r.s.zstPath(r.id), flag); err != nil {
+	if r.zst, r.zid, err = openID(r.s.fs, r.s.zstPath(r.id), flag); err != nil {
 		if errors.Is(err, fs.ErrNotExist) {
 			return notFound(r.id)
 		}
 		return fmt.Errorf("open session %s: %w", r.id, err)
 	}
-	if r.tail, r.tid, err = openID(r.s.tailPath(r.id), tflag); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if r.tail, r.tid, err = openID(r.s.fs, r.s.tailPath(r.id), tflag); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("open session %s tail: %w", r.id, err)
 	}
 	return nil
 }
 
 // openID opens path and returns the file with its identity.
-func openID(path string, flag int) (*os.File, fileID, error) {
-	f, err := openFile(path, flag, 0)
+func openID(fsys fileSystem, path string, flag int) (file, fileID, error) {
+	f, err := fsys.OpenFile(path, flag, 0)
 	if err != nil {
 		return nil, fileID{}, err
 	}
@@ -225,8 +233,14 @@ func (r *Reader) refresh(st *sessState) error {
 		}
 		r.v.verified = startVerified && (r.writable || len(r.v.frames) == n0)
 	}
+	if err := r.refreshTail(st, zstSame, tid); err != nil {
+		return err
+	}
+	return r.settleTornSeal()
+}
 
-	// The plain tail.
+// refreshTail brings the tail's part of r.v up to date (refresh).
+func (r *Reader) refreshTail(st *sessState, zstSame bool, tid fileID) error {
 	switch {
 	case r.tail == nil:
 		if r.writable {
@@ -315,18 +329,25 @@ func (r *Reader) walk(zid fileID) error {
 	if complete, err := completeRecordAt(r.zst, end, zid.size, r.v.lastSealed()+1); err != nil {
 		return fmt.Errorf("read session %s: %w", r.id, err)
 	} else if complete {
-		// A crash leaves a record cut short; one that is all there, continues the sequence
-		// and still fails its checksum was durable and damaged later. Cutting it would lose
-		// acknowledged records (and the tail lines after them), so refuse: verify reports it.
-		return fmt.Errorf("session %s: last record at offset %d is damaged: %w", r.id, end, storage.ErrCorrupt)
+		// All there, continuing the sequence, failing its checksum: a seal a power loss tore
+		// (the record's size reached the disk, a page of it did not) or a record damaged
+		// after it was durable. The tail tells which (settleTornSeal); the end stays until
+		// it has.
+		r.tornSeal = end
+		return nil
 	}
+	return r.cutSealed(end, zid.size)
+}
+
+// cutSealed cuts the .zst's torn end after the last good record, which ends at end.
+func (r *Reader) cutSealed(end, size int64) error {
 	if err := r.zst.Truncate(end); err != nil {
 		return fmt.Errorf("repair session %s: %w", r.id, err)
 	}
 	if err := r.zst.Sync(); err != nil {
 		return fmt.Errorf("repair session %s: %w", r.id, err)
 	}
-	r.s.log.Warn("storage: cut torn end of sealed log", "session", r.id, "offset", end, "dropped_bytes", zid.size-end)
+	r.s.log.Warn("storage: cut torn end of sealed log", "session", r.id, "offset", end, "dropped_bytes", size-end)
 	fi, err := r.zst.Stat()
 	if err != nil {
 		return fmt.Errorf("stat session %s: %w", r.id, err)
@@ -335,9 +356,49 @@ func (r *Reader) walk(zid fileID) error {
 	return nil
 }
 
+// settleTornSeal decides what a last record that is all there but fails its checksum is. A
+// seal is fsynced before the tail is emptied, so if a power loss tore the seal, the tail
+// still holds the record's records (except any of the batch being appended, which was never
+// acknowledged): a writer then cuts the record like any torn end, and a reader, which does
+// not check sealed records' checksums until it decodes them, leaves it out and reads those
+// records from the tail. If the tail does not hold them, the record was durable and was
+// damaged later: a writer refuses (cutting would lose acknowledged records), a reader fails
+// when it decodes it, and Verify reports it.
+func (r *Reader) settleTornSeal() error {
+	if r.writable {
+		at := r.tornSeal
+		if at == 0 {
+			return nil
+		}
+		r.tornSeal = 0
+		if len(r.v.lines) == 0 {
+			return fmt.Errorf("session %s: last record at offset %d is damaged: %w", r.id, at, storage.ErrCorrupt)
+		}
+		return r.cutSealed(at, r.v.zstID.size)
+	}
+	n := len(r.v.frames)
+	if n == 0 || r.v.staleFrom == 0 || r.v.staleFrom < r.v.frames[n-1].first {
+		return nil
+	}
+	fr := r.v.frames[n-1]
+	b := make([]byte, recordHeaderSize+int(fr.frameLen))
+	if err := readAt(r.zst, b, fr.off); err != nil {
+		return fmt.Errorf("read session %s: %w", r.id, err)
+	}
+	if recordSum(b, b[recordHeaderSize:]) == fr.sum {
+		return nil
+	}
+	r.v.frames, r.v.zstEnd = r.v.frames[:n-1:n-1], fr.off
+	if r.tail == nil {
+		return nil
+	}
+	r.v.lines, r.v.tailBytes, r.v.hasTail = nil, 0, false
+	return r.scanTail(r.tid, 0)
+}
+
 // walkRecords appends to frames every good record from off on and returns the end of the last
 // one. It never decompresses.
-func walkRecords(f *os.File, off, size int64, expect uint64, verify bool, frames []frameInfo) ([]frameInfo, int64, error) {
+func walkRecords(f file, off, size int64, expect uint64, verify bool, frames []frameInfo) ([]frameInfo, int64, error) {
 	hdr := make([]byte, recordHeaderSize+zstd.HeaderMaxSize)
 	var buf []byte
 	for size-off >= recordHeaderSize {
@@ -377,7 +438,7 @@ func walkRecords(f *os.File, off, size int64, expect uint64, verify bool, frames
 
 // completeRecordAt reports whether a record header at off continues the sequence at expect
 // and its whole frame lies within size.
-func completeRecordAt(f *os.File, off, size int64, expect uint64) (bool, error) {
+func completeRecordAt(f file, off, size int64, expect uint64) (bool, error) {
 	if size-off < recordHeaderSize {
 		return false, nil
 	}
@@ -391,7 +452,7 @@ func completeRecordAt(f *os.File, off, size int64, expect uint64) (bool, error) 
 
 // validRecordAfter reports whether a complete record with a correct checksum starts anywhere
 // in [off, size).
-func validRecordAfter(f *os.File, off, size int64) (bool, error) {
+func validRecordAfter(f file, off, size int64) (bool, error) {
 	b := make([]byte, size-off)
 	if err := readAt(f, b, off); err != nil {
 		return false, err

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"sort"
 
 	"github.com/sessionmem/sessionmem/storage"
@@ -38,12 +37,12 @@ func (s *Store) Create(ctx context.Context, h storage.Header, m storage.Meta) er
 	if err != nil {
 		return fmt.Errorf("create session %s: %w", id, err)
 	}
-	lf, _, err := lockPath(ctx, s.lockPath(id), true)
+	lf, _, err := lockPath(ctx, s.fs, s.lockPath(id), true)
 	if err != nil {
 		return fmt.Errorf("create session %s: %w", id, err)
 	}
 	defer lf.Close()
-	if _, err := os.Stat(s.zstPath(id)); err == nil {
+	if _, err := s.fs.Stat(s.zstPath(id)); err == nil {
 		return fmt.Errorf("create session %s: %w", id, storage.ErrExists)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("create session %s: %w", id, err)
@@ -51,20 +50,20 @@ func (s *Store) Create(ctx context.Context, h storage.Header, m storage.Meta) er
 	// The tail first: the .zst rename is the commit point, and a tail without a .zst is
 	// ignored (and replaced by the next Create of that id).
 	tailHdr := encodeTailHeader(id)
-	if err := writeFileAtomic(s.sessDir, id+tailSuffix, tailHdr, durableFile); err != nil {
+	if err := writeFileAtomic(s.fs, s.sessDir, id+tailSuffix, tailHdr, durableFile); err != nil {
 		return fmt.Errorf("create session %s: %w", id, err)
 	}
-	if err := writeFileAtomic(s.sessDir, id+zstSuffix, frame, durableName); err != nil {
+	if err := writeFileAtomic(s.fs, s.sessDir, id+zstSuffix, frame, durableName); err != nil {
 		return fmt.Errorf("create session %s: %w", id, err)
 	}
 	s.clearBad(id)
 	r := &Reader{s: s, id: id}
 	r.v = sessView{verified: true, hasTail: true, hdr: h, hdrEnd: int64(len(frame)), zstEnd: int64(len(frame)),
 		tailHdrLen: int64(len(tailHdr)), tailEnd: int64(len(tailHdr)), tailVer: TailFormatVersion, padChecked: true}
-	if fi, err := os.Stat(s.zstPath(id)); err == nil {
+	if fi, err := s.fs.Stat(s.zstPath(id)); err == nil {
 		r.v.zstID = statID(fi)
 	}
-	if fi, err := os.Stat(s.tailPath(id)); err == nil {
+	if fi, err := s.fs.Stat(s.tailPath(id)); err == nil {
 		r.v.tailID = statID(fi)
 	}
 	st := s.state(id)
@@ -229,7 +228,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	}
 	defer s.leave()
 	zp, lp := s.zstPath(id), s.lockPath(id)
-	if _, err := os.Stat(zp); errors.Is(err, fs.ErrNotExist) {
+	if _, err := s.fs.Stat(zp); errors.Is(err, fs.ErrNotExist) {
 		return notFound(id)
 	}
 	if s.search != nil {
@@ -242,29 +241,35 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 			}
 		}()
 	}
-	lf, _, err := lockPath(ctx, lp, true)
+	lf, _, err := lockPath(ctx, s.fs, lp, true)
 	if err != nil {
 		return fmt.Errorf("delete session %s: %w", id, err)
 	}
 	// Removing the lock file while holding it is safe: lockers re-check the inode.
 	defer func() {
-		os.Remove(lp)
+		s.fs.Remove(lp)
 		lf.Close()
 	}()
-	if _, err := os.Stat(zp); errors.Is(err, fs.ErrNotExist) {
+	if _, err := s.fs.Stat(zp); errors.Is(err, fs.ErrNotExist) {
 		return notFound(id)
 	}
-	// The .zst goes first: without it the session does not exist, whatever else remains.
-	if err := os.Remove(zp); err != nil {
+	// The .zst goes first: without it the session does not exist, whatever else remains. Its
+	// removal is made durable before the others: a file system need not keep a directory's
+	// changes in order until it is synced, and a power loss that kept the tail's removal and
+	// not the .zst's would bring the session back without its latest records.
+	if err := s.fs.Remove(zp); err != nil {
 		return fmt.Errorf("delete session %s: %w", id, err)
 	}
-	if err := os.Remove(s.tailPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := syncDir(s.fs, s.sessDir); err != nil {
+		return fmt.Errorf("delete session %s: %w", id, err)
+	}
+	if err := s.fs.Remove(s.tailPath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("delete session %s tail: %w", id, err)
 	}
 	if err := s.removeSnapshot(id); err != nil {
 		return fmt.Errorf("delete session %s: %w", id, err)
 	}
-	if err := syncDir(s.sessDir); err != nil {
+	if err := syncDir(s.fs, s.sessDir); err != nil {
 		return fmt.Errorf("delete session %s: %w", id, err)
 	}
 	s.forgetState(id)

@@ -352,14 +352,14 @@ func TestPaddingWhenDiskFull(t *testing.T) {
 	s := mustOpen(t, dir, Options{})
 	mustCreate(t, s, "f")
 	full := true
-	tailWriteAt = func(f *os.File, b []byte, off int64) (int, error) {
+	tailWriteAt = func(f file, b []byte, off int64) (int, error) {
 		if full && len(b) > 8<<10 {
 			n, _ := f.WriteAt(b[:len(b)/2], off) // the disk fills up halfway
 			return n, syscall.ENOSPC
 		}
 		return f.WriteAt(b, off)
 	}
-	defer func() { tailWriteAt = (*os.File).WriteAt }()
+	defer func() { tailWriteAt = file.WriteAt }()
 	want := appendBatches(t, s, "f", [][]storage.Record{{bigRecord(0, 2000)}, {bigRecord(1, 2000)}})
 	b, err := os.ReadFile(filepath.Join(dir, "sessions", "f"+tailSuffix))
 	if err != nil || bytes.IndexByte(b, 0) >= 0 {

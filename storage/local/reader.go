@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"iter"
-	"os"
 	"sort"
 	"sync"
 
@@ -21,19 +20,20 @@ type Reader struct {
 	s        *Store
 	id       string
 	st       *sessState // the cached view this call updates
-	lock     *os.File   // holds the session's flock; closing it releases the lock
-	zst      *os.File
-	tail     *os.File // nil if the session has no tail file
-	zid, tid fileID   // the files' identities when opened
+	lock     file       // holds the session's lock; closing it releases the lock
+	zst      file
+	tail     file   // nil if the session has no tail file
+	zid, tid fileID // the files' identities when opened
 	writable bool
 	done     bool
 	v        sessView
+	tornSeal int64 // writer opening: a complete last record at this offset fails its checksum
 }
 
 // release closes the session's files and then the lock.
 func (r *Reader) release() {
 	r.done = true
-	for _, f := range []*os.File{r.tail, r.zst, r.lock} {
+	for _, f := range []file{r.tail, r.zst, r.lock} {
 		if f != nil {
 			f.Close()
 		}
@@ -83,6 +83,9 @@ func (r *Reader) Records(from uint64) iter.Seq2[storage.Record, error] {
 				nl := bytes.IndexByte(content, '\n')
 				line := content[:nl]
 				content = content[nl+1:]
+				if line[nl-1] == ' ' {
+					line = line[:nl-1] // a batch mark (markBatch) that an older build sealed
+				}
 				if seq >= from && !yield(makeRecord(seq, line), nil) {
 					return
 				}

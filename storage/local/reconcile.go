@@ -15,7 +15,7 @@ import (
 
 // reconcile makes the index agree with the session files (see Open).
 func (s *Store) reconcile() error {
-	ents, err := os.ReadDir(s.sessDir)
+	ents, err := s.fs.ReadDir(s.sessDir)
 	if err != nil {
 		return fmt.Errorf("read sessions: %w", err)
 	}
@@ -70,7 +70,7 @@ func (s *Store) reconcile() error {
 	}
 	return x.exclusive(func() error {
 		for _, id := range gone {
-			if _, err := os.Stat(s.zstPath(id)); errors.Is(err, fs.ErrNotExist) {
+			if _, err := s.fs.Stat(s.zstPath(id)); errors.Is(err, fs.ErrNotExist) {
 				delete(x.ents, id)
 			}
 		}
@@ -108,11 +108,11 @@ var testHookReconcileWrite func()
 // the .zst's size, and the tail's size, or, for a padded tail, a NUL byte (padding) right
 // where the line says its data ends: appends into padding leave the size as it was.
 func (s *Store) filesAt(id string, sz fileSizes) bool {
-	fi, err := os.Stat(s.zstPath(id))
+	fi, err := s.fs.Stat(s.zstPath(id))
 	if err != nil || fi.Size() != sz.Zst {
 		return false
 	}
-	fi, err = os.Stat(s.tailPath(id))
+	fi, err = s.fs.Stat(s.tailPath(id))
 	switch {
 	case err != nil:
 		return sz.Tail == -1
@@ -121,7 +121,7 @@ func (s *Store) filesAt(id string, sz fileSizes) bool {
 	case sz.Tail < 0 || fi.Size() < sz.Tail:
 		return false
 	}
-	f, err := openFile(s.tailPath(id), os.O_RDONLY, 0)
+	f, err := s.fs.OpenFile(s.tailPath(id), os.O_RDONLY, 0)
 	if err != nil {
 		return false
 	}

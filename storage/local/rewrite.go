@@ -104,11 +104,17 @@ func (s *Store) Rewrite(ctx context.Context, id string, fn storage.RewriteFunc) 
 		if err := s.removeSnapshot(id); err != nil {
 			return fmt.Errorf("rewrite session %s: %w", id, err)
 		}
-		if err := writeFileAtomic(s.sessDir, id+zstSuffix, file, durableName); err != nil {
+		if err := writeFileAtomic(s.fs, s.sessDir, id+zstSuffix, file, durableName); err != nil {
 			return fmt.Errorf("rewrite session %s: %w", id, err)
 		}
 		if w.tail != nil {
-			_ = w.tail.Truncate(w.v.tailHdrLen) // stale lines are dropped on read anyway
+			// Its lines are stale now (dropped on read), but appends will write over them:
+			// the truncation must be durable first, as a seal's is (emptyTail).
+			if err := w.tail.Truncate(w.v.tailHdrLen); err == nil {
+				if err := w.tail.Sync(); err != nil {
+					s.log.Warn("storage: could not sync the emptied tail", "session", id, "err", err)
+				}
+			}
 		}
 		s.sealer.sealed(id) // the tail is empty: nothing left for the sealer
 		meta = m

@@ -3,7 +3,6 @@ package local
 import (
 	"errors"
 	"io/fs"
-	"os"
 	"sort"
 	"sync"
 	"time"
@@ -270,7 +269,7 @@ func (z *sealer) trySeal(id string, do func(*Writer) error) {
 	defer s.leave()
 	// Another process's append shows in the tail's mtime: count it as an append, so the tail
 	// must be idle for everyone.
-	fi, err := os.Stat(s.tailPath(id))
+	fi, err := s.fs.Stat(s.tailPath(id))
 	if errors.Is(err, fs.ErrNotExist) {
 		return
 	}
@@ -286,7 +285,7 @@ func (z *sealer) trySeal(id string, do func(*Writer) error) {
 			return
 		}
 	}
-	lf, ok, err := tryLockPath(s.lockPath(id))
+	lf, ok, err := tryLock(s.fs, s.lockPath(id))
 	if err != nil || !ok {
 		return
 	}

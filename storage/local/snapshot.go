@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"path/filepath"
 	"strconv"
 
@@ -65,7 +64,7 @@ func (s *Store) LoadSnapshot(r storage.Reader) []byte {
 	if lr == nil {
 		return nil
 	}
-	b, err := os.ReadFile(s.statePath(lr.id))
+	b, err := readFile(s.fs, s.statePath(lr.id))
 	if err != nil {
 		return nil
 	}
@@ -116,7 +115,7 @@ func (s *Store) SaveSnapshot(ctx context.Context, id, gen string, data []byte) e
 		b.WriteString(gen)
 		out := s.enc.EncodeAll(data, b.Bytes())
 		out = binary.LittleEndian.AppendUint64(out, xxhash.Sum64(out))
-		return writeFileAtomic(s.sessDir, id+stateSuffix, out, durableNone)
+		return writeFileAtomic(s.fs, s.sessDir, id+stateSuffix, out, durableNone)
 	})
 	if errors.Is(err, storage.ErrNotFound) {
 		return nil // deleted meanwhile
@@ -129,7 +128,7 @@ func (s *Store) SaveSnapshot(ctx context.Context, id, gen string, data []byte) e
 
 // removeSnapshot drops id's snapshot; the caller holds the session's write lock.
 func (s *Store) removeSnapshot(id string) error {
-	if err := os.Remove(s.statePath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	if err := s.fs.Remove(s.statePath(id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("remove snapshot of session %s: %w", id, err)
 	}
 	return nil

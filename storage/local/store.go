@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"os"
 	"path/filepath"
 	"sort"
 	"sync"
@@ -55,6 +54,9 @@ type Options struct {
 
 	// sealTick overrides how often the background sealer looks (tests).
 	sealTick time.Duration
+	// fs is the file system the store works in: nil is the operating system's (tests
+	// simulate a disk that loses power).
+	fs fileSystem
 }
 
 // Defaults for Options.
@@ -72,6 +74,7 @@ const (
 type Store struct {
 	dir      string
 	sessDir  string
+	fs       fileSystem
 	opts     Options
 	log      *slog.Logger
 	enc      *zstd.Encoder
@@ -121,8 +124,11 @@ func Open(dir string, opts Options) (*Store, error) {
 	if opts.MaxCachedSessions <= 0 {
 		opts.MaxCachedSessions = DefaultMaxCachedSessions
 	}
+	if opts.fs == nil {
+		opts.fs = osFS{}
+	}
 	s := &Store{
-		dir: dir, sessDir: filepath.Join(dir, "sessions"), opts: opts, log: opts.Logger,
+		dir: dir, sessDir: filepath.Join(dir, "sessions"), fs: opts.fs, opts: opts, log: opts.Logger,
 		states: map[string]*sessState{}, lru: list.New(), bad: map[string]error{}, warned: map[string]bool{},
 		frames: newFrameCache(frameCacheBytes),
 	}
@@ -130,7 +136,7 @@ func Open(dir string, opts Options) (*Store, error) {
 		s.log = slog.New(slog.DiscardHandler)
 	}
 	for _, d := range []string{dir, s.sessDir} {
-		if err := os.MkdirAll(d, 0o700); err != nil {
+		if err := mkdirDurable(s.fs, d); err != nil {
 			return nil, fmt.Errorf("open store %s: %w", dir, err)
 		}
 	}
@@ -151,7 +157,7 @@ func Open(dir string, opts Options) (*Store, error) {
 	if err != nil {
 		return nil, fmt.Errorf("open store %s: %w", dir, err)
 	}
-	s.idx, err = openIndex(dir, s.log)
+	s.idx, err = openIndex(s.fs, dir, s.log)
 	if err != nil {
 		s.dec.Close()
 		return nil, fmt.Errorf("open store %s: %w", dir, err)

@@ -15,13 +15,14 @@ import (
 // writer.go's writeTail.
 
 // scanTail reads the tail from off (0: from the start, header included) and keeps the lines
-// that continue the sequence. It stops at the first line that is torn, invalid or out of
-// sequence (a batch is written at once, so anything after such a line was never
-// acknowledged), and at a NUL byte where a line starts: JSON never holds one, so in a padded
-// tail that is where the data ends. Lines at or below the last sealed seq are skipped (a
-// crash between seal and truncation). A writer then cuts whatever follows that is not
-// padding it has checked: a torn end, or zeros followed by anything else (a power loss can
-// leave later pages of an unacknowledged write on disk without the earlier ones).
+// that continue the sequence, up to the last line that ends a batch (markBatch). It stops at
+// the first line that is torn, invalid or out of sequence (a batch is written at once, so
+// anything after such a line was never acknowledged), and at a NUL byte where a line
+// starts: JSON never holds one, so in a padded tail that is where the data ends. Lines at or
+// below the last sealed seq are skipped (a crash between seal and truncation). A writer then
+// cuts whatever follows that is not padding it has checked: a torn end, or zeros followed by
+// anything else (a power loss can leave later pages of an unacknowledged write on disk
+// without the earlier ones).
 func (r *Reader) scanTail(tid fileID, off int64) error {
 	r.v.tailID = tid
 	tr := tailReader{f: r.tail, size: tid.size, pos: off}
@@ -48,12 +49,15 @@ func (r *Reader) scanTail(tid fileID, off int64) error {
 		}
 		r.v.tailVer = th.Version
 		r.v.tailHdrLen, r.v.tailEnd = tr.pos, tr.pos
-		r.v.padChecked = false
+		r.v.padChecked, r.v.staleFrom = false, 0
 	}
 	r.v.hasTail = true
 	after := r.v.lastSeq()
 	sealed := r.v.lastSealed()
 	end := endLine
+	// Where the last complete batch ends (markBatch): lines after it are kept only once
+	// their batch's last line is.
+	batchLines, batchBytes, batchEnd := len(r.v.lines), r.v.tailBytes, r.v.tailEnd
 	for {
 		line, at, e, err := tr.next()
 		if err != nil {
@@ -64,17 +68,34 @@ func (r *Reader) scanTail(tid fileID, off int64) error {
 		}
 		seq, ok := storage.RecordSeq(line)
 		if ok && seq <= sealed && len(r.v.lines) == 0 {
-			r.v.tailEnd = tr.pos
+			if r.v.staleFrom == 0 {
+				r.v.staleFrom = seq
+			}
+			r.v.tailEnd, batchEnd = tr.pos, tr.pos
 			continue
 		}
 		if !ok || seq != after+1 || !gjson.ValidBytes(line) {
 			end = endTorn
 			break
 		}
-		r.v.lines = append(r.v.lines, tailLine{off: at, n: len(line), seq: seq})
+		n := len(line)
+		more := line[n-1] == ' ' // its batch goes on (markBatch)
+		if more {
+			n--
+		}
+		r.v.lines = append(r.v.lines, tailLine{off: at, n: n, seq: seq})
 		r.v.tailBytes += int64(len(line) + 1)
 		after = seq
 		r.v.tailEnd = tr.pos
+		if !more {
+			batchLines, batchBytes, batchEnd = len(r.v.lines), r.v.tailBytes, r.v.tailEnd
+		}
+	}
+	if len(r.v.lines) > batchLines {
+		// The first lines of a batch without its last: an Append that never returned, which
+		// is atomic, so none of it is kept; a torn end like any other.
+		r.v.lines, r.v.tailBytes, r.v.tailEnd = r.v.lines[:batchLines], batchBytes, batchEnd
+		end = endTorn
 	}
 	r.v.padded = end == endPad && r.v.tailVer >= paddedTailVersion
 	if r.v.tailEnd == tid.size {
@@ -126,10 +147,10 @@ func (r *Reader) recreateTail() error {
 		r.tail = nil
 	}
 	hdr := encodeTailHeader(r.id)
-	if err := writeFileAtomic(r.s.sessDir, r.id+tailSuffix, hdr, durableName); err != nil {
+	if err := writeFileAtomic(r.s.fs, r.s.sessDir, r.id+tailSuffix, hdr, durableName); err != nil {
 		return fmt.Errorf("session %s: %w", r.id, err)
 	}
-	f, tid, err := openID(r.s.tailPath(r.id), os.O_RDWR)
+	f, tid, err := openID(r.s.fs, r.s.tailPath(r.id), os.O_RDWR)
 	if err != nil {
 		return fmt.Errorf("open session %s tail: %w", r.id, err)
 	}
@@ -153,7 +174,7 @@ const (
 // for new lines in a padded tail usually finds a NUL in its first bytes) and doubling, and
 // never reads past a NUL byte it needs to see: padding is not read.
 type tailReader struct {
-	f     *os.File
+	f     file
 	size  int64
 	pos   int64  // file offset of buf[0]: where the next line starts
 	buf   []byte // bytes read and not yet returned
@@ -211,7 +232,7 @@ func (t *tailReader) next() ([]byte, int64, int, error) {
 var zeroBlock [64 << 10]byte
 
 // allZero reports whether every byte of f in [from, to) is zero.
-func allZero(f *os.File, from, to int64) (bool, error) {
+func allZero(f file, from, to int64) (bool, error) {
 	b := make([]byte, min(to-from, int64(len(zeroBlock))))
 	for off := from; off < to; {
 		n := min(to-off, int64(len(b)))

@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
-	"os"
 	"sort"
 	"strings"
 
@@ -41,10 +40,10 @@ func (s *Store) Verify(ctx context.Context, id string, repair bool) (storage.Ver
 	if err := ctx.Err(); err != nil {
 		return rep, err
 	}
-	if _, err := os.Stat(s.zstPath(id)); errors.Is(err, fs.ErrNotExist) {
+	if _, err := s.fs.Stat(s.zstPath(id)); errors.Is(err, fs.ErrNotExist) {
 		return rep, notFound(id)
 	}
-	lf, _, err := lockPath(ctx, s.lockPath(id), repair)
+	lf, _, err := lockPath(ctx, s.fs, s.lockPath(id), repair)
 	if err != nil {
 		return rep, fmt.Errorf("session %s: %w", id, err)
 	}
@@ -254,7 +253,7 @@ func (s *Store) IDs(ctx context.Context) ([]string, error) {
 		return nil, err
 	}
 	defer s.leave()
-	ents, err := os.ReadDir(s.sessDir)
+	ents, err := s.fs.ReadDir(s.sessDir)
 	if errors.Is(err, fs.ErrNotExist) {
 		return nil, nil
 	}

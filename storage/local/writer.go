@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math"
-	"os"
 	"syscall"
 
 	"github.com/sessionmem/sessionmem/storage"
@@ -114,7 +113,7 @@ func (w *Writer) Append(recs []storage.Record, m storage.Meta) ([]storage.Record
 
 // tailWriteAt is how writeTail writes when it grows the tail; tests replace it to run out of
 // disk space.
-var tailWriteAt = (*os.File).WriteAt
+var tailWriteAt = file.WriteAt
 
 // testHookBeforeIndex, when set by a test, runs between an append's fsync and its index line
 // (where a crash leaves the index one append behind the files); testSkipIndexLine leaves the
@@ -139,6 +138,9 @@ func lineStart(ends []int, k int) int {
 // An append that does not fit writes its lines followed by new padding (padFor; none in a
 // version 1 tail) and fsyncs, as the file grew.
 func (w *Writer) writeTail(lines []byte, first uint64, ends []int, base int) error {
+	if len(ends) > 1 {
+		lines = markBatch(lines, ends, base)
+	}
 	v := &w.v
 	off := v.tailEnd
 	end := off + int64(len(lines))
@@ -147,7 +149,7 @@ func (w *Writer) writeTail(lines []byte, first uint64, ends []int, base int) err
 			w.poison()
 			return fmt.Errorf("append session %s: %w", w.id, err)
 		}
-		if err := fdatasync(w.tail); err != nil {
+		if err := w.tail.Datasync(); err != nil {
 			w.poison()
 			return fmt.Errorf("append session %s: sync: %w", w.id, err)
 		}
@@ -194,13 +196,51 @@ func (w *Writer) writeTail(lines []byte, first uint64, ends []int, base int) err
 	w.v.lines = w.v.lines[:len(w.v.lines):len(w.v.lines)]
 	prev := base
 	for k, e := range ends {
-		w.v.lines = append(w.v.lines, tailLine{off: off + int64(prev-base), n: e - prev - 1, seq: first + uint64(k)})
+		// Line k starts after the k lines before it and their marks (markBatch).
+		w.v.lines = append(w.v.lines, tailLine{off: off + int64(prev-base+k), n: e - prev - 1, seq: first + uint64(k)})
 		prev = e
 	}
 	w.v.tailBytes += int64(len(lines))
 	w.v.tailEnd = end
 	w.commit()
 	return nil
+}
+
+// markBatch returns a batch's lines (ends relative to base, as writeTail gets them) with a
+// space before every newline but the last: the mark of a line whose batch goes on. JSON
+// allows the space, and a stored line never ends with one otherwise (AppendRecord trims the
+// caller's object), so readers drop it, and scanTail keeps a batch only with its last line:
+// an Append is atomic, and a power loss can keep some pages of its write and lose others.
+func markBatch(lines []byte, ends []int, base int) []byte {
+	out := make([]byte, 0, len(lines)+len(ends)-1)
+	prev := base
+	for k, e := range ends {
+		out = append(out, lines[prev-base:e-base-1]...)
+		if k < len(ends)-1 {
+			out = append(out, ' ')
+		}
+		out = append(out, '\n')
+		prev = e
+	}
+	return out
+}
+
+// unmarkLines returns the tail's lines as read into content from lines[0].off without their
+// batch marks (a sealed record holds the lines as Records returns them), in place.
+func unmarkLines(content []byte, lines []tailLine) []byte {
+	plain := int64(0)
+	for _, l := range lines {
+		plain += int64(l.n) + 1
+	}
+	if plain == int64(len(content)) {
+		return content // no marks: every batch was one record
+	}
+	base, out := lines[0].off, content[:0]
+	for _, l := range lines {
+		p := l.off - base
+		out = append(append(out, content[p:p+int64(l.n)]...), '\n') // never past p: safe in place
+	}
+	return out
 }
 
 // Seal compresses the plain tail into a checksummed zstd frame now (no-op if it is empty).
@@ -256,6 +296,7 @@ func (w *Writer) sealWith(extra []byte, count int) error {
 		if err := readAt(w.tail, content, v.lines[0].off); err != nil {
 			return fmt.Errorf("seal session %s: read tail: %w", w.id, err)
 		}
+		content = unmarkLines(content, v.lines)
 	}
 	content = append(content, extra...)
 	if n > math.MaxUint32 {
@@ -308,12 +349,15 @@ func (w *Writer) sealWith(extra []byte, count int) error {
 }
 
 // emptyTail empties the tail after its lines were sealed, padding and all (an idle session
-// keeps no padding). The truncation needs no fsync of its own: until it reaches the disk the
-// old lines are still there, and recovery drops lines at or below the last sealed seq; the
-// next append's fsync (it grows the file) makes it durable together with the new lines. That
-// saves one of a seal's two fsyncs. An unpadded (version 1) tail is replaced by an empty one
-// of the current version instead, atomically: a reader finds the old tail, whose lines are
-// all stale now, or the new one.
+// keeps no padding), and syncs the truncation. Until it reaches the disk the old lines are
+// still there, which recovery drops (they are at or below the last sealed seq); but the next
+// append writes over them, from the header on, and a power loss before that append's fsync
+// can keep its first page and the old second page: one line that starts as the new record and
+// ends as an old one, which is valid JSON with the next seq when both are inside a string
+// there (TestCrashAppendOverSealedLines). With the truncation durable, what a lost page leaves
+// there is zeros, a torn line. An unpadded (version 1) tail is replaced by an empty one of
+// the current version instead, atomically: a reader finds the old tail, whose lines are all
+// stale now, or the new one.
 func (w *Writer) emptyTail() {
 	v := &w.v
 	if v.tailVer < paddedTailVersion {
@@ -322,7 +366,11 @@ func (w *Writer) emptyTail() {
 		}
 		w.s.log.Warn("storage: could not replace the tail with a padded one", "session", w.id)
 	}
-	_ = w.tail.Truncate(v.tailHdrLen)
+	if err := w.tail.Truncate(v.tailHdrLen); err == nil {
+		if err := w.tail.Sync(); err != nil {
+			w.s.log.Warn("storage: could not sync the emptied tail", "session", w.id, "err", err)
+		}
+	}
 	if err := w.statTail(); err != nil {
 		w.poison()
 		return
