@@ -75,7 +75,7 @@ func TestMigrateAndBackfill(t *testing.T) {
 	old.Close()
 	// Back to schema 1, as a database written by the previous release.
 	admin := openStore(t, url, Options{})
-	_, err := admin.pool.Exec(context.Background(), `DROP TABLE sessionmem_documents, sessionmem_settings;
+	_, err := admin.pool.Exec(context.Background(), undoSchema4+`DROP TABLE sessionmem_documents, sessionmem_settings;
 		ALTER TABLE sessionmem_sessions DROP COLUMN docs_through, DROP COLUMN docs_gen; UPDATE sessionmem_schema SET version = 1`)
 	if err != nil {
 		t.Fatal(err)
@@ -259,3 +259,14 @@ func TestRewriteWithoutDocs(t *testing.T) {
 		t.Fatal("the old text is found")
 	}
 }
+
+// undoSchema4 takes a database back to schema 3 (tests of migrations).
+const undoSchema4 = `DROP TRIGGER sessionmem_doc_stats_insert ON sessionmem_documents;
+	DROP TRIGGER sessionmem_doc_stats_delete ON sessionmem_documents;
+	DROP TRIGGER sessionmem_doc_stats_update ON sessionmem_documents;
+	DROP FUNCTION sessionmem_doc_stats_insert(), sessionmem_doc_stats_delete(), sessionmem_doc_stats_update();
+	DROP TABLE sessionmem_doc_stats;
+	DROP INDEX sessionmem_documents_len_unknown;
+	ALTER TABLE sessionmem_documents DROP COLUMN len;
+	UPDATE sessionmem_schema SET version = 3;
+`
