@@ -177,42 +177,6 @@ func TestBackfillWithSaves(t *testing.T) {
 	}
 }
 
-// TestRankWindow: with more matches than the window, only the newest are ranked and the
-// result says so; paging stays within the window.
-func TestRankWindow(t *testing.T) {
-	s := openStore(t, newSchema(t), Options{Docs: storetest.Docs, RankWindow: 5})
-	mustCreate(t, s, "w")
-	for i := range 12 {
-		saveText(t, s, "w", strings.Repeat("gecko ", 1+(i%3)))
-	}
-	res := find(t, s, "gecko", storage.SearchQuery{Limit: 3})
-	if !res.Windowed || len(res.Hits) != 3 || res.NextCursor == "" {
-		t.Fatalf("first page: %+v", res)
-	}
-	seen := map[uint64]bool{}
-	for {
-		for _, h := range res.Hits {
-			if h.Seq <= 7 || seen[h.Seq] {
-				t.Fatalf("hit %d outside the window of the 5 newest, or twice", h.Seq)
-			}
-			seen[h.Seq] = true
-		}
-		if res.NextCursor == "" {
-			break
-		}
-		res = find(t, s, "gecko", storage.SearchQuery{Limit: 3, Cursor: res.NextCursor})
-		if !res.Windowed {
-			t.Fatal("a later page lost Windowed")
-		}
-	}
-	if len(seen) != 5 {
-		t.Fatalf("pages held %d hits, want the window's 5", len(seen))
-	}
-	if res := find(t, s, "gecko", storage.SearchQuery{SessionID: "w", Since: t0.Add(9 * time.Second)}); res.Windowed || len(res.Hits) != 4 {
-		t.Fatalf("4 matches under a window of 5: %+v", res)
-	}
-}
-
 // TestHugeDocument: a record whose text has more distinct terms than a tsvector holds is
 // saved, and its beginning is searchable.
 func TestHugeDocument(t *testing.T) {
