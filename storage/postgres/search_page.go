@@ -14,16 +14,12 @@ import (
 // the best H documents of it after the cursor (search_rank.go), the tier's scores with
 // context (search_context.go), then the page.
 func (s *Store) rankedPage(ctx context.Context, tx pgx.Tx, b *searchSQL, q *fts.Query, fp uint64, cur *searchCursor, limit int) (storage.SearchResult, error) {
-	budget := s.opts.ScoreBudget
 	var u universe
 	if cur != nil {
 		u = cur.u
 	} else {
-		if err := tx.QueryRow(ctx, `SELECT coalesce(max(doc), 0) FROM sessionmem_documents`).Scan(&u.snap); err != nil {
-			return storage.SearchResult{}, err
-		}
 		var err error
-		if u.st, err = loadCorpusStats(ctx, tx); err != nil {
+		if u.st, u.snap, err = loadCorpusStats(ctx, tx); err != nil {
 			return storage.SearchResult{}, err
 		}
 		if u.dfs, err = s.termDFs(ctx, tx, q.Ranked(), u.st.n); err != nil {
@@ -38,18 +34,10 @@ func (s *Store) rankedPage(ctx context.Context, tx pgx.Tx, b *searchSQL, q *fts.
 	if s.opts.roundDocs > 0 {
 		perRound = s.opts.roundDocs
 	}
-	r := newRanker(ctx, tx, q, b, u.st, u.dfs, budget, perRound)
+	r := newRanker(ctx, tx, q, b, u.st, u.dfs, s.opts.ScoreBudget, perRound)
 	r.counted = func(n int) {
 		s.scored.Add(int64(n))
 		s.rounds.Add(1)
-	}
-	if cur == nil {
-		u.rounds = len(r.rounds)
-		if budget >= 0 && r.firstRoundDocs() > int64(budget) {
-			if err := r.window(&u); err != nil {
-				return storage.SearchResult{}, err
-			}
-		}
 	}
 	phase, after := 1, key{}
 	if cur != nil {
@@ -59,33 +47,65 @@ func (s *Store) rankedPage(ctx context.Context, tx pgx.Tx, b *searchSQL, q *fts.
 	if phase == 2 {
 		top = &topH{h: limit + 1, pass: func(c *cand) bool { return compareKeys(c.ownKey(), after) < 0 }}
 	}
-	n, err := r.evaluate(&u, top)
+	if err := r.rank(&u, top, cur == nil); err != nil {
+		return storage.SearchResult{}, err
+	}
+	items, err := r.pageItems(&u, top.sorted(), phase, cur != nil, after)
 	if err != nil {
 		return storage.SearchResult{}, err
 	}
-	if n < u.rounds {
-		if cur == nil && n == 0 {
-			// The first round alone passed the budget: rank the newest matches instead.
-			if err := r.window(&u); err != nil {
-				return storage.SearchResult{}, err
+	res := storage.SearchResult{Windowed: u.windowed}
+	if len(items) > limit {
+		last := items[limit-1]
+		res.NextCursor = searchCursor{hash: fp, u: u, phase: last.phase, last: last.key()}.String()
+		items = items[:limit]
+	}
+	if res.Hits, err = hitDetails(ctx, tx, items); err != nil {
+		return storage.SearchResult{}, err
+	}
+	return res, nil
+}
+
+// rank fills top from the universe u. On the first page it settles u: how many rounds it
+// holds, or the window of the newest matches when the first round passes the budget
+// (predicted from the df, or found so).
+func (r *ranker) rank(u *universe, top *topH, first bool) error {
+	if first {
+		u.rounds = len(r.rounds)
+		if r.budget >= 0 && r.firstRoundDocs() > int64(r.budget) {
+			if err := r.window(u); err != nil {
+				return err
 			}
-			top.items = nil
-			if _, err := r.evaluate(&u, top); err != nil {
-				return storage.SearchResult{}, err
-			}
-		} else {
-			u.rounds, u.windowed = n, true
 		}
 	}
-	best := top.sorted()
+	n, err := r.evaluate(u, top)
+	if err != nil || n >= u.rounds {
+		return err
+	}
+	if !first || n > 0 {
+		u.rounds, u.windowed = n, true
+		return nil
+	}
+	if err := r.window(u); err != nil {
+		return err
+	}
+	top.items = nil
+	_, err = r.evaluate(u, top)
+	return err
+}
+
+// pageItems places the best documents (best, in own order) on the page: in phase 1 the
+// tier (the first u.tier, or on later pages those down to u.bound) ranked with context, then
+// the rest by own score; in phase 2 the rest only. A later page starts after the hit after.
+func (r *ranker) pageItems(u *universe, best []cand, phase int, later bool, after key) ([]hitItem, error) {
 	var items []hitItem
 	if phase == 1 {
 		var tier []cand
 		switch {
-		case cur == nil && len(best) > u.tier:
+		case !later && len(best) > u.tier:
 			u.bound = best[u.tier-1].ownKey()
 			tier, best = best[:u.tier], best[u.tier:]
-		case cur == nil || u.bound.doc == 0:
+		case !later || u.bound.doc == 0:
 			tier, best = best, nil
 		default:
 			i := 0
@@ -96,13 +116,13 @@ func (s *Store) rankedPage(ctx context.Context, tx pgx.Tx, b *searchSQL, q *fts.
 		}
 		scores, err := r.withContext(tier, u.snap)
 		if err != nil {
-			return storage.SearchResult{}, err
+			return nil, err
 		}
 		for i, c := range tier {
 			items = append(items, hitItem{c: c, score: scores[i], phase: 1})
 		}
 		orderTier(items)
-		if cur != nil {
+		if later {
 			i := 0
 			for i < len(items) && compareKeys(items[i].key(), after) >= 0 {
 				i++
@@ -113,18 +133,7 @@ func (s *Store) rankedPage(ctx context.Context, tx pgx.Tx, b *searchSQL, q *fts.
 	for _, c := range best {
 		items = append(items, hitItem{c: c, score: c.own, phase: 2})
 	}
-	res := storage.SearchResult{Windowed: u.windowed}
-	if len(items) > limit {
-		last := items[limit-1]
-		res.NextCursor = searchCursor{hash: fp, u: u, phase: last.phase, last: last.key()}.String()
-		items = items[:limit]
-	}
-	hits, err := hitDetails(ctx, tx, items)
-	if err != nil {
-		return storage.SearchResult{}, err
-	}
-	res.Hits = hits
-	return res, nil
+	return items, nil
 }
 
 // window makes the universe the newest ScoreBudget matches (all of them when there are not

@@ -156,16 +156,19 @@ func newRanker(ctx context.Context, tx pgx.Tx, q *fts.Query, b *searchSQL, st co
 
 // firstRoundDocs predicts how many documents the first round fetches at most.
 func (r *ranker) firstRoundDocs() int64 {
-	var n int64
-	for _, t := range r.rounds[0].terms {
-		n += r.terms[t].df
+	n := int64(-1)
+	if len(r.rounds[0].terms) > 0 {
+		n = 0
+		for _, t := range r.rounds[0].terms {
+			n += r.terms[t].df
+		}
 	}
 	for _, t := range r.terms {
-		if t.needed && (len(r.rounds[0].terms) == 0 || t.df < n) {
+		if t.needed && (n < 0 || t.df < n) {
 			n = t.df
 		}
 	}
-	return n
+	return max(n, 0)
 }
 
 // roundQuery is the tsquery of round i: the required terms, one of the round's terms, none

@@ -452,3 +452,47 @@ func TestSearchBadCursor(t *testing.T) {
 		}
 	}
 }
+
+// TestScoreBudgetStaleDF: a df remembered from an earlier search (Options.StatsMaxAge) can
+// be far below the truth; a first round that then passes the budget falls back to the
+// newest matches, and the ranking is the oracle's over those (up to the df used: the order
+// of a one-word query does not depend on it).
+func TestScoreBudgetStaleDF(t *testing.T) {
+	s := openStore(t, newSchema(t), Options{Docs: storetest.Docs, StatsMaxAge: time.Hour, ScoreBudget: 20, tier: 3, BackfillInterval: -1})
+	o := newOracle()
+	o.create(t, s, "d", "/w")
+	at := t0
+	save := func(n int) {
+		var msgs []omsg
+		for i := range n {
+			at = at.Add(time.Second)
+			msgs = append(msgs, omsg{role: "user", text: "alpha" + strings.Repeat(" pad", i%5), at: at})
+		}
+		o.save(t, s, "d", msgs...)
+	}
+	save(10)
+	if res := find(t, s, "alpha", storage.SearchQuery{}); res.Windowed || len(res.Hits) != 10 {
+		t.Fatalf("10 matches: %d hits, windowed %v", len(res.Hits), res.Windowed)
+	}
+	save(30)
+	before := s.scored.Load()
+	got, windowed := searchAll(t, s, "alpha", storage.SearchQuery{}, 6)
+	if !windowed {
+		t.Error("not windowed")
+	}
+	// 4 pages of 6: the first tries the round (21 documents read) and ranks the window
+	// (20), the others rank the window.
+	if n := s.scored.Load() - before; n != 21+4*20 {
+		t.Errorf("scored %d documents for 4 pages under a budget of 20", n)
+	}
+	q, _ := fts.Parse("alpha")
+	want := o.rank(q, func(d oDoc) bool { return d.d.Time.After(t0.Add(20 * time.Second)) }, 3)
+	if len(got) != len(want) {
+		t.Fatalf("%d hits, want %d", len(got), len(want))
+	}
+	for i := range got {
+		if id := got[i].SessionID + "/" + got[i].EntryID; id != want[i].id {
+			t.Fatalf("hit %d is %s, want %s", i, id, want[i].id)
+		}
+	}
+}

@@ -51,21 +51,23 @@ type corpusStats struct {
 	avgdl float64
 }
 
-// loadCorpusStats reads N and the average length from sessionmem_doc_stats. Documents whose
-// length is not known yet (written before schema 4, not filled yet) count in N but not in
-// the average; they are ranked as of average length.
-func loadCorpusStats(ctx context.Context, tx pgx.Tx) (corpusStats, error) {
-	var docs, lens, terms int64
-	err := tx.QueryRow(ctx, `SELECT coalesce(sum(docs), 0)::bigint, coalesce(sum(lens), 0)::bigint, coalesce(sum(terms), 0)::bigint
-		FROM sessionmem_doc_stats`).Scan(&docs, &lens, &terms)
+// loadCorpusStats reads N and the average length from sessionmem_doc_stats, and the newest
+// document (a search's snapshot), in one round trip. Documents whose length is not known yet
+// (written before schema 4, not filled yet) count in N but not in the average; they are
+// ranked as of average length.
+func loadCorpusStats(ctx context.Context, tx pgx.Tx) (corpusStats, int64, error) {
+	var snap, docs, lens, terms int64
+	err := tx.QueryRow(ctx, `SELECT coalesce((SELECT max(doc) FROM sessionmem_documents), 0),
+		coalesce(sum(docs), 0)::bigint, coalesce(sum(lens), 0)::bigint, coalesce(sum(terms), 0)::bigint
+		FROM sessionmem_doc_stats`).Scan(&snap, &docs, &lens, &terms)
 	if err != nil {
-		return corpusStats{}, err
+		return corpusStats{}, 0, err
 	}
 	st := corpusStats{n: max(docs, 0), avgdl: 1}
 	if lens > 0 && terms > 0 {
 		st.avgdl = float64(terms) / float64(lens)
 	}
-	return st, nil
+	return st, snap, nil
 }
 
 // statsCache is a Store's memory of document frequencies and of pg_stats' common lexemes.
