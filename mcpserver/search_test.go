@@ -41,7 +41,9 @@ func TestSearchTool(t *testing.T) {
 		args obj
 		want int
 	}{
-		{obj{"query": "quokka zebrafish"}, 1},
+		{obj{"query": "quokka zebrafish"}, 3}, // v3: ranked, not all required
+		{obj{"query": "+quokka +zebrafish"}, 1},
+		{obj{"query": "where did we see the zebrafish?"}, 1},
 		{obj{"query": `"zebrafish quokka"`}, 1},
 		{obj{"query": `"quokka zebrafish"`}, 0},
 		{obj{"query": "zebra*"}, 1},

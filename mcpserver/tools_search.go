@@ -11,15 +11,15 @@ import (
 	"github.com/sessionmem/sessionmem/memory"
 )
 
-const searchDescription = `Search every stored session (messages, tool calls and output, and compaction summaries) for words, best matches first.
+const searchDescription = `Search every stored session (messages, tool calls and output, and compaction summaries), best matches first. Ask in plain words, as you would ask a colleague: "how did we fix the failing login test?", "what was the error when running the migrations?", "which version of bandit did we pin?".
 
-Use it to find where something was discussed, decided or changed ("where did we change the retry logic?", "which session touched internal/auth/login.go?"). Query syntax: every word must occur, in any order, case-insensitively; "double quotes" for an exact phrase; a trailing * for a prefix (at least 3 characters, e.g. config*); -word excludes entries containing it. Identifiers and paths are found whole and by segment: parseConfig finds parseConfig(, login.go and auth/login.go find internal/auth/login.go. Filters narrow it: working_dir, session_id, role, file (entries whose tool calls read or modified that file; with file, query may be omitted), since/until (RFC 3339). Matches are ranked by relevance (rarer words and more occurrences first), newer first on ties; kind "summary" marks a compaction's summary. Pass next_cursor as cursor for more; pass a session_id to session_resume to read on.
+Words are ranked, not all required: entries holding more of your words, rarer ones and more often come first; function words (what, did, the, we) don't match by themselves, and word forms match each other (fix, fixed, fixing). A message is also ranked by the messages right before and after it, so an answer given in reply to your topic is found. To narrow: +word or "an exact phrase" must occur; -word excludes; a trailing * makes a prefix (at least 3 characters, e.g. config*). Identifiers and paths are found whole and by segment: parseConfig finds parseConfig(, login.go and auth/login.go find internal/auth/login.go. Filters: working_dir, session_id, role, file (entries whose tool calls read or modified that file; with file, query may be omitted), since/until (RFC 3339). kind "summary" marks a compaction's summary; message_id is the id you gave the message when saving it. Pass next_cursor as cursor for more; pass a session_id to session_resume to read on.
 
-Example: {"query":"retry backoff -flaky","working_dir":"/home/me/proj","since":"2026-01-01T00:00:00Z","limit":10}`
+Example: {"query":"why did the retry backoff test fail on CI? -flaky","working_dir":"/home/me/proj","limit":10}`
 
 func searchTool(svc *memory.Service, o *Options) server.ServerTool {
 	in := object("", schema{
-		"query": str(fmt.Sprintf(`Words to find, all required, any order; "exact phrase"; prefix* (at least %d characters before *); -excluded. At most %d bytes and %d words. Optional when file is given.`,
+		"query": str(fmt.Sprintf(`A question or words, ranked (plain language works); +required; "exact phrase" (required); prefix* (at least %d characters before *); -excluded. At most %d bytes and %d words. Optional when file is given.`,
 			memory.MinPrefixChars, memory.MaxQueryBytes, memory.MaxQueryWords)),
 		"working_dir": str("Only sessions of this project directory (absolute path)."),
 		"session_id":  str("Only this session."),
@@ -37,6 +37,7 @@ func searchTool(svc *memory.Service, o *Options) server.ServerTool {
 			"session_id":   str("Session containing the match."),
 			"session_name": str("The session's current name (may be empty)."),
 			"entry_id":     str("Entry id of the matching message, or of the compaction for a summary."),
+			"message_id":   str("The id the client gave the message when saving it (absent for summaries and for messages saved without one)."),
 			"kind":         schema{"type": "string", "enum": []string{memory.MatchMessage, memory.MatchSummary}, "description": "message, or summary (a compaction's summary)."},
 			"role":         str("The message's role (user, assistant, tool_result, system); empty for a summary."),
 			"time":         str("When the entry was written (RFC 3339)."),

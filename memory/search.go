@@ -10,6 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/tidwall/gjson"
+
 	"github.com/sessionmem/sessionmem/storage"
 	"github.com/sessionmem/sessionmem/storage/fts"
 )
@@ -30,8 +32,8 @@ const (
 // SearchRequest is session_search's input (contract v2; the v1 calls, query with
 // working_dir and limit, are a subset).
 type SearchRequest struct {
-	// Query is in the query language of storage/fts: words (all required, any order),
-	// "phrases", prefix*, -excluded. Optional when File is given.
+	// Query is in the query language of storage/fts (contract v3): words, ranked (a plain
+	// question works); +required, "phrases", prefix*, -excluded. Optional when File is given.
 	Query string `json:"query,omitempty"`
 	// WorkingDir, SessionID and Role keep entries with exactly these values.
 	WorkingDir string `json:"working_dir,omitempty"`
@@ -54,6 +56,9 @@ type SearchMatch struct {
 	SessionID   string `json:"session_id"`
 	SessionName string `json:"session_name"`
 	EntryID     string `json:"entry_id"`
+	// MessageID is the client's id of the message (contract v3), absent for summaries and
+	// for messages saved without one.
+	MessageID string `json:"message_id,omitempty"`
 	// Kind is "message" or "summary" (a compaction's summary; Role is then "").
 	Kind    string    `json:"kind"`
 	Role    Role      `json:"role"`
@@ -71,7 +76,7 @@ type SearchResult struct {
 }
 
 // Search finds entries across sessions, best first (see SearchRequest and the contract's
-// session_search v2). It asks the store's full-text index (storage.Searcher) and cuts each
+// session_search v3). It asks the store's full-text index (storage.Searcher) and cuts each
 // match's snippet from the record read back from the store. When the store has no index,
 // or its index is being rebuilt, it scans the sessions instead, with the same query
 // semantics (slower: every record is read).
@@ -103,7 +108,8 @@ func (s *Service) Search(ctx context.Context, req SearchRequest) (SearchResult, 
 	snips := s.snippets(ctx, res.Hits, q.Match)
 	for i, h := range res.Hits {
 		out.Matches = append(out.Matches, SearchMatch{SessionID: h.SessionID, SessionName: h.SessionName,
-			EntryID: h.EntryID, Kind: h.Kind, Role: Role(h.Role), Time: h.Time, Snippet: snips[i], Score: h.Score})
+			EntryID: h.EntryID, MessageID: snips[i].messageID, Kind: h.Kind, Role: Role(h.Role), Time: h.Time,
+			Snippet: snips[i].text, Score: h.Score})
 	}
 	return out, nil
 }
@@ -122,7 +128,7 @@ func (s *Service) searchQuery(req SearchRequest) (storage.SearchQuery, error) {
 	if text != "" {
 		m, err := fts.Parse(text)
 		if err != nil {
-			return q, invalidf(`words are all required, in any order; "quoted phrase", prefix*, -excluded`, "query: %s", clip(err.Error(), 300))
+			return q, invalidf(`ask in plain words; +word and "quoted phrase" must occur, prefix*, -word excludes`, "query: %s", clip(err.Error(), 300))
 		}
 		q.Match = m
 	}
@@ -189,10 +195,16 @@ var (
 	maxSearchTime = time.Unix(0, math.MaxInt64).UTC()
 )
 
-// snippets cuts each hit's snippet from its record, read back from the store: one View per
-// session, seeking to each seq. A hit whose record cannot be read gets an empty snippet.
-func (s *Service) snippets(ctx context.Context, hits []storage.SearchHit, q *fts.Query) []string {
-	out := make([]string, len(hits))
+// snippet is what a match takes from its record: the snippet and the message's client id.
+type snippet struct {
+	text, messageID string
+}
+
+// snippets cuts each hit's snippet from its record, read back from the store, and reads the
+// message's client id there: one View per session, seeking to each seq. A hit whose record
+// cannot be read gets an empty snippet.
+func (s *Service) snippets(ctx context.Context, hits []storage.SearchHit, q *fts.Query) []snippet {
+	out := make([]snippet, len(hits))
 	bySession := map[string][]int{}
 	var order []string
 	for i, h := range hits {
@@ -210,7 +222,10 @@ func (s *Service) snippets(ctx context.Context, hits []storage.SearchHit, q *fts
 						return err
 					}
 					if d, ok := docOf(s.docs(h, rec), hits[i].Kind); ok && rec.Seq == hits[i].Seq {
-						out[i] = fts.Snippet(d.Text, q)
+						out[i].text = fts.Snippet(d.Text, q)
+						if d.Kind == fts.KindMessage {
+							out[i].messageID = gjson.GetBytes(rec.Data, "message.id").String()
+						}
 					}
 					break
 				}

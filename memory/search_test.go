@@ -87,9 +87,9 @@ func TestDocs(t *testing.T) {
 	}
 }
 
-// TestSearchV2 runs every query form of the contract through the index and through the
+// TestSearchV3 runs every query form of the contract through the index and through the
 // scan (a store without index), which must agree.
-func TestSearchV2(t *testing.T) {
+func TestSearchV3(t *testing.T) {
 	indexed, _ := newIndexedService(t, Options{})
 	plain := newTestService(t, Options{})
 	for _, s := range []*Service{indexed, plain} {
@@ -102,12 +102,17 @@ func TestSearchV2(t *testing.T) {
 			user("1", "quokka quokka quokka elsewhere"),
 			assistant("2", "configuration parsing, without the rare animal"),
 		}})
-		eventually(t, s, SearchRequest{Query: "quokka zebrafish"}, count(1))
+		eventually(t, s, SearchRequest{Query: "+quokka +zebrafish"}, count(1))
 		cases := []struct {
 			req  SearchRequest
 			want int
 		}{
-			{SearchRequest{Query: "zebrafish quokka"}, 1},
+			{SearchRequest{Query: "zebrafish quokka"}, 3}, // v3: words are ranked, not all required
+			{SearchRequest{Query: "+zebrafish quokka"}, 1},
+			{SearchRequest{Query: "what was the zebrafish problem"}, 1},
+			{SearchRequest{Query: "what was the"}, 2}, // only function words: searched as words
+			{SearchRequest{Query: "quokkas"}, 3},      // word forms match each other
+			{SearchRequest{Query: "parsing configurations"}, 1},
 			{SearchRequest{Query: `"quokka zebrafish"`}, 0},
 			{SearchRequest{Query: `"zebrafish quokka"`}, 1},
 			{SearchRequest{Query: "quokka"}, 3},
@@ -141,7 +146,7 @@ func TestSearchV2(t *testing.T) {
 		if !strings.Contains(res.Matches[0].Snippet, "quokka quokka quokka") || res.Matches[0].Score < res.Matches[2].Score {
 			t.Errorf("ranking: %+v", res.Matches)
 		}
-		if m := eventually(t, s, SearchRequest{Query: "zebrafish"}, count(1)).Matches[0]; m.SessionName != "auth work" || m.SessionID != a || m.Role != RoleUser {
+		if m := eventually(t, s, SearchRequest{Query: "zebrafish"}, count(1)).Matches[0]; m.SessionName != "auth work" || m.SessionID != a || m.Role != RoleUser || m.MessageID != "1" {
 			t.Errorf("match: %+v", m)
 		}
 		// Paging.

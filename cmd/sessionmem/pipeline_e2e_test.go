@@ -165,7 +165,7 @@ func pipelineScript() []string {
 		rpc(9, "resources/read", obj{"uri": "session://" + a + "/files"}),
 		toolCall(10, "session_fork", obj{"session_id": a, "name": "parser fork"}),
 		toolCall(11, "session_list", obj{"working_dir": "/work/proj"}),
-		toolCall(12, "session_search", obj{"query": "step 7"}),
+		toolCall(12, "session_search", obj{"query": `"step 7"`}),
 		toolCall(13, "session_save", obj{"working_dir": "/work/new", "name": "fresh", "messages": []any{obj{"id": "n1", "role": "user", "content": "start"}}}),
 		toolCall(14, "session_resume", obj{"working_dir": "/work/new"}),
 		toolCall(15, "session_delete", obj{"session_id": b}),

@@ -80,7 +80,8 @@ func searchBenchStore(b *testing.B) (string, int) {
 	return dir, mb
 }
 
-// BenchmarkStdioSearch: session_search round trips (p50) for each query form.
+// BenchmarkStdioSearch: session_search round trips (p50) for natural-language questions of 6
+// to 15 words and for each v2 query form.
 func BenchmarkStdioSearch(b *testing.B) {
 	dir, mb := searchBenchStore(b)
 	c := stdioClient(b, dir)
@@ -88,6 +89,10 @@ func BenchmarkStdioSearch(b *testing.B) {
 		name string
 		args obj
 	}{
+		{"question-6-words", obj{"query": "how did we fix component42 tests?"}},
+		{"question-9-words", obj{"query": "what was the error when running the config tests?"}},
+		{"question-12-words", obj{"query": "why did the build fail after we changed the parser and the session files"}},
+		{"question-15-words", obj{"query": "when did we first see the timeout error in component7 and how did we fix it in the end"}},
 		{"rare", obj{"query": "ticket-4242"}},
 		{"two-words", obj{"query": "component42 error"}},
 		{"phrase", obj{"query": `"return nil"`}},

@@ -3,12 +3,17 @@
 //
 // # What it owns
 //
-//   - The query language of session_search (contract v2): words (all required, any order,
-//     case-insensitive), "quoted phrases", a trailing * for a prefix, -word and -"phrase" for
+//   - The query language of session_search (contract v3): words, ranked rather than all
+//     required (an entry needs one of them that is not a function word, IsStopWord), +word and
+//     "quoted phrases" that must occur, a trailing * for a prefix, -word and -"phrase" for
 //     exclusions. Parse turns a query string into a Query (an AST) or an *Error that says what
-//     was wrong and what to do, so callers can turn it into a tool error as is.
+//     was wrong and what to do, so callers can turn it into a tool error as is. Query.Matches
+//     is the reference meaning every index implements.
 //   - The tokenizer used both to index text and to read queries (Tokenize, AppendTerms), so
-//     that a query word and the text it should find always yield the same terms.
+//     that a query word and the text it should find always yield the same terms, English
+//     words by their stem (AppendStem, the Porter2 algorithm).
+//   - The ranking both stores share: BM25's parameters and terms (K1, B, IDF, TermScore) and
+//     how much of the neighbouring messages' scores an entry gets (ContextScore).
 //   - Snippet extraction: plain text of at most 300 characters around the best match, cut
 //     from a document's text (which the store, not the index, keeps).
 //   - Doc, what an index receives for one stored record.
@@ -19,7 +24,10 @@
 // # Token model
 //
 // A term is a maximal run of word characters (Unicode letters, decimal digits, combining
-// marks and '_'), lower-cased; every other character separates terms. Each Han, Hiragana or
+// marks and '_'), lower-cased; every other character separates terms. A term of three or
+// more ASCII letters is replaced by its English stem (Stemmable), so that fix, fixes, fixed
+// and fixing are one term; the decision looks at the word alone (not its case, not its
+// neighbours), so a query and its text always agree. Each Han, Hiragana or
 // Katakana character is a term of its own, since those scripts do not separate words. Terms
 // are numbered 0, 1, 2... in text order; a phrase matches consecutive positions. Terms longer
 // than MaxTermBytes (base64 blobs, minified code) are dropped.

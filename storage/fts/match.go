@@ -79,7 +79,7 @@ func (t Term) PrefixStem() string {
 		return ""
 	}
 	p := t.Terms[len(t.Terms)-1]
-	if !Stemmed(p, 0, len(p)) {
+	if !Stemmable([]byte(p)) {
 		return ""
 	}
 	if s := Stem(p); s != p {

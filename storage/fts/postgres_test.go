@@ -36,7 +36,9 @@ func TestTSQuery(t *testing.T) {
 		{"the x", "'x'"},
 		{"the a", "('the' | 'a')"},
 		{`"exact phrase"`, "('exact' <-> 'phrase')"},
-		{"pars*", "'pars':*"},
+		{"pars*", "('pars':* | 'par')"}, // pars (the word) is indexed as its stem par
+		{"configuration*", "('configuration':* | 'configur')"},
+		{"max_tok*", "'max_tok':*"},
 		{"auth/log*", "('auth' <-> 'log':*)"},
 		{`err -timeout -"conn reset"`, "'err' & !'timeout' & !('conn' <-> 'reset')"},
 		{`err "conn reset" +x`, "('conn' <-> 'reset') & 'x'"},

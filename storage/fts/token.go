@@ -47,8 +47,8 @@ func AppendTerms(dst []byte, text string) ([]byte, int) {
 }
 
 // scanTerms calls emit with each term of text in order: its index form (lower-cased, and
-// stemmed when it is a plain English word, see Stemmed) and the byte range of its source in
-// text. term is only valid during the call.
+// stemmed when it is a word of ASCII letters, see Stemmable) and the byte range of its source
+// in text. term is only valid during the call.
 func scanTerms(text string, emit func(term []byte, start, end int)) {
 	var low, stem []byte
 	scan(text, func(start, end int) {
@@ -56,7 +56,7 @@ func scanTerms(text string, emit func(term []byte, start, end int)) {
 		if low, ok = appendLower(low[:0], text[start:end]); !ok {
 			return
 		}
-		if Stemmed(text, start, end) {
+		if Stemmable(low) {
 			stem = AppendStem(stem[:0], low)
 			emit(stem, start, end)
 			return
@@ -65,43 +65,22 @@ func scanTerms(text string, emit func(term []byte, start, end int)) {
 	})
 }
 
-// Stemmed reports whether the word text[start:end] (one term's source, as the tokenizer
-// found it) is indexed by its stem: a plain English word. That is a word of ASCII letters with
-// no capital after its first letter (parseConfig, HTTP and URLs are identifiers, kept whole
-// and exact), not joined by punctuation to another word: the parts of paths, URLs, dotted
-// names, kebab-case and calls (internal/auth/tests.go, foo.bar, fn(tests)) stay exact, so that
-// they match whole and by segment as they are written. An apostrophe does not join (user's,
-// don't), nor do quotes, commas and sentence punctuation.
-func Stemmed(text string, start, end int) bool {
-	if end-start < 3 {
+// Stemmable reports whether a lower-cased term is indexed by its English stem (AppendStem):
+// a word of three or more ASCII letters. The decision depends on the word alone, never on
+// its case or its neighbours, so a query word and the text it should find always get the
+// same term: REDACTED finds "redacted", tests finds src/tests/. Terms with digits or '_'
+// (max_tokens, v2), and non-ASCII words, are kept as they are.
+func Stemmable(term []byte) bool {
+	if len(term) < 3 {
 		return false
 	}
-	for i := start; i < end; i++ {
-		c := text[i]
-		if !('a' <= c && c <= 'z' || 'A' <= c && c <= 'Z') || i > start && c <= 'Z' {
+	for _, c := range term {
+		if c < 'a' || c > 'z' {
 			return false
 		}
 	}
-	if start >= 2 && joiner[text[start-1]] && wordBefore(text[:start-1]) {
-		return false
-	}
-	if end+1 < len(text) && joiner[text[end]] && isWordStart(text[end+1:]) {
-		return false
-	}
 	return true
 }
-
-// joiner marks the punctuation that joins two words into one name (a path, a URL, a dotted
-// or kebab-case name, a call) when it stands between them without white space.
-var joiner = func() (t [256]bool) {
-	for _, c := range []byte("/\\.-:@#$%&*+=~|<>^()[]{}") {
-		t[c] = true
-	}
-	return t
-}()
-
-// wordBefore reports whether s ends with a word character.
-func wordBefore(s string) bool { return endsWithWord(s) }
 
 // appendLower appends the lower-cased s to dst; ok is false (and dst may hold a partial term
 // the caller must drop) when the result would exceed MaxTermBytes.

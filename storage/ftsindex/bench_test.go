@@ -18,6 +18,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 	"sync"
 	"syscall"
 	"testing"
@@ -233,10 +234,13 @@ func BenchmarkSearch(b *testing.B) {
 		p := c.paths[i%len(c.paths)]
 		return filepath.Base(filepath.Dir(p)) + "/" + filepath.Base(p)
 	}
+	questions := pickQuestions(sessions)
 	classes := []struct {
 		name  string
 		query func(i int) Query
 	}{
+		{"question-5-8-words", func(i int) Query { return Query{Match: parse(questions.short[i%len(questions.short)])} }},
+		{"question-10-15-words", func(i int) Query { return Query{Match: parse(questions.long[i%len(questions.long)])} }},
 		{"rare-word", func(i int) Query { return Query{Match: parse(q.rare[i%len(q.rare)])} }},
 		{"medium-word", func(i int) Query { return Query{Match: parse(q.medium[i%len(q.medium)])} }},
 		{"common-word", func(i int) Query { return Query{Match: parse(q.common[i%len(q.common)])} }},
@@ -300,6 +304,39 @@ func BenchmarkSearch(b *testing.B) {
 		slices.Sort(allCPU)
 		b.Logf("%d MB: all classes p50 %.2f ms (CPU %.2f ms) over %d searches", mb, ms(all[len(all)/2]), ms(allCPU[len(allCPU)/2]), len(all))
 	}
+}
+
+// benchQuestions are natural-language questions of 5-8 and 10-15 words: function words
+// around content words taken from one generated message each, as an agent asks about
+// something it once saw.
+type benchQuestions struct{ short, long []string }
+
+func pickQuestions(sessions []genSession) benchQuestions {
+	rng := rand.New(rand.NewPCG(7, 8))
+	frames := [][2]string{{"how did we", "?"}, {"what was the", "about"}, {"why did the", "fail"}, {"where did we change", ""}, {"when did we fix", "again"}}
+	var q benchQuestions
+	for len(q.short) < 40 || len(q.long) < 40 {
+		s := sessions[rng.IntN(len(sessions))]
+		m := s.messages[rng.IntN(len(s.messages))]
+		var words []string
+		for _, t := range fts.Tokenize(docFromJSON(s.ID, 1, s.Created, m).Text) {
+			if len(t.Term) >= 4 && !fts.IsStopWord(t.Term) {
+				words = append(words, t.Term)
+			}
+		}
+		if len(words) < 12 {
+			continue
+		}
+		f := frames[rng.IntN(len(frames))]
+		n := 2 + rng.IntN(3) // 5-8 words with the frame
+		list := &q.short
+		if len(q.short) >= 40 {
+			n, list = 7+rng.IntN(5), &q.long // 10-15
+		}
+		start := rng.IntN(len(words) - n)
+		*list = append(*list, f[0]+" "+strings.Join(words[start:start+n], " ")+" "+f[1])
+	}
+	return q
 }
 
 func reportPercentiles(b *testing.B, ds []time.Duration) {

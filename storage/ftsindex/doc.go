@@ -1,38 +1,65 @@
-// Package ftsindex is the local store's full-text index: SQLite FTS5 through modernc.org/sqlite
-// (pure Go, no cgo), fed with the terms of storage/fts and queried with its Query.
+// Package ftsindex is the local store's full-text index: an inverted index of its own,
+// kept in one SQLite database (modernc.org/sqlite: pure Go, no cgo), fed with the terms of
+// storage/fts and queried with its Query (contract v3: ranked words, BM25 with context).
 //
-// # Why SQLite FTS5
+// # Why SQLite, and why not FTS5
 //
 // Several server processes share one store, so the index must take writers and readers from
 // several processes at once. SQLite in WAL mode does (one writer at a time, readers never
-// blocked, a busy timeout instead of errors), and FTS5 brings BM25 ranking, phrases and
-// prefixes. bleve (v2.6.3, scorch) was checked first and rejected: its Open takes bolt's
-// exclusive flock, so a second process's Open, even read_only, blocks until the first closes
-// the index (or fails after bolt_timeout).
+// blocked, a busy timeout instead of errors). bleve (v2.6.3, scorch) was rejected: its Open
+// takes bolt's exclusive flock, so a second process's Open blocks until the first closes.
+// Up to index format 1 the index was an FTS5 table; it was replaced because ranking many
+// OR-ed words is what natural-language questions need and FTS5 does it slowly: its bm25
+// costs about 3 µs per match (it reads each match's length through SQLite's row machinery)
+// and counts every term's matches over the whole index for its rarity, so a question of ten
+// words, some common, took hundreds of milliseconds at 1 GB, and v2's ranking window (only
+// the newest 10,000 matches ranked) would have ranked a question's answers by age.
 //
 // # What it owns
 //
-// A directory (the store's "search" directory) holding one SQLite database,
-// fts-<unix nanoseconds>.db with its -wal and -shm files. The table fts is a contentless FTS5
-// table (empty content option, contentless_delete=1): it keeps the inverted index only, no
-// copy of the text; snippets are cut from text read back from the store. Its tokenizer is
-// FTS5's ascii tokenizer with '_' as a token character, fed with the space-separated terms of
-// fts.AppendTerms, so FTS5 sees exactly the terms storage/fts defines (and PostgreSQL gets
-// the same ones). It has two columns: body, the doc's terms, and meta, one term per filter
-// value (session, working directory, role, kind, each file touched; a prefix letter and a
-// 64-bit hash), weighted 0 in bm25. Filters are thus FTS5 terms intersected with the words,
-// skipping through posting lists, instead of a join that tests every match. Beside it:
-// sessions (id, created, working_dir, name, and through: every record with seq <= through is
-// indexed), docs (one row per indexed record: session, seq, entry id, kind, role, time; its
-// id is the FTS5 rowid) and tombstones (deleted sessions).
+// A directory (the store's "search" directory) holding one database, fts-<unix
+// nanoseconds>.db with its -wal and -shm files, with these tables:
+//   - sessions (id, sid, created, working_dir, name, through: every record with seq <=
+//     through is indexed) and tombstones (deleted sessions, so late batches are ignored);
+//   - docs: one row per indexed record (session, seq, entry id, kind, role, time, length in
+//     terms); its id, growing (AUTOINCREMENT), is the doc's id everywhere;
+//   - segments and postings: the inverted index (segment.go, terms.go). A segment holds the
+//     docs of one or more Index calls, numbered 0..n-1 within it, with their attributes in one
+//     blob (doc ids, session rows, seqs, times, kind, role, length) and, for each term they
+//     contain, a list of ordinals and counts (varints: one or two bytes a posting; no
+//     positions). A small segment keeps all its lists in one packed blob; a large one has a
+//     postings row per term. The files a doc's tool calls touched are terms too (a hash of
+//     the path after a byte no word has), which the file filter reads;
+//   - counters: the live docs and their total length (BM25's N and average length) and a
+//     generation of the sessions table.
 //
-// # Ranking
+// # Writing and merging
 //
-// bm25 over the body column, then newest, then last indexed. FTS5 computes bm25 for every
-// match before sorting, about 3 µs each (it reads each match's length), and counts each
-// term's matches over the whole index for its rarity. A query matching more than
-// Options.RankWindow entries (10,000 by default, about 30 ms) therefore ranks only the newest of them, by
-// index order, and says so (Result.Windowed); ranking is exact below that.
+// Every Index call is one IMMEDIATE transaction that adds its docs rows and writes them as
+// one new segment (merge.go). Segments of one level are merged eight at a time into one of
+// the next; merges of fewer than 4,096 docs run in the Index transaction that made them due,
+// larger ones are built from a read snapshot on a background goroutine (Merge) and
+// committed in a short transaction, dropped if another process merged the same segments
+// first. A segment of 65,536 docs or more is final: only Optimize merges it, so a merge
+// never holds the write lock for long. A merge drops the postings of deleted sessions.
+// Segments always cover disjoint, increasing ranges of doc ids.
+//
+// # Searching (search.go, eval.go)
+//
+// A search reads, in one read transaction, the counters, the segment list, and for every
+// segment the lists of the query's words (a prefix's terms merged; the several terms of a
+// phrase or path intersected, then checked against the doc's text, which the caller reads
+// back from the store: Query.Text). It sums BM25 term at a time into arrays over each
+// segment's docs (a few nanoseconds per posting, so every match is ranked, however common
+// the words), keeps the best 500 by their own score (more for deep pages), adds the scores
+// of each one's neighbouring messages in its session (fts.ContextScore), then confirms the
+// candidates that need their text in score order until the page is certain. Function words
+// that do not count (fts.Query.Ranked) are never read. Filters are checked per doc from the
+// segment's attributes. Each process caches the segments' attributes and packed lists
+// (immutable), the live sessions (reloaded when their generation moves) and each session's
+// messages in order (for the neighbours). A doc whose session row is gone (deleted, or
+// replaced by a new incarnation: session rows are never reused) is dead to every search at
+// once, before any merge.
 //
 // # Derived data
 //
@@ -59,6 +86,6 @@
 //
 // # Imports
 //
-// Standard library, modernc.org/sqlite and storage/fts. It knows nothing of sessions'
+// Standard library, modernc.org/sqlite, cespare/xxhash and storage/fts. It knows nothing of sessions'
 // records: callers (the local store, through memory's Doc hook) hand it fts.Docs.
 package ftsindex

@@ -6,6 +6,7 @@ import (
 	"os"
 	"path/filepath"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -64,7 +65,30 @@ func feed(t testing.TB, ix *Index, s Session, docs ...fts.Doc) []Progress {
 	if err != nil {
 		t.Fatal(err)
 	}
+	for _, d := range docs {
+		texts.Store(textKey{d.SessionID, d.Seq}, d.Text)
+	}
 	return p
+}
+
+// texts are the texts of every doc fed by any test (ids are unique enough across tests:
+// the same (session, seq) always gets the same text within one test), for Query.Text.
+var texts sync.Map
+
+type textKey struct {
+	sid string
+	seq uint64
+}
+
+// textOf is the Query.Text of the test docs.
+func textOf(_ context.Context, refs []DocRef) ([]string, error) {
+	out := make([]string, len(refs))
+	for i, r := range refs {
+		if v, ok := texts.Load(textKey{r.SessionID, r.Seq}); ok {
+			out[i] = v.(string)
+		}
+	}
+	return out, nil
 }
 
 func mustParse(t testing.TB, q string) *fts.Query {
@@ -79,6 +103,9 @@ func mustParse(t testing.TB, q string) *fts.Query {
 // search returns the entry ids of a search's hits.
 func search(t testing.TB, ix *Index, q Query) []string {
 	t.Helper()
+	if q.Text == nil {
+		q.Text = textOf
+	}
 	res, err := ix.Search(context.Background(), q)
 	if err != nil {
 		t.Fatalf("Search(%+v): %v", q, err)

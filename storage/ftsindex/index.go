@@ -19,7 +19,7 @@ import (
 
 // SchemaVersion is the format of the database (PRAGMA user_version). An index of an older
 // version is replaced by an empty one, which callers then fill again from the store.
-const SchemaVersion = 1
+const SchemaVersion = 2
 
 // schemaVersion is SchemaVersion, variable so tests can pretend to be a newer release.
 var schemaVersion = SchemaVersion
@@ -48,10 +48,6 @@ type Options struct {
 	// MaxTextBytes is how much of a Doc's text is indexed (default 1 MiB); the rest of a
 	// giant tool output is not searchable.
 	MaxTextBytes int
-	// RankWindow is how many of the newest matches a query ranks when more match (default
-	// 10,000; negative: no limit). It bounds the cost of a very common word: ranking takes
-	// about 3 µs per match, 0.7 s for a word in half of a 1 GB store's 500,000 entries.
-	RankWindow int
 }
 
 func (o *Options) defaults() {
@@ -64,9 +60,6 @@ func (o *Options) defaults() {
 	if o.MaxTextBytes <= 0 {
 		o.MaxTextBytes = 1 << 20
 	}
-	if o.RankWindow == 0 {
-		o.RankWindow = 10000
-	}
 }
 
 // Index is the full-text index of one store. See the package doc for its files and promises.
@@ -77,6 +70,14 @@ type Index struct {
 	mu     sync.RWMutex // held for reading by every call, for writing to switch databases
 	cur    *database
 	closed bool
+
+	// Background merges (mergeInBackground): at most one at a time, stopped by Close.
+	mergeMu sync.Mutex
+	merging bool
+	noMore  bool
+	bg      context.Context
+	stopBg  context.CancelFunc
+	merges  sync.WaitGroup
 }
 
 // database is one open generation of the index file.
@@ -87,6 +88,7 @@ type database struct {
 	ino  uint64
 	w    *sql.DB // one connection; BEGIN IMMEDIATE
 	r    *sql.DB
+	view *view // what searches cache of this database
 }
 
 const filePrefix, fileSuffix = "fts-", ".db"
@@ -102,6 +104,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Index, error) {
 		return nil, fmt.Errorf("open search index: %w", err)
 	}
 	ix := &Index{dir: dir, opts: opts}
+	ix.bg, ix.stopBg = context.WithCancel(context.Background())
 	db, err := ix.openNewest(ctx, "")
 	if err != nil {
 		return nil, err
@@ -112,6 +115,11 @@ func Open(ctx context.Context, dir string, opts Options) (*Index, error) {
 
 // Close closes the database connections. Calls after Close return ErrClosed.
 func (ix *Index) Close() error {
+	ix.mergeMu.Lock()
+	ix.noMore = true
+	ix.mergeMu.Unlock()
+	ix.stopBg()
+	ix.merges.Wait()
 	ix.mu.Lock()
 	defer ix.mu.Unlock()
 	if ix.closed {
@@ -119,6 +127,24 @@ func (ix *Index) Close() error {
 	}
 	ix.closed = true
 	return ix.cur.close()
+}
+
+// mergeInBackground runs Merge on another goroutine unless one is running.
+func (ix *Index) mergeInBackground() {
+	ix.mergeMu.Lock()
+	defer ix.mergeMu.Unlock()
+	if ix.merging || ix.noMore {
+		return
+	}
+	ix.merging = true
+	ix.merges.Add(1)
+	go func() {
+		defer ix.merges.Done()
+		_ = ix.Merge(ix.bg) // a failure leaves the merge due; the next flush tries again
+		ix.mergeMu.Lock()
+		ix.merging = false
+		ix.mergeMu.Unlock()
+	}()
 }
 
 // File returns the path of the database file in use.
@@ -362,7 +388,7 @@ func (ix *Index) openFile(ctx context.Context, name string) (*database, error) {
 	}
 	r.SetMaxOpenConns(ix.opts.ReadConns)
 	r.SetMaxIdleConns(ix.opts.ReadConns)
-	db := &database{name: name, path: path, dev: dev, ino: ino, w: w, r: r}
+	db := &database{name: name, path: path, dev: dev, ino: ino, w: w, r: r, view: newView()}
 	if err := db.checkVersion(ctx); err != nil {
 		db.close()
 		return nil, err
@@ -372,17 +398,17 @@ func (ix *Index) openFile(ctx context.Context, name string) (*database, error) {
 
 // schema creates every table of SchemaVersion. AUTOINCREMENT keeps doc ids growing, so a
 // cursor's snapshot (the highest id at its first page) never admits a later doc, and id order
-// is indexing order (the ranking window counts from the newest).
+// is indexing order; it keeps session row ids from being reused, so a doc of a deleted session
+// (whose row is gone) can never pass for a live one.
 var schema = []string{
 	`CREATE TABLE IF NOT EXISTS sessions (
-		id INTEGER PRIMARY KEY,
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
 		sid TEXT NOT NULL UNIQUE,
 		created INTEGER NOT NULL,
 		working_dir TEXT NOT NULL,
 		name TEXT NOT NULL,
 		through INTEGER NOT NULL
 	)`,
-	`CREATE INDEX IF NOT EXISTS sessions_working_dir ON sessions(working_dir)`,
 	`CREATE TABLE IF NOT EXISTS tombstones (sid TEXT PRIMARY KEY, created INTEGER NOT NULL) WITHOUT ROWID`,
 	`CREATE TABLE IF NOT EXISTS docs (
 		id INTEGER PRIMARY KEY AUTOINCREMENT,
@@ -392,13 +418,30 @@ var schema = []string{
 		kind TEXT NOT NULL,
 		role TEXT NOT NULL,
 		time INTEGER NOT NULL,
+		len INTEGER NOT NULL,
 		UNIQUE (session, seq)
 	)`,
-	// body: the doc's terms; meta: one filter term per property (see metaTerms), weight 0
-	// in bm25. Filters as terms let FTS5 intersect them with the words by skipping through
-	// posting lists, instead of a join testing every match (40 times faster for a common
-	// word within one session at 1 GB).
-	`CREATE VIRTUAL TABLE IF NOT EXISTS fts USING fts5(body, meta, content='', contentless_delete=1, tokenize="ascii tokenchars '_'", detail=full)`,
+	// The inverted index (segment.go): segments of docs, each with its docs' attributes,
+	// and one postings row per term and segment.
+	`CREATE TABLE IF NOT EXISTS segments (
+		id INTEGER PRIMARY KEY AUTOINCREMENT,
+		level INTEGER NOT NULL,
+		lo INTEGER NOT NULL,
+		hi INTEGER NOT NULL,
+		ndocs INTEGER NOT NULL,
+		docs BLOB NOT NULL,
+		packed BLOB -- a small segment's postings (terms.go); NULL: rows in postings
+	)`,
+	`CREATE TABLE IF NOT EXISTS postings (
+		seg INTEGER NOT NULL,
+		term TEXT NOT NULL,
+		data BLOB NOT NULL,
+		PRIMARY KEY (seg, term)
+	) WITHOUT ROWID`,
+	// Counters: live docs and their terms (BM25's N and average length), and a generation
+	// of the sessions table that readers compare to know when to reload it.
+	`CREATE TABLE IF NOT EXISTS counters (k TEXT PRIMARY KEY, v INTEGER NOT NULL) WITHOUT ROWID`,
+	`INSERT OR IGNORE INTO counters (k, v) VALUES ('docs', 0), ('terms', 0), ('sessions', 0)`,
 }
 
 // checkVersion checks the database's format version. Index files are created complete

@@ -3,6 +3,7 @@ package ftsindex
 import (
 	"context"
 	"database/sql"
+	"errors"
 	"fmt"
 	"os"
 	"strings"
@@ -59,9 +60,10 @@ func (db *database) size() (int64, error) {
 	return n, nil
 }
 
-// Verify checks the whole database (SQLite's integrity_check, FTS5's integrity-check, and
-// that every doc has its index row) and returns an error wrapping ErrCorrupt describing the
-// first problems. It reads every page: seconds for a large index.
+// Verify checks the whole database (SQLite's integrity_check, then that every segment and
+// its postings decode, that the docs table and the segments hold the same live docs, and the
+// counters) and returns an error wrapping ErrCorrupt describing the first problems. It reads
+// every page: seconds for a large index.
 func (ix *Index) Verify(ctx context.Context) error {
 	db, release, err := ix.acquire(ctx)
 	if err != nil {
@@ -87,19 +89,12 @@ func (ix *Index) Verify(ctx context.Context) error {
 	if err := rows.Err(); err != nil {
 		return classify(err)
 	}
-	// FTS5's check writes nothing but is spelled as an INSERT, so it runs on the writer.
-	if err := db.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO fts(fts) VALUES ('integrity-check')`)
-		return err
-	}); err != nil {
-		problems = append(problems, "fts5: "+err.Error())
-	}
-	var docs, rowsInFTS int64
-	if err := db.r.QueryRowContext(ctx, `SELECT (SELECT count(*) FROM docs), (SELECT count(*) FROM fts_docsize)`).Scan(&docs, &rowsInFTS); err != nil {
-		return classify(err)
-	}
-	if docs != rowsInFTS {
-		problems = append(problems, fmt.Sprintf("%d docs but %d full-text rows", docs, rowsInFTS))
+	if len(problems) == 0 {
+		p, err := db.verifySegments(ctx)
+		if err != nil {
+			return classify(err)
+		}
+		problems = p
 	}
 	if len(problems) > 0 {
 		return fmt.Errorf("%w: %s: %s", ErrCorrupt, db.path, strings.Join(problems, "; "))
@@ -107,23 +102,114 @@ func (ix *Index) Verify(ctx context.Context) error {
 	return nil
 }
 
-// Optimize merges the full-text index into one segment and gives the freed pages back to
-// the file system: smaller and faster to search. Worth running after a full rebuild; it
-// rewrites the whole index (one write transaction), so not on every save.
+// verifySegments decodes every segment and postings row of one snapshot and compares what
+// they hold with the docs table and the counters.
+func (db *database) verifySegments(ctx context.Context) ([]string, error) {
+	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	if err != nil {
+		return nil, err
+	}
+	defer tx.Rollback()
+	var problems []string
+	live, err := liveSessions(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	segs, err := listSegments(ctx, tx)
+	if err != nil {
+		return nil, err
+	}
+	var liveDocs, liveTerms int64
+	var prevHi int64
+	for _, m := range segs {
+		d, packed, err := readSegment(ctx, tx, m.id)
+		if errors.Is(err, ErrCorrupt) {
+			problems = append(problems, err.Error())
+			continue
+		}
+		if err != nil {
+			return nil, err
+		}
+		if d.len() != m.ndocs || d.len() == 0 || d.ids[0] != m.lo || d.ids[d.len()-1] != m.hi || m.lo <= prevHi {
+			problems = append(problems, fmt.Sprintf("segment %d: its row says %d docs %d..%d, its docs are %d", m.id, m.ndocs, m.lo, m.hi, d.len()))
+		}
+		prevHi = m.hi
+		for o := range d.len() {
+			if _, ok := live[d.sess[o]]; ok {
+				liveDocs++
+				liveTerms += int64(d.lens[o])
+			}
+		}
+		it, err := termSource{ctx: ctx, q: tx, seg: m.id, packed: packed}.iter("", "")
+		if err != nil {
+			return nil, err
+		}
+		for {
+			ok, err := it.next()
+			if err != nil {
+				it.close()
+				return nil, err
+			}
+			if !ok {
+				break
+			}
+			if _, err := decodePostings(it.data(), d.len()); err != nil && len(problems) < 20 {
+				problems = append(problems, fmt.Sprintf("segment %d term %q: %v", m.id, it.term(), err))
+			}
+		}
+		it.close()
+	}
+	var docs, docsTerms, cDocs, cTerms int64
+	if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(len), 0) FROM docs`).Scan(&docs, &docsTerms); err != nil {
+		return nil, err
+	}
+	if err := tx.QueryRowContext(ctx, `SELECT (SELECT v FROM counters WHERE k = 'docs'), (SELECT v FROM counters WHERE k = 'terms')`).Scan(&cDocs, &cTerms); err != nil {
+		return nil, err
+	}
+	if docs != liveDocs || docsTerms != liveTerms {
+		problems = append(problems, fmt.Sprintf("%d docs (%d terms) but the segments hold %d live docs (%d terms)", docs, docsTerms, liveDocs, liveTerms))
+	}
+	if cDocs != docs || cTerms != docsTerms {
+		problems = append(problems, fmt.Sprintf("the counters say %d docs (%d terms), the docs table %d (%d)", cDocs, cTerms, docs, docsTerms))
+	}
+	return problems, nil
+}
+
+// Optimize merges the segments into as few as the size cap allows (dropping deleted docs)
+// and gives the freed pages back to the file system: smaller and faster to search. Worth
+// running after a full rebuild; it rewrites the whole index, so not on every save.
 func (ix *Index) Optimize(ctx context.Context) error {
 	db, release, err := ix.acquire(ctx)
 	if err != nil {
 		return err
 	}
 	defer release()
-	err = db.write(ctx, func(tx *sql.Tx) error {
-		_, err := tx.ExecContext(ctx, `INSERT INTO fts(fts) VALUES ('optimize')`)
-		return err
-	})
-	if err != nil {
-		return err
+	for {
+		done, err := db.mergeOnce(ctx, optimizeRun)
+		if err != nil {
+			return classify(err)
+		}
+		if !done {
+			break
+		}
 	}
 	return db.vacuum(ctx)
+}
+
+// optimizeRun picks the first run of two or more consecutive segments that fit in capDocs
+// together, or nil.
+func optimizeRun(segs []segMeta) []segMeta {
+	for i := 0; i < len(segs); i++ {
+		n, j := 0, i
+		for j < len(segs) && n+segs[j].ndocs <= capDocs {
+			n += segs[j].ndocs
+			j++
+		}
+		if j-i >= 2 {
+			return segs[i:j]
+		}
+	}
+	return nil
 }
 
 // vacuum returns free pages to the file system (incremental auto-vacuum) and truncates the

@@ -253,6 +253,9 @@ func checkCrashIndex(t *testing.T, ix *Index, complete bool) {
 func searchAll(t *testing.T, ix *Index, q Query) []string {
 	t.Helper()
 	q.Limit = MaxLimit
+	if q.Text == nil {
+		q.Text = textOf
+	}
 	var out []string
 	for {
 		res, err := ix.Search(t.Context(), q)

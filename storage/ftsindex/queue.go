@@ -8,10 +8,11 @@ import (
 	"time"
 )
 
-// Queue indexes batches in the background, a few at a time: a transaction costs about
-// 0.6-0.9 ms of CPU whatever it holds (FTS5 writes a new segment at every commit), so one
-// per saved message would cost more than the save itself, while 32 messages per
-// transaction cost about 250 µs each and 1,024 about 100 µs. Add never waits for SQLite.
+// Queue indexes batches in the background, a few at a time: each transaction writes a new
+// segment (a row per distinct term) and commits, so batching the saves of 100 ms costs far
+// less than a transaction per save. Add never waits for SQLite. After each flush, merges
+// that became due run on another goroutine (Index.Merge), so the next flush never waits
+// for one.
 //
 // A Queue is not a durable log: batches added but not indexed when the process dies are
 // found missing by the next catch-up (Progress), and a failed flush is reported to OnError
@@ -200,6 +201,9 @@ func (q *Queue) flush() {
 	q.done += n
 	q.flushed.Broadcast()
 	q.mu.Unlock()
+	if len(batches) > 0 {
+		q.ix.mergeInBackground()
+	}
 }
 
 // IndexAll indexes a stream of batches in large transactions (about 1,024 docs or 4 MB of
@@ -221,6 +225,10 @@ func (ix *Index) IndexAll(ctx context.Context, batches iter.Seq2[Batch, error], 
 				continue // drain
 			}
 			if _, err = ix.Index(inner, group...); err != nil {
+				cancel()
+				continue
+			}
+			if err = ix.Merge(inner); err != nil {
 				cancel()
 				continue
 			}

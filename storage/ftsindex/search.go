@@ -1,6 +1,7 @@
 package ftsindex
 
 import (
+	"container/heap"
 	"context"
 	"database/sql"
 	"encoding/base64"
@@ -8,6 +9,7 @@ import (
 	"fmt"
 	"hash/fnv"
 	"path"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -36,7 +38,22 @@ type Query struct {
 	Limit int
 	// Cursor continues a previous Search of the same query ("" for the first page).
 	Cursor string
+	// Text returns the texts of docs, as their Doc.Text was when indexed, for the words of
+	// several terms (phrases, paths), which the index matches by their terms' co-occurrence
+	// only and checks against the text before they become hits. nil accepts the
+	// co-occurrence (tests of the index alone).
+	Text TextFunc
 }
+
+// DocRef names an indexed doc.
+type DocRef struct {
+	SessionID string
+	Seq       uint64
+	Kind      string
+}
+
+// TextFunc returns the text of each doc ("" for one that is gone).
+type TextFunc func(ctx context.Context, refs []DocRef) ([]string, error)
 
 // Hit is one matching entry.
 type Hit struct {
@@ -47,8 +64,8 @@ type Hit struct {
 	Seq                     uint64
 	EntryID, Kind, Role     string
 	Time                    time.Time
-	// Score is -BM25: higher is better; it orders the hits of one query, nothing more. It is
-	// 0 for a File-only search.
+	// Score is the hit's BM25 score with context (fts.ContextScore): higher is better; it
+	// orders the hits of one query, nothing more. It is 0 for a File-only search.
 	Score float64
 }
 
@@ -57,23 +74,25 @@ type Result struct {
 	Hits []Hit
 	// NextCursor continues with the next page; "" when there are no more hits.
 	NextCursor string
-	// Windowed is true when more entries matched than Options.RankWindow and only the newest
-	// of them were ranked: more words would narrow the search.
+	// Windowed is always false: every match is ranked. (It said, before version 2 of the
+	// index, that only the newest matches of a very common word were.)
 	Windowed bool
 }
 
-// Search returns the best matches first (BM25 over the words, then the newest, then the
-// latest indexed), or with only File the newest first.
+// Search returns the best matches first (contract v3: BM25 over the query's words with
+// context from the neighbouring messages, then the newest, then the latest indexed), or with
+// only File the newest first.
 //
-// Ranking costs about 3 µs per matching entry (FTS5's bm25 reads each match's length), so a
-// query matching a large share of a big store (a common word) ranks only the newest
-// Options.RankWindow matches, by index order; Result.Windowed says so. Filters other than
-// time are terms of the index, intersected with the words before ranking.
+// Every match is ranked: scores are summed term at a time over the segments' postings (see
+// eval.go), a few nanoseconds per posting, so the cost is that of reading the words' lists,
+// not a per-match lookup. The best candidates by their own score (at least 500, more for
+// deep pages) then get their neighbours' scores added (fts.ContextScore); those matched
+// through words of several terms are checked against their text (Query.Text) in score order,
+// as far as the page needs.
 //
-// Paging is by offset within a snapshot: the first page notes the highest doc id (and the
-// ranking window's floor), and later pages ignore docs indexed after it, so new entries
-// cannot push already seen hits onto the next page. A cursor from another query, or from
-// before a Reset, fails with ErrInvalid.
+// Paging is by offset within a snapshot: the first page notes the highest doc id, and later
+// pages ignore docs indexed after it, so new entries cannot push already seen hits onto the
+// next page. A cursor from another query, or from before a Reset, fails with ErrInvalid.
 func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	limit := q.Limit
 	if limit == 0 {
@@ -109,27 +128,33 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 		return Result{}, classify(err)
 	}
 	defer tx.Rollback()
-	expr, ok, err := ftsExpr(ctx, tx, q)
-	if err != nil || !ok {
-		return Result{Hits: []Hit{}}, classify(err)
-	}
-	s := searcher{ctx: ctx, tx: tx, q: q, expr: expr}
-	if q.Cursor == "" {
-		cur = cursor{stamp: stamp, hash: fp}
-		if err := tx.QueryRowContext(ctx, `SELECT coalesce((SELECT seq FROM sqlite_sequence WHERE name = 'docs'), 0)`).Scan(&cur.snap); err != nil {
-			return Result{}, classify(err)
-		}
-		if q.Match != nil && ix.opts.RankWindow > 0 {
-			if cur.floor, err = s.windowFloor(cur.snap, ix.opts.RankWindow); err != nil {
-				return Result{}, classify(err)
-			}
-		}
-	}
-	hits, more, err := s.page(cur, limit)
+	sn, err := db.view.load(ctx, tx)
 	if err != nil {
 		return Result{}, classify(err)
 	}
-	res := Result{Hits: hits, Windowed: cur.floor > 0}
+	if q.Cursor == "" {
+		cur = cursor{stamp: stamp, hash: fp, snap: sn.maxDoc}
+	}
+	f, ok := newFilter(q, sn, cur.snap)
+	if !ok {
+		return Result{Hits: []Hit{}}, nil
+	}
+	e := &evaluation{ctx: ctx, tx: tx, q: q, sn: sn, f: f, view: db.view, maxText: ix.opts.MaxTextBytes}
+	var order []cand
+	var more bool
+	if q.Match == nil {
+		order, more, err = e.byFile(cur.off, limit)
+	} else {
+		order, more, err = e.ranked(cur.off, limit)
+	}
+	if err != nil {
+		return Result{}, classify(err)
+	}
+	hits, err := e.hits(order)
+	if err != nil {
+		return Result{}, classify(err)
+	}
+	res := Result{Hits: hits}
 	if more {
 		next := cur
 		next.off += limit
@@ -138,205 +163,424 @@ func (ix *Index) Search(ctx context.Context, q Query) (Result, error) {
 	return res, nil
 }
 
-// searcher builds and runs the statements of one Search.
-type searcher struct {
-	ctx  context.Context
-	tx   *sql.Tx
-	q    Query
-	expr string // the FTS5 expression: words and filter terms
+// filter holds a query's filters, resolved against a snapshot.
+type filter struct {
+	sess         int64          // 0: any session
+	dirs         map[int64]bool // sessions in the working directory; nil: any
+	role         string
+	kind         int // -1: any
+	since, until int64
+	hasSince     bool
+	hasUntil     bool
+	snap         int64
+	files        []fileAlt // nil: no file filter
 }
 
-// timeConds are the SQL conditions for Since and Until.
-func (s *searcher) timeConds() ([]string, []any) {
-	var conds []string
-	var args []any
-	if !s.q.Since.IsZero() {
-		conds = append(conds, `d.time >= ?`)
-		args = append(args, nanos(s.q.Since))
-	}
-	if !s.q.Until.IsZero() {
-		conds = append(conds, `d.time <= ?`)
-		args = append(args, nanos(s.q.Until))
-	}
-	return conds, args
-}
+// fileAlt is one way to pass a file filter: holding term, in a session of dir ("": any).
+type fileAlt struct{ term, dir string }
 
-// windowFloor returns the lowest doc id of the newest window matches, or 0 when fewer
-// match. Walking a posting list without ranking costs about 0.1 µs per doc; the time
-// filters, when given, cost a lookup per doc walked.
-func (s *searcher) windowFloor(snap int64, window int) (int64, error) {
-	conds, args := s.timeConds()
-	q := `SELECT fts.rowid FROM fts`
-	if len(conds) > 0 {
-		q += ` JOIN docs d ON d.id = fts.rowid`
-	}
-	q += ` WHERE fts MATCH ? AND fts.rowid <= ?`
-	for _, c := range conds {
-		q += ` AND ` + c
-	}
-	q += ` ORDER BY fts.rowid DESC LIMIT 1 OFFSET ?`
-	var floor int64
-	err := s.tx.QueryRowContext(s.ctx, q, append(append([]any{s.expr, snap}, args...), window-1)...).Scan(&floor)
-	if errors.Is(err, sql.ErrNoRows) {
-		return 0, nil
-	}
-	return floor, err
-}
-
-// page runs the query for one page.
-func (s *searcher) page(cur cursor, limit int) ([]Hit, bool, error) {
-	q := `SELECT d.seq, s.sid, s.name, s.working_dir, d.entry_id, d.kind, d.role, d.time, `
-	if s.q.Match != nil {
-		q += `-bm25(fts, 1.0, 0.0) AS score`
-	} else {
-		q += `0.0 AS score`
-	}
-	q += ` FROM fts JOIN docs d ON d.id = fts.rowid JOIN sessions s ON s.id = d.session WHERE fts MATCH ? AND fts.rowid <= ?`
-	args := []any{s.expr, cur.snap}
-	if cur.floor > 0 {
-		q += ` AND fts.rowid >= ?`
-		args = append(args, cur.floor)
-	}
-	conds, targs := s.timeConds()
-	for _, c := range conds {
-		q += ` AND ` + c
-	}
-	args = append(args, targs...)
-	if s.q.Match != nil {
-		q += ` ORDER BY score DESC, d.time DESC, d.id DESC`
-	} else {
-		q += ` ORDER BY d.time DESC, d.id DESC`
-	}
-	q += ` LIMIT ? OFFSET ?`
-	args = append(args, limit+1, cur.off)
-	rows, err := s.tx.QueryContext(s.ctx, q, args...)
-	if err != nil {
-		return nil, false, err
-	}
-	defer rows.Close()
-	hits := []Hit{}
-	for rows.Next() {
-		var h Hit
-		var t int64
-		if err := rows.Scan(&h.Seq, &h.SessionID, &h.SessionName, &h.WorkingDir, &h.EntryID, &h.Kind, &h.Role, &t, &h.Score); err != nil {
-			return nil, false, err
-		}
-		h.Time = unnanos(t)
-		hits = append(hits, h)
-	}
-	if err := rows.Err(); err != nil {
-		return nil, false, err
-	}
-	more := len(hits) > limit
-	if more {
-		hits = hits[:limit]
-	}
-	return hits, more, nil
-}
-
-// ftsExpr builds the FTS5 expression of a query: the words restricted to the body column,
-// and the filters as terms of the meta column. ok is false when no entry can match (a
-// relative file in no known working directory).
-func ftsExpr(ctx context.Context, tx *sql.Tx, q Query) (string, bool, error) {
-	var meta []string
-	quote := func(t string) string { return `"` + t + `"` }
+// newFilter resolves q's filters; ok is false when nothing can match.
+func newFilter(q Query, sn *snapshot, snap int64) (*filter, bool) {
+	f := &filter{role: q.Role, kind: -1, snap: snap}
 	if q.SessionID != "" {
-		meta = append(meta, quote(metaTerm(metaSession, q.SessionID)))
+		id, ok := sn.bySid[q.SessionID]
+		if !ok {
+			return nil, false
+		}
+		f.sess = id
 	}
 	if q.WorkingDir != "" {
-		meta = append(meta, quote(metaTerm(metaDir, normDir(q.WorkingDir))))
-	}
-	if q.Role != "" {
-		meta = append(meta, quote(metaTerm(metaRole, q.Role)))
+		wd := normDir(q.WorkingDir)
+		f.dirs = map[int64]bool{}
+		for id, r := range sn.live {
+			if r.dir == wd {
+				f.dirs[id] = true
+			}
+		}
 	}
 	if q.Kind != "" {
-		meta = append(meta, quote(metaTerm(metaKind, q.Kind)))
+		f.kind = int(kindCode(q.Kind))
 	}
-	if q.File != "" {
-		if path.IsAbs(q.File) {
-			meta = append(meta, quote(metaTerm(metaFile, path.Clean(q.File))))
-		} else {
-			dirs, err := workingDirs(ctx, tx, q)
-			if err != nil {
-				return "", false, err
-			}
-			rel := path.Clean(q.File)
-			var pairs []string
-			for _, wd := range dirs {
-				if path.IsAbs(wd) {
-					pairs = append(pairs, "("+quote(metaTerm(metaDir, normDir(wd)))+" AND "+quote(metaTerm(metaFile, path.Join(wd, rel)))+")")
-				}
-			}
-			if len(pairs) == 0 {
-				return "", false, nil
-			}
-			meta = append(meta, "("+strings.Join(pairs, " OR ")+")")
-		}
+	if !q.Since.IsZero() {
+		f.since, f.hasSince = q.Since.UnixNano(), true
 	}
-	var parts []string
-	if q.Match != nil {
-		parts = append(parts, "body : ("+MatchExpr(q.Match)+")")
+	if !q.Until.IsZero() {
+		f.until, f.hasUntil = q.Until.UnixNano(), true
 	}
-	if len(meta) > 0 {
-		parts = append(parts, "meta : ("+strings.Join(meta, " AND ")+")")
+	if q.File == "" {
+		return f, true
 	}
-	return strings.Join(parts, " AND "), true, nil
-}
-
-// workingDirs lists the working directories a relative File filter is resolved against:
-// the session's, the WorkingDir filter, or every indexed session's.
-func workingDirs(ctx context.Context, tx *sql.Tx, q Query) ([]string, error) {
+	if path.IsAbs(q.File) {
+		f.files = []fileAlt{{term: fileTerm(path.Clean(q.File))}}
+		return f, true
+	}
+	// Relative: under each working directory it could be relative to.
+	dirs := map[string]bool{}
 	switch {
 	case q.SessionID != "":
-		var wd string
-		err := tx.QueryRowContext(ctx, `SELECT working_dir FROM sessions WHERE sid = ?`, q.SessionID).Scan(&wd)
-		if errors.Is(err, sql.ErrNoRows) {
-			return nil, nil
-		}
-		return []string{wd}, err
+		dirs[sn.live[f.sess].dir] = true
 	case q.WorkingDir != "":
-		return []string{q.WorkingDir}, nil
+		dirs[normDir(q.WorkingDir)] = true
+	default:
+		for _, r := range sn.live {
+			dirs[r.dir] = true
+		}
 	}
-	rows, err := tx.QueryContext(ctx, `SELECT DISTINCT working_dir FROM sessions`)
+	rel := path.Clean(q.File)
+	for wd := range dirs {
+		if path.IsAbs(wd) {
+			f.files = append(f.files, fileAlt{term: fileTerm(path.Join(wd, rel)), dir: wd})
+		}
+	}
+	return f, len(f.files) > 0
+}
+
+// ok reports whether doc o of s passes the filters other than the file.
+func (f *filter) ok(sn *snapshot, s *segment, o int) bool {
+	d := s.docs
+	switch {
+	case d.ids[o] > f.snap:
+		return false
+	case f.sess != 0 && d.sess[o] != f.sess:
+		return false
+	case f.dirs != nil && !f.dirs[d.sess[o]]:
+		return false
+	case f.kind >= 0 && int(d.kinds[o]) != f.kind:
+		return false
+	case f.role != "" && d.roleNames[d.roles[o]] != f.role:
+		return false
+	case f.hasSince && d.times[o] < f.since:
+		return false
+	case f.hasUntil && d.times[o] > f.until:
+		return false
+	}
+	_, live := sn.live[d.sess[o]]
+	return live
+}
+
+// evaluation is one Search's work.
+type evaluation struct {
+	ctx     context.Context
+	tx      *sql.Tx
+	q       Query
+	sn      *snapshot
+	f       *filter
+	view    *view
+	maxText int
+	units   []*unit
+	nreq    int
+	lists   []segLists // per segment
+	scores  []*scores  // per segment
+}
+
+// cand is a candidate hit.
+type cand struct {
+	seg      int
+	ord      uint32
+	own      float64
+	score    float64 // own plus context
+	needText bool
+}
+
+// markFiles sets fFile on the docs of segment i that pass the file filter.
+func (e *evaluation) markFiles(i int, sc *scores) error {
+	s := e.sn.segs[i]
+	var terms []string
+	for _, a := range e.f.files {
+		if !slices.Contains(terms, a.term) {
+			terms = append(terms, a.term)
+		}
+	}
+	data, err := s.source(e.ctx, e.tx).get(terms)
+	if err != nil {
+		return err
+	}
+	for t, b := range data {
+		list, err := decodePostings(b, s.docs.len())
+		if err != nil {
+			return fmt.Errorf("%w: segment %d: %w", ErrCorrupt, s.id, err)
+		}
+		for _, a := range e.f.files {
+			if a.term != t {
+				continue
+			}
+			if a.dir == "" {
+				sc.mark(list, fFile)
+				continue
+			}
+			for _, p := range list {
+				if e.sn.live[s.docs.sess[p.ord]].dir == a.dir {
+					sc.mark([]posting{p}, fFile)
+				}
+			}
+		}
+	}
+	return nil
+}
+
+// byFile lists the docs touching the file, newest first.
+func (e *evaluation) byFile(off, limit int) ([]cand, bool, error) {
+	var all []cand
+	for i, s := range e.sn.segs {
+		sc := newScores(s.docs.len())
+		if err := e.markFiles(i, sc); err != nil {
+			return nil, false, err
+		}
+		for _, o := range sc.hits {
+			if e.f.ok(e.sn, s, int(o)) {
+				all = append(all, cand{seg: i, ord: o})
+			}
+		}
+	}
+	e.sortCands(all)
+	return page(all, off, limit)
+}
+
+func page(all []cand, off, limit int) ([]cand, bool, error) {
+	if off >= len(all) {
+		return nil, false, nil
+	}
+	end := min(off+limit, len(all))
+	return all[off:end], len(all) > end, nil
+}
+
+// sortCands orders candidates by score, then newest, then latest indexed.
+func (e *evaluation) sortCands(cs []cand) {
+	slices.SortFunc(cs, e.cmp)
+}
+
+func (e *evaluation) cmp(a, b cand) int {
+	switch {
+	case a.score != b.score:
+		if a.score > b.score {
+			return -1
+		}
+		return 1
+	}
+	da, db := e.sn.segs[a.seg].docs, e.sn.segs[b.seg].docs
+	if ta, tb := da.times[a.ord], db.times[b.ord]; ta != tb {
+		if ta > tb {
+			return -1
+		}
+		return 1
+	}
+	if ia, ib := da.ids[a.ord], db.ids[b.ord]; ia != ib {
+		if ia > ib {
+			return -1
+		}
+		return 1
+	}
+	return 0
+}
+
+// ranked evaluates the words: every segment's lists, the units' rarity over all of them,
+// the scores, then the page.
+func (e *evaluation) ranked(off, limit int) ([]cand, bool, error) {
+	e.units = buildUnits(e.q.Match)
+	for _, u := range e.units {
+		if u.required {
+			e.nreq++
+		}
+	}
+	lists := make([]segLists, len(e.sn.segs))
+	e.lists = lists
+	for i, s := range e.sn.segs {
+		l, err := loadLists(e.ctx, e.tx, s, e.units)
+		if err != nil {
+			return nil, false, err
+		}
+		lists[i] = l
+		for k, u := range e.units {
+			u.df += len(l[k])
+		}
+	}
+	for _, u := range e.units {
+		u.idf = fts.IDF(e.sn.n, u.df)
+	}
+	e.scores = make([]*scores, len(e.sn.segs))
+	want := max(500, 2*(off+limit+1))
+	top := &candHeap{less: func(a, b cand) bool { return e.cmp(a, b) > 0 }}
+	for i, s := range e.sn.segs {
+		sc := newScores(s.docs.len())
+		sc.score(s, e.units, lists[i], s.docs.len(), e.sn.avgdl)
+		if e.f.files != nil {
+			if err := e.markFiles(i, sc); err != nil {
+				return nil, false, err
+			}
+		}
+		e.scores[i] = sc
+		for _, o := range sc.hits {
+			if !sc.matches(o, e.nreq) || e.f.files != nil && sc.flags[o]&fFile == 0 || !e.f.ok(e.sn, s, int(o)) {
+				continue
+			}
+			c := cand{seg: i, ord: o, own: float64(sc.own[o]), needText: sc.needsText(o)}
+			c.score = c.own
+			top.offer(c, want)
+		}
+		if err := e.ctx.Err(); err != nil {
+			return nil, false, err
+		}
+	}
+	cands := top.items
+	for k := range cands {
+		cands[k].score = e.withContext(cands[k])
+	}
+	return e.confirm(cands, off, limit)
+}
+
+// withContext is a candidate's own score plus its neighbouring messages' (fts.ContextScore).
+func (e *evaluation) withContext(c cand) float64 {
+	d := e.sn.segs[c.seg].docs
+	if d.kinds[c.ord] != kindMessage {
+		return c.own
+	}
+	prev, next := e.view.neighbours(d.sess[c.ord], d.seqs[c.ord])
+	return fts.ContextScore(c.own, e.ownOf(prev), e.ownOf(next))
+}
+
+// ownOf is doc id's own score when it matches the query (filters aside, but within the
+// snapshot: a page never sees what was indexed after the first), else 0.
+func (e *evaluation) ownOf(id int64) float64 {
+	if id == 0 || id > e.f.snap {
+		return 0
+	}
+	i, o := e.sn.find(id)
+	if i < 0 || !e.scores[i].matches(uint32(o), e.nreq) {
+		return 0
+	}
+	return float64(e.scores[i].own[o])
+}
+
+// confirm orders the candidates and checks, best first, those that need their text, until
+// the page and one more hit are certain.
+func (e *evaluation) confirm(cands []cand, off, limit int) ([]cand, bool, error) {
+	h := &candHeap{less: func(a, b cand) bool { return e.cmp(a, b) < 0 }, items: cands}
+	heap.Init(h)
+	var out []cand
+	for h.Len() > 0 && len(out) < off+limit+1 {
+		if c := h.items[0]; !c.needText || e.q.Text == nil {
+			out = append(out, heap.Pop(h).(cand))
+			continue
+		}
+		var batch []cand
+		for h.Len() > 0 && len(batch) < max(1, off+limit+1-len(out)) && h.items[0].needText {
+			batch = append(batch, heap.Pop(h).(cand))
+		}
+		refs := make([]DocRef, len(batch))
+		for k, c := range batch {
+			d := e.sn.segs[c.seg].docs
+			refs[k] = DocRef{SessionID: e.sn.live[d.sess[c.ord]].sid, Seq: d.seqs[c.ord], Kind: kindName(d.kinds[c.ord])}
+		}
+		texts, err := e.q.Text(e.ctx, refs)
+		if err != nil {
+			return nil, false, err
+		}
+		for k, c := range batch {
+			if k >= len(texts) {
+				break
+			}
+			terms := fts.Terms(clipText(texts[k], e.maxText))
+			own, ok := rescore(e.q.Match, e.units, terms, e.sn.avgdl)
+			if !ok {
+				continue
+			}
+			c.needText = false
+			if !e.confirmed(c, terms) {
+				// A phrase or path it seemed to hold is not there: its score is what the
+				// rest of its words give.
+				c.score += own - c.own
+				c.own = own
+			}
+			heap.Push(h, c)
+		}
+	}
+	return page(out, off, limit)
+}
+
+// confirmed reports whether every unit of several slots that the lists say a candidate holds
+// is really in its text. Its score then stays as the lists made it (their frequency being
+// the least of the terms'), so that checking the best candidates never lets unchecked ones
+// overtake them: a common phrase needs about as many checks as the page has hits.
+func (e *evaluation) confirmed(c cand, terms []string) bool {
+	for k, u := range e.units {
+		if !u.multi() || u.excluded {
+			continue
+		}
+		list := e.lists[c.seg][k]
+		_, inList := slices.BinarySearchFunc(list, c.ord, func(p posting, o uint32) int { return int(p.ord) - int(o) })
+		if inList && !u.t.OccursIn(terms) {
+			return false
+		}
+	}
+	return true
+}
+
+// candHeap is a heap of candidates; less orders it.
+type candHeap struct {
+	items []cand
+	less  func(a, b cand) bool
+}
+
+func (h *candHeap) Len() int           { return len(h.items) }
+func (h *candHeap) Less(i, j int) bool { return h.less(h.items[i], h.items[j]) }
+func (h *candHeap) Swap(i, j int)      { h.items[i], h.items[j] = h.items[j], h.items[i] }
+func (h *candHeap) Push(x any)         { h.items = append(h.items, x.(cand)) }
+func (h *candHeap) Pop() any {
+	x := h.items[len(h.items)-1]
+	h.items = h.items[:len(h.items)-1]
+	return x
+}
+
+// offer keeps the best n candidates (the heap's root is the worst kept).
+func (h *candHeap) offer(c cand, n int) {
+	if len(h.items) < n {
+		heap.Push(h, c)
+		return
+	}
+	if h.less(h.items[0], c) {
+		h.items[0] = c
+		heap.Fix(h, 0)
+	}
+}
+
+// hits reads the hits' rows, in order; a doc gone meanwhile is left out.
+func (e *evaluation) hits(order []cand) ([]Hit, error) {
+	out := []Hit{}
+	if len(order) == 0 {
+		return out, nil
+	}
+	ids := make([]any, len(order))
+	for k, c := range order {
+		ids[k] = e.sn.segs[c.seg].docs.ids[c.ord]
+	}
+	rows, err := e.tx.QueryContext(e.ctx, `SELECT d.id, d.seq, s.sid, s.name, s.working_dir, d.entry_id, d.kind, d.role, d.time
+		FROM docs d JOIN sessions s ON s.id = d.session WHERE d.id IN (?`+strings.Repeat(`, ?`, len(ids)-1)+`)`, ids...)
 	if err != nil {
 		return nil, err
 	}
 	defer rows.Close()
-	var out []string
+	byID := map[int64]Hit{}
 	for rows.Next() {
-		var wd string
-		if err := rows.Scan(&wd); err != nil {
+		var h Hit
+		var id, t int64
+		if err := rows.Scan(&id, &h.Seq, &h.SessionID, &h.SessionName, &h.WorkingDir, &h.EntryID, &h.Kind, &h.Role, &t); err != nil {
 			return nil, err
 		}
-		out = append(out, wd)
+		h.Time = unnanos(t)
+		byID[id] = h
 	}
-	return out, rows.Err()
-}
-
-// MatchExpr renders a query in FTS5's syntax: every Include term as a quoted phrase (a
-// trailing * for a prefix), ANDed, then NOT the ORed Exclude terms. Terms hold only word
-// characters, so quoting needs no escapes.
-func MatchExpr(q *fts.Query) string {
-	term := func(t fts.Term) string {
-		s := `"` + strings.Join(t.Terms, " ") + `"`
-		if t.Prefix {
-			s += "*"
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	for k, c := range order {
+		if h, ok := byID[ids[k].(int64)]; ok {
+			if e.q.Match != nil {
+				h.Score = c.score
+			}
+			out = append(out, h)
 		}
-		return s
 	}
-	inc := make([]string, len(q.Include))
-	for i, t := range q.Include {
-		inc[i] = term(t)
-	}
-	expr := strings.Join(inc, " AND ")
-	if len(q.Exclude) > 0 {
-		exc := make([]string, len(q.Exclude))
-		for i, t := range q.Exclude {
-			exc[i] = term(t)
-		}
-		expr = "(" + expr + ") NOT (" + strings.Join(exc, " OR ") + ")"
-	}
-	return expr
+	return out, nil
 }
 
 // cursor is a page position: offset within the snapshot of doc ids floor..snap (floor 0: no

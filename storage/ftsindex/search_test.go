@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
-	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
@@ -98,26 +97,30 @@ func TestSearchHitFields(t *testing.T) {
 func TestSearchRanking(t *testing.T) {
 	ix := openTest(t, "")
 	filler := strings.Repeat("lorem ipsum dolor sit amet ", 4)
+	// Unrelated messages between them: no context from neighbours (TestSearchContext).
 	feed(t, ix, sess("r"),
-		doc("r", 1, "user", filler+"alpha beta"),               // one rare word
-		doc("r", 2, "user", filler+"alpha alpha alpha beta"),   // more occurrences of alpha
-		doc("r", 3, "user", filler+"gamma beta"),               // beta alone
-		doc("r", 4, "user", filler+"alpha beta"),               // same as 1, newer
-		doc("r", 5, "user", filler+"beta beta beta beta beta"), // beta is common: many beta < one alpha
+		doc("r", 1, "user", filler+"alpha beta"), // one rare word
+		doc("r", 2, "user", "unrelated"),
+		doc("r", 3, "user", filler+"alpha alpha alpha beta"), // more occurrences of alpha
+		doc("r", 4, "user", "unrelated"),
+		doc("r", 5, "user", filler+"gamma beta"), // beta alone
 		doc("r", 6, "user", "unrelated"),
+		doc("r", 7, "user", filler+"alpha beta"),               // same as 1, newer
+		doc("r", 8, "user", filler+"beta beta beta beta beta"), // beta is common: many beta < one alpha
+		doc("r", 9, "user", "unrelated"),
 	)
 	// "alpha" is rarer than "beta": docs with alpha rank above docs with only beta; more
 	// alphas rank higher; equal scores go newest first.
 	got := search(t, ix, Query{Match: mustParse(t, "alpha")})
-	if want := []string{"r-e2", "r-e4", "r-e1"}; !reflect.DeepEqual(got, want) {
+	if want := []string{"r-e3", "r-e7", "r-e1"}; !reflect.DeepEqual(got, want) {
 		t.Fatalf("alpha: %v, want %v", got, want)
 	}
 	res, err := ix.Search(t.Context(), Query{Match: mustParse(t, "beta")})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if res.Hits[0].EntryID != "r-e5" {
-		t.Fatalf("beta: best is %s, want r-e5 (most occurrences)", res.Hits[0].EntryID)
+	if res.Hits[0].EntryID != "r-e8" {
+		t.Fatalf("beta: best is %s, want r-e8 (most occurrences)", res.Hits[0].EntryID)
 	}
 	for i := 1; i < len(res.Hits); i++ {
 		if res.Hits[i].Score > res.Hits[i-1].Score {
@@ -133,6 +136,27 @@ func TestSearchRanking(t *testing.T) {
 	rr, _ := ix.Search(t.Context(), Query{Match: mustParse(t, "gamma")})
 	if rr.Hits[0].Score <= res.Hits[len(res.Hits)-1].Score {
 		t.Fatalf("rare word scored %v, common word's weakest %v", rr.Hits[0].Score, res.Hits[len(res.Hits)-1].Score)
+	}
+}
+
+// TestSearchContext: a message is ranked with some weight for its neighbours' scores, so a
+// reply to the question's topic ranks above the same words said out of context; words are
+// ranked, not all required, and an entry with more of them ranks higher.
+func TestSearchContext(t *testing.T) {
+	ix := openTest(t, "")
+	feed(t, ix, sess("ctx"),
+		doc("ctx", 1, "user", "when is the release date for the mobile app"),
+		doc("ctx", 2, "assistant", "we ship on the third of march"),
+		doc("ctx", 3, "user", "thanks"),
+	)
+	feed(t, ix, sess("alone"),
+		doc("alone", 1, "user", "lunch menu"),
+		doc("alone", 2, "assistant", "we ship on the third of march"),
+		doc("alone", 3, "user", "lunch menu"),
+	)
+	got := search(t, ix, Query{Match: mustParse(t, "when do we ship the mobile release")})
+	if want := []string{"ctx-e1", "ctx-e2", "alone-e2"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("got %v, want %v", got, want)
 	}
 }
 
@@ -341,7 +365,7 @@ func TestSearchOracle(t *testing.T) {
 		var got []string
 		cur := ""
 		for {
-			res, err := ix.Search(t.Context(), Query{Match: q, Limit: 100, Cursor: cur})
+			res, err := ix.Search(t.Context(), Query{Match: q, Limit: 100, Cursor: cur, Text: textOf})
 			if err != nil {
 				t.Fatalf("%q: %v", qs, err)
 			}
@@ -355,85 +379,35 @@ func TestSearchOracle(t *testing.T) {
 		slices.Sort(got)
 		slices.Sort(want)
 		if !slices.Equal(got, want) {
-			t.Fatalf("%q (FTS5 %s): index found %d %v, reference %d %v", qs, MatchExpr(q), len(got), got, len(want), want)
-		}
-	}
-}
-
-func TestMatchExpr(t *testing.T) {
-	tests := []struct{ q, want string }{
-		{"a b", `"a" AND "b"`},
-		{`"a b" ccc*`, `"a b" AND "ccc"*`},
-		{"auth/log* -x -\"y z\"", `("auth log"*) NOT ("x" OR "y z")`},
-		{"AND OR NOT", `"and" AND "or" AND "not"`},
-	}
-	for _, tt := range tests {
-		if got := MatchExpr(mustParse(t, tt.q)); got != tt.want {
-			t.Errorf("MatchExpr(%q) = %s, want %s", tt.q, got, tt.want)
+			t.Fatalf("%q: index found %d %v, reference %d %v", qs, len(got), got, len(want), want)
 		}
 	}
 }
 
 var _ = context.Background
 
-func TestRankWindow(t *testing.T) {
-	ix, err := Open(t.Context(), t.TempDir(), Options{RankWindow: 5})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer ix.Close()
+// TestEveryMatchRanked: however many entries match, the best come first, not the newest.
+func TestEveryMatchRanked(t *testing.T) {
+	ix := openTest(t, "")
 	var docs []fts.Doc
-	for i := 1; i <= 20; i++ {
-		text := "common word"
+	for i := 1; i <= 3000; i++ {
+		text := "common word and some filler text"
 		if i <= 3 {
-			text = "common common common common" // the best matches, but old
+			text = "common common common common" // the best matches, but the oldest
 		}
 		docs = append(docs, doc("rw", uint64(i), "user", text))
 	}
 	feed(t, ix, sess("rw"), docs...)
-	// More than 5 match: only the 5 newest are ranked, and the result says so.
 	res, err := ix.Search(t.Context(), Query{Match: mustParse(t, "common"), Limit: 3})
-	if err != nil {
-		t.Fatal(err)
-	}
-	if !res.Windowed {
-		t.Fatal("Windowed not set")
-	}
-	got := searchAll(t, ix, Query{Match: mustParse(t, "common")})
-	slices.Sort(got)
-	if want := []string{"rw-e16", "rw-e17", "rw-e18", "rw-e19", "rw-e20"}; !slices.Equal(got, want) {
-		t.Fatalf("windowed hits %v, want %v", got, want)
-	}
-	// Pages of a windowed search stay within the window chosen by the first page.
-	page1, _ := ix.Search(t.Context(), Query{Match: mustParse(t, "common"), Limit: 3})
-	feed(t, ix, sess("rw"), doc("rw", 21, "user", "common"))
-	page2, err := ix.Search(t.Context(), Query{Match: mustParse(t, "common"), Limit: 3, Cursor: page1.NextCursor})
-	if err != nil || len(page1.Hits)+len(page2.Hits) != 5 || page2.NextCursor != "" {
-		t.Fatalf("pages: %d + %d hits, next %q, %v", len(page1.Hits), len(page2.Hits), page2.NextCursor, err)
-	}
-	// A narrower query (filters and words intersect before the window) ranks everything.
-	res, err = ix.Search(t.Context(), Query{Match: mustParse(t, `"common common"`), Limit: 10})
 	if err != nil || res.Windowed || len(res.Hits) != 3 {
-		t.Fatalf("narrow query: %+v, %v", res, err)
-	}
-	// The window counts the matches within the time filter.
-	res, err = ix.Search(t.Context(), Query{Match: mustParse(t, "common"), Until: t0.Add(4 * time.Minute), Limit: 10})
-	if err != nil || res.Windowed || len(res.Hits) != 4 || res.Hits[0].EntryID != "rw-e3" && res.Hits[0].EntryID != "rw-e2" && res.Hits[0].EntryID != "rw-e1" {
-		t.Fatalf("time-filtered: %+v, %v", res, err)
-	}
-	// Without a window every match is ranked: the old, better matches come first.
-	all, err := Open(t.Context(), filepath.Dir(ix.File()), Options{RankWindow: -1})
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer all.Close()
-	res, err = all.Search(t.Context(), Query{Match: mustParse(t, "common"), Limit: 3})
-	if err != nil || res.Windowed {
 		t.Fatalf("%+v %v", res, err)
 	}
 	for _, h := range res.Hits {
 		if h.Seq > 3 {
-			t.Fatalf("unwindowed best hits %+v", res.Hits)
+			t.Fatalf("best hits %+v", res.Hits)
 		}
+	}
+	if n := len(searchAll(t, ix, Query{Match: mustParse(t, "common")})); n != 3000 {
+		t.Fatalf("%d hits in all pages, want 3000", n)
 	}
 }

@@ -5,7 +5,6 @@ import (
 	"database/sql"
 	"errors"
 	"fmt"
-	"hash/fnv"
 	"path"
 	"runtime"
 	"strings"
@@ -79,7 +78,7 @@ func (ix *Index) Index(ctx context.Context, batches ...Batch) ([]Progress, error
 		// Statements run without ctx's cancellation, checked between docs instead: with a
 		// cancellable context the driver starts a watcher goroutine per statement, which
 		// made a rebuild a third slower. Lock waits (BEGIN) still end with ctx.
-		w := writer{ctx: context.WithoutCancel(ctx), done: ctx.Err, tx: tx, stmts: map[string]*sql.Stmt{}}
+		w := writer{ctx: context.WithoutCancel(ctx), done: ctx.Err, tx: tx, stmts: map[string]*sql.Stmt{}, seg: newSegBuilder()}
 		for i, b := range batches {
 			p, err := w.batch(b, bodies[i])
 			if err != nil {
@@ -87,7 +86,10 @@ func (ix *Index) Index(ctx context.Context, batches ...Batch) ([]Progress, error
 			}
 			out = append(out, p)
 		}
-		return nil
+		if err := w.flushSegment(); err != nil {
+			return err
+		}
+		return w.mergeSmall()
 	})
 	if err != nil {
 		return nil, err
@@ -95,30 +97,31 @@ func (ix *Index) Index(ctx context.Context, batches ...Batch) ([]Progress, error
 	return out, nil
 }
 
+// body is what the index receives of one doc: its terms, space-separated, and their count.
+type body struct {
+	terms []byte
+	n     int
+}
+
 // termBodies computes what FTS5 receives for every doc (its terms, space-separated) before
 // the transaction starts, so that the write lock is held only for SQLite's own work, and on
 // all cores when there is much text.
-func termBodies(batches []Batch, maxText int) [][]string {
-	out := make([][]string, len(batches))
+func termBodies(batches []Batch, maxText int) [][]body {
+	out := make([][]body, len(batches))
 	type job struct{ b, d int }
 	var jobs []job
 	total := 0
 	for i, b := range batches {
-		out[i] = make([]string, len(b.Docs))
+		out[i] = make([]body, len(b.Docs))
 		for j, d := range b.Docs {
 			jobs = append(jobs, job{i, j})
 			total += len(d.Text)
 		}
 	}
 	run := func(jobs []job) {
-		var buf []byte
 		for _, jb := range jobs {
-			text := batches[jb.b].Docs[jb.d].Text
-			if len(text) > maxText {
-				text = text[:maxText]
-			}
-			buf, _ = fts.AppendTerms(buf[:0], text)
-			out[jb.b][jb.d] = string(buf)
+			terms, n := fts.AppendTerms(nil, clipText(batches[jb.b].Docs[jb.d].Text, maxText))
+			out[jb.b][jb.d] = body{terms: terms, n: n}
 		}
 	}
 	workers := runtime.GOMAXPROCS(0)
@@ -172,6 +175,7 @@ type writer struct {
 	done  func() error    // the caller's ctx.Err
 	tx    *sql.Tx
 	stmts map[string]*sql.Stmt // prepared in this transaction, closed by its end
+	seg   *segBuilder          // the docs this transaction adds, written as one segment
 }
 
 // stmt returns q prepared in the transaction: preparing costs as much as running an insert.
@@ -218,7 +222,7 @@ type errRow struct{ err error }
 
 func (e errRow) Scan(...any) error { return e.err }
 
-func (w *writer) batch(b Batch, bodies []string) (Progress, error) {
+func (w *writer) batch(b Batch, bodies []body) (Progress, error) {
 	s := b.Session
 	created := nanos(s.Created)
 	p := Progress{SessionID: s.ID, Created: s.Created}
@@ -237,8 +241,24 @@ func (w *writer) batch(b Batch, bodies []string) (Progress, error) {
 	var id, oldCreated int64
 	var oldDir string
 	var through uint64
-	switch err := w.queryRow(`SELECT id, created, working_dir, through FROM sessions WHERE sid = ?`, s.ID).Scan(&id, &oldCreated, &oldDir, &through); {
+	err := w.queryRow(`SELECT id, created, working_dir, through FROM sessions WHERE sid = ?`, s.ID).Scan(&id, &oldCreated, &oldDir, &through)
+	switch {
+	case err == nil && (oldCreated != created || normDir(oldDir) != normDir(s.WorkingDir)):
+		// The id was deleted and created again: the old incarnation goes, and the new one
+		// gets a new row (its docs are told apart by the row id). A changed working directory
+		// is treated alike: every doc's filters depend on it.
+		if err := forget(w.ctx, w.tx, s.ID); err != nil {
+			return p, err
+		}
+		err = sql.ErrNoRows
+	case err == nil:
+		if _, err := w.exec(`UPDATE sessions SET name = ? WHERE id = ? AND name != ?`, s.Name, id, s.Name); err != nil {
+			return p, err
+		}
+	}
+	switch {
 	case errors.Is(err, sql.ErrNoRows):
+		through = 0
 		res, err := w.exec(`INSERT INTO sessions (sid, created, working_dir, name, through) VALUES (?, ?, ?, ?, 0)`, s.ID, created, s.WorkingDir, s.Name)
 		if err != nil {
 			return p, err
@@ -246,22 +266,11 @@ func (w *writer) batch(b Batch, bodies []string) (Progress, error) {
 		if id, err = res.LastInsertId(); err != nil {
 			return p, err
 		}
+		if err := bumpSessions(w.ctx, w.tx); err != nil {
+			return p, err
+		}
 	case err != nil:
 		return p, err
-	case oldCreated != created || normDir(oldDir) != normDir(s.WorkingDir):
-		// The id was deleted and created again: the old incarnation's docs go. A changed
-		// working directory is treated alike: it is in every doc's filter terms.
-		if err := deleteDocs(w.ctx, w.tx, id); err != nil {
-			return p, err
-		}
-		through = 0
-		if _, err := w.exec(`UPDATE sessions SET created = ?, working_dir = ?, name = ?, through = 0 WHERE id = ?`, created, s.WorkingDir, s.Name, id); err != nil {
-			return p, err
-		}
-	default:
-		if _, err := w.exec(`UPDATE sessions SET name = ? WHERE id = ? AND name != ?`, s.Name, id, s.Name); err != nil {
-			return p, err
-		}
 	}
 	have, err := w.indexedSeqs(id, b)
 	if err != nil {
@@ -310,12 +319,9 @@ func (w *writer) indexedSeqs(session int64, b Batch) (map[uint64]bool, error) {
 	return have, rows.Err()
 }
 
-func (w *writer) doc(session int64, s Session, d fts.Doc, body string) error {
-	// No RETURNING: it makes SQLite open a statement savepoint, and FTS5 writes its pending
-	// terms to disk as a new segment at every savepoint (one segment per doc, then merges:
-	// three times slower).
-	res, err := w.exec(`INSERT INTO docs (session, seq, entry_id, kind, role, time) VALUES (?, ?, ?, ?, ?, ?)`,
-		session, d.Seq, d.EntryID, d.Kind, d.Role, nanos(d.Time))
+func (w *writer) doc(session int64, s Session, d fts.Doc, b body) error {
+	res, err := w.exec(`INSERT INTO docs (session, seq, entry_id, kind, role, time, len) VALUES (?, ?, ?, ?, ?, ?, ?)`,
+		session, d.Seq, d.EntryID, d.Kind, d.Role, nanos(d.Time), b.n)
 	if err != nil {
 		return err
 	}
@@ -323,39 +329,12 @@ func (w *writer) doc(session int64, s Session, d fts.Doc, body string) error {
 	if err != nil {
 		return err
 	}
-	_, err = w.exec(`INSERT INTO fts (rowid, body, meta) VALUES (?, ?, ?)`, id, body, metaTerms(s, d))
-	return err
-}
-
-// Filter terms of the meta column: a prefix letter and 16 hex digits of a 64-bit FNV-1a
-// hash of the value (a collision needs about 2^32 distinct values to become likely).
-const (
-	metaSession = "s_"
-	metaDir     = "w_"
-	metaRole    = "r_"
-	metaKind    = "k_"
-	metaFile    = "f_"
-)
-
-// metaTerms is the meta column of a doc: its session, working directory, role, kind and the
-// files its tool calls touched (absolute, cleaned).
-func metaTerms(s Session, d fts.Doc) string {
-	b := make([]byte, 0, 20*(4+len(d.Files)))
-	b = appendMeta(b, metaSession, s.ID)
-	b = appendMeta(b, metaDir, normDir(s.WorkingDir))
-	b = appendMeta(b, metaRole, d.Role)
-	b = appendMeta(b, metaKind, d.Kind)
+	files := make([]string, 0, len(d.Files))
 	for _, f := range d.Files {
-		b = appendMeta(b, metaFile, path.Clean(f))
+		files = append(files, path.Clean(f))
 	}
-	return string(b)
-}
-
-func appendMeta(b []byte, prefix, value string) []byte {
-	if len(b) > 0 {
-		b = append(b, ' ')
-	}
-	return append(b, metaTerm(prefix, value)...)
+	w.seg.add(id, session, d, b.terms, b.n, files)
+	return nil
 }
 
 // normDir drops trailing separators from a working directory, as memory compares them.
@@ -366,24 +345,18 @@ func normDir(dir string) string {
 	return dir[:1] // the root
 }
 
-// metaTerm is the filter term for one value.
-func metaTerm(prefix, value string) string {
-	h := fnv.New64a()
-	h.Write([]byte(value))
-	return fmt.Sprintf("%s%016x", prefix, h.Sum64())
-}
-
-// deleteDocs removes every doc of a session (index rows and doc rows).
+// deleteDocs removes every doc of a session from the docs table and the counts. Its postings
+// stay in their segments until a merge drops them: a doc whose session row is gone is dead
+// to every search (see liveSessions).
 func deleteDocs(ctx context.Context, tx *sql.Tx, session int64) error {
-	for _, q := range []string{
-		`DELETE FROM fts WHERE rowid IN (SELECT id FROM docs WHERE session = ?)`,
-		`DELETE FROM docs WHERE session = ?`,
-	} {
-		if _, err := tx.ExecContext(ctx, q, session); err != nil {
-			return err
-		}
+	var n, total int64
+	if err := tx.QueryRowContext(ctx, `SELECT count(*), coalesce(sum(len), 0) FROM docs WHERE session = ?`, session).Scan(&n, &total); err != nil {
+		return err
 	}
-	return nil
+	if _, err := tx.ExecContext(ctx, `DELETE FROM docs WHERE session = ?`, session); err != nil {
+		return err
+	}
+	return addCounts(ctx, tx, -n, -total)
 }
 
 // DeleteSession removes a session from the index and leaves a tombstone for this
@@ -432,8 +405,10 @@ func forget(ctx context.Context, tx *sql.Tx, id string) error {
 	if err := deleteDocs(ctx, tx, sid); err != nil {
 		return err
 	}
-	_, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, sid)
-	return err
+	if _, err := tx.ExecContext(ctx, `DELETE FROM sessions WHERE id = ?`, sid); err != nil {
+		return err
+	}
+	return bumpSessions(ctx, tx)
 }
 
 // Progress returns how far a session is indexed (zero Through when it is not).

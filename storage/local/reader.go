@@ -188,13 +188,15 @@ func (r *Reader) decodeFrame(fr frameInfo, content, comp []byte) ([]byte, []byte
 
 // frameCacheBytes and frameCacheEntries bound the decoded frames a Store keeps. A resume
 // that pages through a session starts each page inside the frame the previous page ended in;
-// keeping the last two frames saves decoding it again (per page, a frame of 1 to 2 MiB, as
-// large batches leave them, would otherwise be decoded up to five times). Keeping more would
-// only help reading one session over and over, at a cost in memory a long-running server
-// should not pay.
+// keeping its last frames saves decoding them again (per page, a frame of 1 to 2 MiB, as
+// large batches leave them, would otherwise be decoded up to five times). A search reads the
+// records of its best candidates twice, once to check a phrase or path against the text and
+// once for the snippets, in up to a page's worth of frames: 16 MiB keeps them between the two.
+// More would only help reading the same sessions over and over, at a cost in memory a
+// long-running server should not pay.
 const (
-	frameCacheBytes   = 8 << 20
-	frameCacheEntries = 2
+	frameCacheBytes   = 16 << 20
+	frameCacheEntries = 16
 )
 
 // frameKey names a sealed record's content: the file, the record's offset and its checksum

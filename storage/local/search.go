@@ -34,7 +34,7 @@ func (s *Store) Search(ctx context.Context, q storage.SearchQuery) (storage.Sear
 	x.flush(ctx)
 	res, err := ix.Search(ctx, ftsindex.Query{
 		Match: q.Match, SessionID: q.SessionID, WorkingDir: q.WorkingDir, Role: q.Role, Kind: q.Kind,
-		File: q.File, Since: q.Since, Until: q.Until, Limit: q.Limit, Cursor: q.Cursor,
+		File: q.File, Since: q.Since, Until: q.Until, Limit: q.Limit, Cursor: q.Cursor, Text: s.docTexts,
 	})
 	switch {
 	case errors.Is(err, ftsindex.ErrInvalid):
@@ -70,6 +70,47 @@ func (s *Store) Search(ctx context.Context, q storage.SearchQuery) (storage.Sear
 			SessionID: h.SessionID, SessionName: name, WorkingDir: h.WorkingDir, Seq: h.Seq,
 			EntryID: h.EntryID, Kind: h.Kind, Role: h.Role, Time: h.Time, Score: h.Score,
 		})
+	}
+	return out, nil
+}
+
+// docTexts is the index's ftsindex.TextFunc: the texts of docs, built again from their
+// records (one View per session), for the words of several terms the index checks against
+// the text. A doc whose session or record is gone gets "".
+func (s *Store) docTexts(ctx context.Context, refs []ftsindex.DocRef) ([]string, error) {
+	out := make([]string, len(refs))
+	bySession := map[string][]int{}
+	var order []string
+	for i, r := range refs {
+		if _, ok := bySession[r.SessionID]; !ok {
+			order = append(order, r.SessionID)
+		}
+		bySession[r.SessionID] = append(bySession[r.SessionID], i)
+	}
+	for _, id := range order {
+		err := s.View(ctx, id, func(r storage.Reader) error {
+			h := r.Header()
+			for _, i := range bySession[id] {
+				for rec, err := range r.Records(refs[i].Seq) {
+					if err != nil {
+						return err
+					}
+					if rec.Seq == refs[i].Seq {
+						for _, d := range s.search.docs(h, rec) {
+							if d.Kind == refs[i].Kind {
+								out[i] = d.Text
+								break
+							}
+						}
+					}
+					break
+				}
+			}
+			return nil
+		})
+		if err != nil && !errors.Is(err, storage.ErrNotFound) {
+			return nil, err
+		}
 	}
 	return out, nil
 }

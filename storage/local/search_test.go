@@ -100,7 +100,8 @@ func TestSearchFindsSavesDeletesAndNames(t *testing.T) {
 			t.Errorf("hit %+v", h)
 		}
 	}
-	waitHits(t, s, storage.SearchQuery{Match: mustParse(t, "quokka zebrafish")}, 1, time.Second)
+	waitHits(t, s, storage.SearchQuery{Match: mustParse(t, "+quokka +zebrafish")}, 1, time.Second)
+	waitHits(t, s, storage.SearchQuery{Match: mustParse(t, "quokka zebrafish")}, 2, time.Second)
 	waitHits(t, s, storage.SearchQuery{Match: mustParse(t, "quokka"), SessionID: "b"}, 1, time.Second)
 	if err := s.Delete(ctx, "a"); err != nil {
 		t.Fatal(err)

@@ -39,6 +39,7 @@ var searchTests = []struct {
 	{"Delete", testSearchDelete},
 	{"SecondHandle", testSearchSecondHandle},
 	{"Rename", testSearchRename},
+	{"Relevance", testSearchRelevance},
 }
 
 // testSearch runs the search subtests when the backend's stores implement storage.Searcher.
@@ -226,7 +227,7 @@ func testSearchRanking(t *testing.T, b Backend) {
 			t.Errorf("scores not decreasing: %v", res.Hits)
 		}
 	}
-	res = search(t, s, "haystack needle", storage.SearchQuery{})
+	res = search(t, s, "+haystack +needle", storage.SearchQuery{})
 	if got := strings.Join(hitIDs(res), " "); got != "r/new r/old" {
 		t.Errorf("equal entries: %s, want the newer first", got)
 	}
