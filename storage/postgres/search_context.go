@@ -34,17 +34,17 @@ func (r *ranker) neighbourSQL(args *[]any) string {
 		*args = append(*args, v)
 		return "$" + itoa(len(*args)-1) // args[0] is the exec mode
 	}
-	cols := r.scoreSQL("p", arg)
 	side := func(dir, op, order string) string {
-		return `(SELECT ` + dir + ` AS side, p.len, p.terms @@ $4::tsquery AS matches, ` + cols + `
+		return `(SELECT ` + dir + ` AS side, p.len, p.terms
 			FROM sessionmem_documents p
 			WHERE p.sid = c.sid AND (p.seq, p.n) ` + op + ` (c.seq, c.n) AND p.kind = '` + fts.KindMessage + `' AND p.doc <= $5
 			ORDER BY p.seq ` + order + `, p.n ` + order + ` LIMIT 1)`
 	}
-	return `SELECT c.i, x.side, coalesce(x.len, -1), x.vec, x.ranks
+	// The score's columns are computed only for the neighbours that match.
+	return `SELECT c.i, x.side, coalesce(x.len, -1), ` + r.scoreSQL("x", arg) + `
 		FROM unnest($1::bigint[], $2::bigint[], $3::smallint[]) WITH ORDINALITY AS c(sid, seq, n, i)
-		CROSS JOIN LATERAL (` + side("-1", "<", "DESC") + ` UNION ALL ` + side("1", ">", "ASC") + `) AS x(side, len, matches, vec, ranks)
-		WHERE x.matches`
+		CROSS JOIN LATERAL (` + side("-1", "<", "DESC") + ` UNION ALL ` + side("1", ">", "ASC") + `) AS x(side, len, terms)
+		WHERE x.terms @@ $4::tsquery`
 }
 
 // withContext returns the scores with context of cands (their own scores being set).
