@@ -12,10 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/tidwall/gjson"
 
 	"github.com/sessionmem/sessionmem/storage"
@@ -320,6 +322,8 @@ func BenchmarkSearch(b *testing.B) {
 			hits := 0
 			windowed := 0
 			scored, rounds := st.s.scored.Load(), st.s.rounds.Load()
+			pg0, pgOK := backendCPU(st.s)
+			go0 := processCPU()
 			for i := 0; b.Loop(); i++ {
 				start := time.Now()
 				res, err := st.s.Search(context.Background(), cl.query(i))
@@ -333,6 +337,11 @@ func BenchmarkSearch(b *testing.B) {
 				}
 			}
 			all = append(all, ds...)
+			goCPU := processCPU() - go0
+			if pg1, ok := backendCPU(st.s); ok && pgOK {
+				b.ReportMetric(float64((pg1-pg0).Microseconds())/1e3/float64(len(ds)), "pg-cpu-ms/op")
+			}
+			b.ReportMetric(float64(goCPU.Microseconds())/1e3/float64(len(ds)), "go-cpu-ms/op")
 			medianOf(b, ds)
 			b.ReportMetric(float64(hits)/float64(len(ds)), "hits/op")
 			b.ReportMetric(float64(windowed)/float64(len(ds)), "windowed/op")
@@ -429,4 +438,40 @@ func question(rng *rand.Rand, text string) string {
 	start := rng.IntN(len(words) - n + 1)
 	form := questionForms[rng.IntN(len(questionForms))]
 	return fmt.Sprintf(form, strings.Join(words[start:start+n], " "))
+}
+
+// backendCPU sums the CPU time the store's database's server processes have used
+// (/proc/<pid>/schedstat, so only for a server on this machine): a measure of a search's work
+// that, unlike its latency, does not grow with what else the machine runs.
+func backendCPU(s *Store) (time.Duration, bool) {
+	rows, err := s.pool.Query(context.Background(), `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+	if err != nil {
+		return 0, false
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return 0, false
+	}
+	var total time.Duration
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
+		if err != nil {
+			return 0, false
+		}
+		ns, err := strconv.ParseInt(strings.Fields(string(b))[0], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		total += time.Duration(ns)
+	}
+	return total, true
+}
+
+// processCPU is the CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
