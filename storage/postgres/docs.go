@@ -165,7 +165,7 @@ const backfillBatch = 500
 // Reindex builds the search documents of every record that has none (records stored before
 // schema version 2, or by a handle without Options.Docs), in batches of backfillBatch
 // records per transaction, and calls progress after each; then it fills the length of the
-// documents written before schema 4 (docslen.go). It can be interrupted at any time
+// documents written before schema 4 and checks the documents' statistics (docslen.go). It can be interrupted at any time
 // and resumed: each batch commits with the session's docs_through. Saves keep working
 // meanwhile: a batch reads its records without a lock and holds the session's row lock only
 // for the insert. Several processes may run it at once; what one did, the others skip.
@@ -178,7 +178,10 @@ func (s *Store) Reindex(ctx context.Context, progress func(IndexProgress)) error
 		return err
 	}
 	defer done()
-	return s.reindex(ctx, progress)
+	if err := s.reindex(ctx, progress); err != nil {
+		return err
+	}
+	return s.checkDocStats(ctx)
 }
 
 func (s *Store) reindex(ctx context.Context, progress func(IndexProgress)) error {

@@ -86,3 +86,35 @@ func (s *Store) fillLengthsLogged(ctx context.Context) error {
 	}
 	return err
 }
+
+// checkDocStats recounts the documents and their lengths and sets sessionmem_doc_stats to
+// the count when it differs (Reindex; the triggers keep it exact, but a table emptied with
+// TRUNCATE, or rows written with triggers disabled, would leave it wrong). The count holds a
+// SHARE lock on the documents for one scan: documents are not written meanwhile (saves are
+// not held up, their documents wait), searches go on.
+func (s *Store) checkDocStats(ctx context.Context) error {
+	sctx, cancel := s.stmtCtx(ctx)
+	defer cancel()
+	err := pgx.BeginFunc(sctx, s.pool, func(tx pgx.Tx) error {
+		if _, err := tx.Exec(sctx, `LOCK TABLE sessionmem_documents IN SHARE MODE`); err != nil {
+			return err
+		}
+		var docs, lens, terms, sDocs, sLens, sTerms int64
+		err := tx.QueryRow(sctx, `SELECT count(*), count(len), coalesce(sum(len), 0)::bigint,
+			(SELECT coalesce(sum(docs), 0)::bigint FROM sessionmem_doc_stats), (SELECT coalesce(sum(lens), 0)::bigint FROM sessionmem_doc_stats),
+			(SELECT coalesce(sum(terms), 0)::bigint FROM sessionmem_doc_stats)
+			FROM sessionmem_documents`).Scan(&docs, &lens, &terms, &sDocs, &sLens, &sTerms)
+		if err != nil || (docs == sDocs && lens == sLens && terms == sTerms) {
+			return err
+		}
+		s.log.Warn("storage: search statistics did not match the documents; set to their count", "store", s.label,
+			"documents", docs, "counted", sDocs, "lengths", lens, "counted_lengths", sLens)
+		_, err = tx.Exec(sctx, `UPDATE sessionmem_doc_stats SET docs = CASE slot WHEN 0 THEN $1::bigint ELSE 0 END,
+			lens = CASE slot WHEN 0 THEN $2::bigint ELSE 0 END, terms = CASE slot WHEN 0 THEN $3::bigint ELSE 0 END`, docs, lens, terms)
+		return err
+	})
+	if err != nil {
+		return s.wrap(ctx, "check the search statistics", err)
+	}
+	return nil
+}

@@ -496,3 +496,34 @@ func TestScoreBudgetStaleDF(t *testing.T) {
 		}
 	}
 }
+
+// TestDocStatsRepair: statistics gone wrong (documents written with the triggers disabled)
+// are set right by Reindex, and the ranking is the oracle's again.
+func TestDocStatsRepair(t *testing.T) {
+	s := openStore(t, newSchema(t), Options{Docs: storetest.Docs, StatsMaxAge: -1, BackfillInterval: -1})
+	o := newOracle()
+	o.create(t, s, "r", "/w")
+	rng := rand.New(rand.NewPCG(13, 14))
+	for range 3 {
+		o.save(t, s, "r", omsg{role: "user", text: oracleText(rng), at: t0.Add(time.Duration(rng.IntN(1000)) * time.Second)})
+	}
+	ctx := context.Background()
+	if _, err := s.pool.Exec(ctx, `ALTER TABLE sessionmem_documents DISABLE TRIGGER USER`); err != nil {
+		t.Fatal(err)
+	}
+	o.save(t, s, "r", omsg{role: "user", text: "alpha bravo charlie", at: t0.Add(time.Hour)}, omsg{role: "user", text: "alpha", at: t0.Add(2 * time.Hour)})
+	if _, err := s.pool.Exec(ctx, `ALTER TABLE sessionmem_documents ENABLE TRIGGER USER`); err != nil {
+		t.Fatal(err)
+	}
+	var docs int64
+	if err := s.pool.QueryRow(ctx, `SELECT sum(docs) FROM sessionmem_doc_stats`).Scan(&docs); err != nil || docs != 3 {
+		t.Fatalf("stats count %d documents before the repair (%v), want the 3 the triggers saw", docs, err)
+	}
+	if err := s.Reindex(ctx, nil); err != nil {
+		t.Fatal(err)
+	}
+	checkDocStats(t, s, o)
+	q, _ := fts.Parse("alpha charlie")
+	got, _ := searchAll(t, s, "alpha charlie", storage.SearchQuery{}, 10)
+	compareHits(t, "after the repair", got, o.rank(q, func(oDoc) bool { return true }, minTier))
+}
