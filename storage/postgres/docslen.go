@@ -46,7 +46,7 @@ func (s *Store) fillLengthBatch(ctx context.Context) (int, error) {
 		}
 		var docs []int64
 		var lens []int32
-		var scratch []byte
+		var buf tsvBuf
 		for rows.Next() {
 			var doc int64
 			var vec []byte
@@ -54,7 +54,7 @@ func (s *Store) fillLengthBatch(ctx context.Context) (int, error) {
 				rows.Close()
 				return err
 			}
-			n, err := tsvectorLength(vec, &scratch)
+			n, err := tsvectorLength(vec, &buf)
 			if err != nil {
 				rows.Close()
 				return err

@@ -99,6 +99,7 @@ type ranker struct {
 	fetched int
 	counted func(docs int) // called after each fetch with the documents it read
 	scorer  *scorer
+	saved   []cand // fetch's copy of the heap, reused
 }
 
 // newRanker prepares the ranking of q with the statistics st and dfs (one per ranked term).
@@ -203,9 +204,9 @@ func (r *ranker) roundQuery(i int) string {
 }
 
 // fetch scores the documents that match tsq (and the filters, floor < doc <= snap), at most
-// limit of them (< 0: all), passing each to keep. It returns how many there were (limit+1
-// when there were more, and then not all were passed).
-func (r *ranker) fetch(tsq string, snap, floor int64, limit int, keep func(*cand)) (int, error) {
+// limit of them (< 0: all), into top. It returns how many there were: limit+1 when there
+// were more, and then top is left as it was.
+func (r *ranker) fetch(tsq string, snap, floor int64, limit int, top *topH) (int, error) {
 	saved := len(r.b.args)
 	defer func() { r.b.args = r.b.args[:saved] }()
 	extra := []string{"d.terms @@ " + r.b.arg(tsq) + "::tsquery", "d.doc <= " + r.b.arg(snap)}
@@ -225,11 +226,13 @@ func (r *ranker) fetch(tsq string, snap, floor int64, limit int, keep func(*cand
 	if err := textRows(rows); err != nil {
 		return 0, err
 	}
-	var cands []cand
+	before := append(r.saved[:0], top.items...)
+	r.saved = before
 	count := 0
 	for rows.Next() {
 		count++
 		if limit >= 0 && count > limit {
+			top.items = append(top.items[:0], before...)
 			break
 		}
 		v := rows.RawValues()
@@ -248,18 +251,13 @@ func (r *ranker) fetch(tsq string, snap, floor int64, limit int, keep func(*cand
 		if c.own, err = r.scorer.score(v[6], v[7], v[5]); err != nil {
 			return 0, err
 		}
-		cands = append(cands, c)
+		top.keep(&c)
 	}
 	if err := rows.Err(); err != nil {
 		return 0, err
 	}
 	if r.counted != nil {
 		r.counted(count)
-	}
-	if limit < 0 || count <= limit {
-		for i := range cands {
-			keep(&cands[i])
-		}
 	}
 	return count, nil
 }
@@ -312,7 +310,7 @@ func (t *topH) sorted() []cand {
 func (r *ranker) evaluate(u *universe, top *topH) (int, error) {
 	if u.floor > 0 || u.rounds < 0 {
 		// The newest matches only, all at once (their number is within the budget).
-		_, err := r.fetch(r.q.TSQuery(), u.snap, u.floor, -1, top.keep)
+		_, err := r.fetch(r.q.TSQuery(), u.snap, u.floor, -1, top)
 		return u.rounds, err
 	}
 	for i := 0; i < u.rounds; i++ {
@@ -326,7 +324,7 @@ func (r *ranker) evaluate(u *universe, top *topH) (int, error) {
 				return i, nil
 			}
 		}
-		n, err := r.fetch(r.roundQuery(i), u.snap, 0, left, top.keep)
+		n, err := r.fetch(r.roundQuery(i), u.snap, 0, left, top)
 		if err != nil {
 			return 0, err
 		}

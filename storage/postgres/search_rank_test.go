@@ -38,7 +38,7 @@ func TestTermFreq(t *testing.T) {
 		}
 	}
 	sc := newScorer(terms, lexemes, 1)
-	var scratch []byte
+	var buf tsvBuf
 	for i := range 300 {
 		text := oracleText(rng)
 		if i%7 == 0 {
@@ -46,7 +46,7 @@ func TestTermFreq(t *testing.T) {
 		}
 		vec := []byte(fts.TSVector(text))
 		words := fts.Terms(text)
-		if n, err := tsvectorLength(vec, &scratch); err != nil || n != len(words) {
+		if n, err := tsvectorLength(vec, &buf); err != nil || n != len(words) {
 			t.Fatalf("%q: length %d (%v), want %d", text, n, err, len(words))
 		}
 		if _, err := sc.score(vec, nil, []byte("-1")); err != nil {
@@ -60,14 +60,14 @@ func TestTermFreq(t *testing.T) {
 	}
 	// PostgreSQL's output: weights after positions, quotes and backslashes doubled.
 	var got []string
-	err := walkTSVector([]byte(`'a''b':1A,3 'c\\d':2B 'x'`), &scratch, func(lex []byte, pos []int32) {
+	err := walkTSVector([]byte(`'a''b':1A,3 'c\\d':2B 'x'`), &buf, func(lex []byte, pos []int32) {
 		got = append(got, fmt.Sprint(string(lex), pos))
 	})
 	if err != nil || strings.Join(got, " ") != `a'b[1 3] c\d[2] x[]` {
 		t.Fatalf("walked %q, %v", got, err)
 	}
 	for _, bad := range []string{`'a`, `a`, `'a':x`, `'a':`} {
-		if err := walkTSVector([]byte(bad), &scratch, func([]byte, []int32) {}); err == nil {
+		if err := walkTSVector([]byte(bad), &buf, func([]byte, []int32) {}); err == nil {
 			t.Errorf("%q walked", bad)
 		}
 	}

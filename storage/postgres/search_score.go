@@ -46,12 +46,12 @@ func (r *ranker) scoreSQL(a string, arg func(any) string) string {
 
 // scorer turns scoreSQL's columns into scores, reusing its buffers from row to row.
 type scorer struct {
-	index   map[string]int // lexeme: its place in pos
-	pos     [][]int32      // the current document's positions of each lexeme
-	terms   []scoreTerm
-	avgdl   float64
-	scratch []byte
-	tfs     []int
+	index map[string]int // lexeme: its place in pos
+	pos   [][]int32      // the current document's positions of each lexeme
+	terms []scoreTerm
+	avgdl float64
+	buf   tsvBuf
+	tfs   []int
 }
 
 // scoreTerm is a ranked term as the scorer sees it.
@@ -89,7 +89,7 @@ func (s *scorer) score(vec, ranks, length []byte) (float64, error) {
 		s.pos[i] = s.pos[i][:0]
 	}
 	if vec != nil {
-		err := walkTSVector(vec, &s.scratch, func(lex []byte, pos []int32) {
+		err := walkTSVector(vec, &s.buf, func(lex []byte, pos []int32) {
 			if i, ok := s.index[string(lex)]; ok {
 				s.pos[i] = append(s.pos[i], pos...)
 			}

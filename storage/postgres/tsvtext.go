@@ -8,11 +8,18 @@ import (
 // Reading a tsvector's text output in Go: the documents' lengths (docslen.go) and the
 // lexemes a search scores (search_score.go).
 
+// tsvBuf is walkTSVector's memory, reused from call to call.
+type tsvBuf struct {
+	lex []byte
+	pos []int32
+}
+
 // walkTSVector calls fn with each lexeme of a tsvector's text output ('a':1,3A 'b':2) and
 // its positions, weights dropped (both valid during the call only). Lexemes are quoted,
 // with ' and \ doubled.
-func walkTSVector(s []byte, scratch *[]byte, fn func(lex []byte, pos []int32)) error {
-	var pos []int32
+func walkTSVector(s []byte, buf *tsvBuf, fn func(lex []byte, pos []int32)) error {
+	pos := buf.pos[:0]
+	defer func() { buf.pos = pos[:0] }()
 	bad := func(what string, i int) error { return fmt.Errorf("tsvector text %.40q: %s at %d", s, what, i) }
 	for i := 0; i < len(s); {
 		if s[i] == ' ' {
@@ -46,7 +53,7 @@ func walkTSVector(s []byte, scratch *[]byte, fn func(lex []byte, pos []int32)) e
 		lex := s[start:i]
 		i++
 		if escaped {
-			b := (*scratch)[:0]
+			b := buf.lex[:0]
 			for j := 0; j < len(lex); j++ {
 				if lex[j] == '\\' || lex[j] == '\'' {
 					j++
@@ -55,7 +62,7 @@ func walkTSVector(s []byte, scratch *[]byte, fn func(lex []byte, pos []int32)) e
 					b = append(b, lex[j])
 				}
 			}
-			*scratch, lex = b, b
+			buf.lex, lex = b, b
 		}
 		pos = pos[:0]
 		if i < len(s) && s[i] == ':' {
@@ -112,9 +119,9 @@ func parseInt(b []byte) (int64, error) {
 // text output's positions tell: the largest position. It is exact unless the text had more
 // than fts.PGMaxPosition terms, or its last term repeats a word that already had
 // fts.PGMaxPositions positions.
-func tsvectorLength(vec []byte, scratch *[]byte) (int, error) {
+func tsvectorLength(vec []byte, buf *tsvBuf) (int, error) {
 	n := int32(0)
-	err := walkTSVector(vec, scratch, func(_ []byte, pos []int32) {
+	err := walkTSVector(vec, buf, func(_ []byte, pos []int32) {
 		if k := len(pos); k > 0 {
 			n = max(n, pos[k-1])
 		}
