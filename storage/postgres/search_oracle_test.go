@@ -293,6 +293,7 @@ var oracleQueries = []string{
 	`"alpha bravo"`, `"bravo alpha" charlie`, "alph*", "conf*", "fix*", "fixing*", "alpha -bravo", "the", "the did we",
 	"login.go", "auth/login.go", "parseConfig", "parseconfig", "bra* charlie", `"bravo char*"`,
 	"+echo -foxtrot golf hotel", "release date", "+kilo +lima", `-"alpha bravo" delta`, "nomatchatall",
+	`"alpha alpha"`, `"the the" bravo`, `"alpha bravo alpha"`,
 	"what did the user say about the release date and the login timeout configuration",
 }
 

@@ -93,8 +93,8 @@ type ranker struct {
 	terms   []rankTerm
 	rounds  []round
 	st      corpusStats
-	lexemes []string // lexemes of the ranked terms without a prefix, for scoreSQL
-	ranked  []int    // the ranked terms with a prefix, whose frequency ts_rank_cd counts
+	lexemes []string // lexemes of the ranked terms whose positions are read (scoreSQL)
+	ranked  []int    // the ranked terms whose frequency ts_rank_cd counts (countedByRank)
 	budget  int      // documents a page may fetch (< 0: no bound)
 	fetched int
 	counted func(docs int) // called after each fetch with the documents it read
@@ -117,7 +117,7 @@ func newRanker(ctx context.Context, tx pgx.Tx, q *fts.Query, b *searchSQL, st co
 	for i, t := range q.Ranked() {
 		idf := fts.IDF(int(st.n), int(dfs[i]))
 		r.terms = append(r.terms, rankTerm{term: t, tsq: t.TSQuery(), df: dfs[i], idf: idf, ub: idf * (fts.K1 + 1), needed: t.Required})
-		if t.Prefix {
+		if countedByRank(t) {
 			r.ranked = append(r.ranked, i)
 		} else {
 			for _, x := range t.Terms {

@@ -23,13 +23,18 @@ func TestTermFreq(t *testing.T) {
 	rng := rand.New(rand.NewPCG(3, 4))
 	var terms []rankTerm
 	var lexemes []string
-	for _, query := range []string{"alpha", `"alpha bravo"`, `"bravo alpha alpha"`, "auth/login.go", "login.go",
-		"parseConfig", "the", `"the the"`, "it's", `"o'brien"`, `back\slash`, "東京"} {
+	// Words, and phrases whose occurrences may overlap: the others are counted by
+	// PostgreSQL (countedByRank), which the oracle tests check.
+	for _, query := range []string{"alpha", `"alpha alpha"`, `"alpha bravo alpha"`, "parseConfig", "the", `"the the"`,
+		"naïve", "京"} {
 		q, err := fts.Parse(query)
 		if err != nil {
 			t.Fatal(err)
 		}
 		tm := q.Include[0]
+		if countedByRank(tm) {
+			t.Fatalf("%s: counted by ts_rank_cd", query)
+		}
 		terms = append(terms, rankTerm{term: tm, idf: 1})
 		for _, x := range tm.Terms {
 			if !slices.Contains(lexemes, x) {
@@ -69,6 +74,23 @@ func TestTermFreq(t *testing.T) {
 	for _, bad := range []string{`'a`, `a`, `'a':x`, `'a':`} {
 		if err := walkTSVector([]byte(bad), &buf, func([]byte, []int32) {}); err == nil {
 			t.Errorf("%q walked", bad)
+		}
+	}
+}
+
+// TestCountedByRank: which terms' frequencies ts_rank_cd counts.
+func TestCountedByRank(t *testing.T) {
+	for query, want := range map[string]bool{
+		"alpha": false, "alph*": true, `"alpha bravo"`: true, `"alpha bravo alpha"`: false, `"alpha alpha"`: false,
+		`"alpha bravo alpha bravo"`: false, `"alpha bravo bravo"`: true, "auth/login.go": true, "go/go": false,
+		`"alpha bra*"`: true,
+	} {
+		q, err := fts.Parse(query)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if got := countedByRank(q.Include[0]); got != want {
+			t.Errorf("%s: %v, want %v", query, got, want)
 		}
 	}
 }

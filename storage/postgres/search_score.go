@@ -20,14 +20,19 @@ import (
 // about 1.5 µs a row, half of it allocations.
 
 // scoreSQL is the two columns a document's score is computed from, for alias a, arg adding
-// a placeholder: the lexemes of its tsvector that the ranked terms without a prefix use
-// (ts_filter of setweight, as tsvector text, NULL when there are none; positions give
-// frequencies, and phrases their runs), and for each term with a prefix its frequency as
-// ts_rank_cd with unit weights counts it (a real[]: each occurrence of a query of one operand
-// is one cover of weight 1, and a tsvector's lexemes are sorted, so the prefix's lexemes are
-// found by binary search; a phrase ending in a prefix counts its occurrences as covers, which
-// may overlap). Expanding a prefix to the lexemes of each document instead (unnest of
-// tsvector_to_array) cost 20 µs per document, ts_rank_cd 3.5.
+// a placeholder:
+//
+//   - the lexemes of its tsvector that the words and the self-overlapping phrases use
+//     (ts_filter of setweight, as tsvector text; NULL when there are none): positions give
+//     a word's frequency, and a phrase's runs;
+//   - for each prefix and other phrase (countedByRank), its frequency as ts_rank_cd with
+//     unit weights counts it, in a real[]: each occurrence of a query of one operand is one
+//     cover of weight 1 (a tsvector's lexemes are sorted, so a prefix's lexemes are found by
+//     binary search), and each occurrence of a phrase too, when its occurrences cannot overlap.
+//
+// Expanding a prefix to the lexemes of each document instead (unnest of tsvector_to_array)
+// cost about six times as much as ts_rank_cd. For a phrase, ts_rank_cd costs about half of
+// setweight and ts_filter, and the positions need not travel.
 func (r *ranker) scoreSQL(a string, arg func(any) string) string {
 	vec := "NULL::text"
 	if len(r.lexemes) > 0 {
@@ -54,6 +59,26 @@ type scorer struct {
 	tfs   []int
 }
 
+// countedByRank reports whether a term's frequency is ts_rank_cd's count (scoreSQL) rather
+// than read from positions: a prefix (its lexemes are not known), and a phrase whose
+// occurrences cannot overlap (ts_rank_cd counts overlapping occurrences, fts.Term.Count does
+// not; a phrase such as "the the" or "a b a" is counted from positions).
+func countedByRank(t fts.Term) bool {
+	if t.Prefix {
+		return true
+	}
+	n := len(t.Terms)
+	if n < 2 {
+		return false
+	}
+	for k := 1; k < n; k++ {
+		if slices.Equal(t.Terms[k:], t.Terms[:n-k]) {
+			return false
+		}
+	}
+	return true
+}
+
 // scoreTerm is a ranked term as the scorer sees it.
 type scoreTerm struct {
 	idf    float64
@@ -69,7 +94,7 @@ func newScorer(terms []rankTerm, lexemes []string, avgdl float64) *scorer {
 	ranked := 0
 	for _, t := range terms {
 		st := scoreTerm{idf: t.idf, ranked: -1}
-		if t.term.Prefix {
+		if countedByRank(t.term) {
 			st.ranked = ranked
 			ranked++
 		} else {
