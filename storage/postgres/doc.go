@@ -92,11 +92,12 @@
 //     (ANALYZE's most_common_elems) put in 1,000 documents or more, estimated from them, and
 //     remembered per process for Options.StatsMaxAge (a minute).
 //   - Scoring (search_score.go): a candidate's row gives only the part of its tsvector that
-//     holds the query's lexemes (ts_filter of setweight), read as text and scored in Go:
-//     frequencies from positions, phrases and paths from consecutive positions (exactly as
-//     fts.Term.Count, non-overlapping); a prefix's frequency is ts_rank_cd's count with unit
-//     weights (every position of every lexeme it covers; a phrase ending in a prefix counts
-//     overlapping occurrences).
+//     holds the query's words (ts_filter of setweight), read as text and scored in Go, with
+//     frequencies from positions; a prefix's and a phrase's (or path's) frequency is
+//     ts_rank_cd's count with unit weights (every position of every lexeme a prefix covers;
+//     every occurrence of a phrase, as fts.Term.Count counts them, except that a phrase
+//     ending in a prefix counts overlapping occurrences; the few phrases whose occurrences
+//     can overlap are counted from positions).
 //   - Top k (search_rank.go): MaxScore over the GIN index, rarest words first, stopping as
 //     soon as the words left cannot bring a document into the page; latency follows the
 //     documents that must be scored, not the matches. A page scores at most
