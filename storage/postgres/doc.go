@@ -19,8 +19,13 @@
 //	                     (sid, seq, n), entry id, kind, role, time, files (text[]) and the
 //	                     text's terms (tsvector); GIN indexes on terms and files
 //	sessionmem_settings  (schema 2) store-wide key/value settings (storage.Settings)
+//	sessionmem_doc_stats (schema 4) the documents' count and total length, in 16 rows
+//	                     that writers on different connections update (BM25's N and
+//	                     average length)
 //
-// Schema 3 adds docs_gen to sessionmem_sessions (see Search).
+// Schema 3 adds docs_gen to sessionmem_sessions (see Search). Schema 4 adds what BM25 needs:
+// len (the document's number of terms) to sessionmem_documents, and sessionmem_doc_stats
+// (document count and total length, kept by triggers on the documents table).
 //
 // # Writes
 //
@@ -72,29 +77,52 @@
 // a rename reaches every hit at once. Deleting a session deletes its documents (ON DELETE
 // CASCADE, the same statement).
 //
-// Search runs fts.Query.TSQuery against the GIN index (to_tsquery syntax built by fts, which
-// TestPostgresOracle checks against Query.Matches on a real server), with the same query
-// semantics, filters, limits and ranking window as the local index (storage/ftsindex). It
-// differs from the local index in these ways:
+// Search (contract v3) matches with fts.Query.TSQuery against the GIN index (to_tsquery
+// syntax built by fts, which TestPostgresOracle checks against Query.Matches on a real
+// server): an entry matches when it holds one of the query's ranked words, every required
+// one and no excluded one. Matches are ranked by BM25 with storage/fts's parameters (K1, B,
+// IDF, TermScore) and context (fts.ContextScore: the own scores of the messages right before
+// and after it in its session), then newer first, then later written; TestSearchOracle checks
+// the order and the scores against a brute-force computation in Go over the same texts.
 //
-//   - Ranking is ts_rank_cd(terms, query, 1): cover density (how many times, and how close
-//     together, the query's terms occur), divided by 1 + log(document length). The local
-//     index ranks by BM25, which also weighs each term by its rarity across the store;
-//     PostgreSQL keeps no per-term statistics a query could use cheaply, so here a rare word
-//     of a query counts as much as a common one. Ties are broken alike (newer first, then
-//     later written).
+//   - Statistics (search_stats.go): N and the average document length from
+//     sessionmem_doc_stats (schema 4), which triggers keep exact in the documents' own
+//     transactions; each document's length in terms in its len column; a term's df counted
+//     through the GIN index (up to 5,000), or, for a lexeme that PostgreSQL's statistics
+//     (ANALYZE's most_common_elems) put in 1,000 documents or more, estimated from them, and
+//     remembered per process for Options.StatsMaxAge (a minute).
+//   - Scoring (search_score.go): a candidate's row gives only the part of its tsvector that
+//     holds the query's words (ts_filter of setweight), read as text and scored in Go, with
+//     frequencies from positions; a prefix's and a phrase's (or path's) frequency is
+//     ts_rank_cd's count with unit weights (every position of every lexeme a prefix covers;
+//     every occurrence of a phrase, as fts.Term.Count counts them, except that a phrase
+//     ending in a prefix counts overlapping occurrences; the few phrases whose occurrences
+//     can overlap are counted from positions).
+//   - Top k (search_rank.go): MaxScore over the GIN index, rarest words first, stopping as
+//     soon as the words left cannot bring a document into the page; latency follows the
+//     documents that must be scored, not the matches. A page scores at most
+//     Options.ScoreBudget (20,000) documents: below that the ranking is exact; past it the
+//     words in the most documents are left out, or, when even the rarest word passes it, only
+//     the newest 20,000 matches are ranked, and the result says Windowed.
+//   - Context (search_context.go): computed for the best max(200, 10·limit) documents by own
+//     score, which are ranked by score with context; the rest follow by own score.
+//
+// It differs from the local index in these ways:
+//
+//   - The statistics are exact for N and lengths; df of common words are estimates.
+//     Documents written before schema 4 rank as of average length until the background fill
+//     (docslen.go) has read their length off their tsvector.
 //   - Phrases are not found past term position 16,383 of a document (PostgreSQL's position
-//     limit; single words still are), and a document whose distinct terms would exceed a
-//     tsvector's 1 MB is indexed from its beginning only (the local index has no such limit;
-//     both index at most the first MaxTextBytes, 1 MiB, of a document's text).
-//   - Paging is keyset (score, time, document) within a snapshot, not an offset: a later page
-//     never repeats a hit of an earlier one even if documents were deleted meanwhile.
+//     limit; single words still are), a term keeps at most 256 positions (so frequencies
+//     stop there), and a document whose distinct terms would exceed a tsvector's 1 MB is
+//     indexed from its beginning only (the local index has no such limit; both index at most
+//     the first MaxTextBytes, 1 MiB, of a document's text).
+//   - Paging is keyset within a snapshot, not an offset: the cursor holds the snapshot, the
+//     statistics of the first page (so a document scores the same on every page whatever is
+//     saved meanwhile) and the last hit's (score, time, document); a later page never repeats
+//     a hit of an earlier one even if documents were deleted meanwhile.
 //   - A cursor stays valid across processes and restarts (the local index's is tied to its
 //     index file).
-//
-// The ranking window: a query matching more than Options.RankWindow (20,000) documents ranks
-// only the newest of them by the order they were written, and says so (Windowed): ts_rank_cd
-// reads every match's tsvector.
 //
 // Records stored without documents (before schema 2, by a handle without Docs, or by a
 // process that died before it wrote them) are found once the backfill built theirs: a background job of every store with Docs (at start, then
@@ -102,6 +130,8 @@
 // without a lock, builds their documents, and inserts them in a short transaction under the
 // session's row lock, moving the session's docs_through, so it is resumable, several servers
 // may run it at once, and saves wait at most for one insert. Progress reports how far it is.
+// The same job, and Reindex, fill the length of documents written before schema 4
+// (docslen.go).
 //
 // # Rewriting
 //

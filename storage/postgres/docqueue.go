@@ -246,10 +246,10 @@ func groupBatches(bs []docBatch) []docBatch {
 // foreign key would; a Rewrite's or Delete's lock conflicts with it) until the transaction
 // ends.
 const lockedInsertDocs = `WITH s AS (SELECT sid FROM sessionmem_sessions WHERE sid = $1 AND docs_gen = $10 FOR KEY SHARE)
-	INSERT INTO sessionmem_documents (sid, seq, n, entry_id, kind, role, time_ns, files, terms)
-	SELECT s.sid, u.seq, u.n, u.entry_id, u.kind, u.role, u.time_ns, u.files::text[], u.terms::tsvector
-	FROM s, unnest($2::bigint[], $3::smallint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[])
-		AS u(seq, n, entry_id, kind, role, time_ns, files, terms)
+	INSERT INTO sessionmem_documents (sid, seq, n, entry_id, kind, role, time_ns, files, terms, len)
+	SELECT s.sid, u.seq, u.n, u.entry_id, u.kind, u.role, u.time_ns, u.files::text[], u.terms::tsvector, u.len
+	FROM s, unnest($2::bigint[], $3::smallint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[], $11::int[])
+		AS u(seq, n, entry_id, kind, role, time_ns, files, terms, len)
 	ON CONFLICT DO NOTHING`
 
 // advanceDocs moves docs_through over records from..through ($3..$4) once they have their
@@ -277,7 +277,7 @@ func (s *Store) writeDocs(ctx context.Context, b docBatch) error {
 	batch.Queue("BEGIN")
 	batch.Queue("SET LOCAL synchronous_commit = off")
 	if c.count > 0 {
-		batch.Queue(lockedInsertDocs, b.sid, c.seq, c.n, c.entry, c.kind, c.role, c.time, c.files, c.terms, b.gen)
+		batch.Queue(lockedInsertDocs, b.sid, c.seq, c.n, c.entry, c.kind, c.role, c.time, c.files, c.terms, b.gen, c.length)
 	}
 	batch.Queue(advanceDocs, b.sid, b.gen, int64(b.from()), int64(b.through()))
 	batch.Queue("COMMIT")

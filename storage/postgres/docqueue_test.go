@@ -345,7 +345,7 @@ func TestMigrateFrom2(t *testing.T) {
 	saveText(t, old, "m", "pangolin")
 	old.Close()
 	admin := openStore(t, url, Options{})
-	if _, err := admin.pool.Exec(context.Background(), `ALTER TABLE sessionmem_sessions DROP COLUMN docs_gen;
+	if _, err := admin.pool.Exec(context.Background(), undoSchema4+`ALTER TABLE sessionmem_sessions DROP COLUMN docs_gen;
 		UPDATE sessionmem_schema SET version = 2`); err != nil {
 		t.Fatal(err)
 	}

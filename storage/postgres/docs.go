@@ -26,6 +26,7 @@ type docColumns struct {
 	entry, kind, role []string
 	time              []int64
 	files, terms      []string // text[] and tsvector literals
+	length            []int32  // terms of the text indexed (BM25's document length)
 	count             int
 	textBytes         int64
 }
@@ -59,6 +60,7 @@ func (c *docColumns) add(docs storage.DocsFunc, h storage.Header, rec storage.Re
 		c.time = append(c.time, t)
 		c.files = append(c.files, textArray(d.Files))
 		c.terms = append(c.terms, terms)
+		c.length = append(c.length, int32(termCount(text)))
 		c.count++
 		c.textBytes += int64(len(text))
 		n++
@@ -67,17 +69,17 @@ func (c *docColumns) add(docs storage.DocsFunc, h storage.Header, rec storage.Re
 
 // insertDocs inserts the documents; a document already there (same record and number) is
 // left as it is, records being immutable.
-const insertDocs = `INSERT INTO sessionmem_documents (sid, seq, n, entry_id, kind, role, time_ns, files, terms)
-	SELECT $1, u.seq, u.n, u.entry_id, u.kind, u.role, u.time_ns, u.files::text[], u.terms::tsvector
-	FROM unnest($2::bigint[], $3::smallint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[])
-		AS u(seq, n, entry_id, kind, role, time_ns, files, terms)
+const insertDocs = `INSERT INTO sessionmem_documents (sid, seq, n, entry_id, kind, role, time_ns, files, terms, len)
+	SELECT $1, u.seq, u.n, u.entry_id, u.kind, u.role, u.time_ns, u.files::text[], u.terms::tsvector, u.len
+	FROM unnest($2::bigint[], $3::smallint[], $4::text[], $5::text[], $6::text[], $7::bigint[], $8::text[], $9::text[], $10::int[])
+		AS u(seq, n, entry_id, kind, role, time_ns, files, terms, len)
 	ON CONFLICT DO NOTHING`
 
 func (c *docColumns) queue(b *pgx.Batch, sid int64) {
 	if c.count == 0 {
 		return
 	}
-	b.Queue(insertDocs, sid, c.seq, c.n, c.entry, c.kind, c.role, c.time, c.files, c.terms)
+	b.Queue(insertDocs, sid, c.seq, c.n, c.entry, c.kind, c.role, c.time, c.files, c.terms, c.length)
 }
 
 // queueDocs queues the insertion of the documents of recs (stored records) into b.
@@ -88,6 +90,19 @@ func (s *Store) queueDocs(b *pgx.Batch, sid int64, h storage.Header, recs []stor
 	}
 	c.queue(b, sid)
 }
+
+// termCount is the number of terms of text (fts.Terms), counted without keeping them.
+func termCount(text string) int {
+	buf := termBufs.Get().(*[]byte)
+	var n int
+	*buf, n = fts.AppendTerms((*buf)[:0], text)
+	if cap(*buf) <= 1<<20 {
+		termBufs.Put(buf)
+	}
+	return n
+}
+
+var termBufs = sync.Pool{New: func() any { b := make([]byte, 0, 4096); return &b }}
 
 // textArray renders paths as a PostgreSQL text[] literal, cleaned as the file filter
 // compares them.
@@ -149,7 +164,8 @@ const backfillBatch = 500
 
 // Reindex builds the search documents of every record that has none (records stored before
 // schema version 2, or by a handle without Options.Docs), in batches of backfillBatch
-// records per transaction, and calls progress after each. It can be interrupted at any time
+// records per transaction, and calls progress after each; then it fills the length of the
+// documents written before schema 4 and checks the documents' statistics (docslen.go). It can be interrupted at any time
 // and resumed: each batch commits with the session's docs_through. Saves keep working
 // meanwhile: a batch reads its records without a lock and holds the session's row lock only
 // for the insert. Several processes may run it at once; what one did, the others skip.
@@ -162,7 +178,10 @@ func (s *Store) Reindex(ctx context.Context, progress func(IndexProgress)) error
 		return err
 	}
 	defer done()
-	return s.reindex(ctx, progress)
+	if err := s.reindex(ctx, progress); err != nil {
+		return err
+	}
+	return s.checkDocStats(ctx)
 }
 
 func (s *Store) reindex(ctx context.Context, progress func(IndexProgress)) error {
@@ -206,6 +225,9 @@ func (s *Store) reindex(ctx context.Context, progress func(IndexProgress)) error
 				progress(p)
 			}
 		}
+	}
+	if err := s.fillLengthsLogged(ctx); err != nil {
+		return err
 	}
 	if p, err = s.Progress(ctx); err != nil {
 		return err

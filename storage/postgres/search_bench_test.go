@@ -12,10 +12,12 @@ import (
 	"strconv"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 	"unicode/utf8"
 
+	"github.com/jackc/pgx/v5"
 	"github.com/tidwall/gjson"
 
 	"github.com/sessionmem/sessionmem/storage"
@@ -133,7 +135,9 @@ type searchStore struct {
 	reindex  time.Duration // Reindex of all of it
 	tickets  []string
 	words    []string // a few words of some messages, for multi-word queries
-	paths    []string
+	// questions are natural-language questions of 5-15 words about some messages
+	questions []string
+	paths     []string
 }
 
 var (
@@ -144,7 +148,10 @@ var (
 func buildSearchStore(b *testing.B) *searchStore {
 	c := loadBenchCorpus(b)
 	ssOnce.Do(func() {
-		url := benchDB(b)
+		url := os.Getenv(benchURLEnv)
+		if url == "" {
+			url = benchDB(b)
+		}
 		// Loaded without Docs (so Reindex below measures building every document), then
 		// searched through a handle with Docs.
 		plain, err := Open(context.Background(), url, Options{})
@@ -152,45 +159,32 @@ func buildSearchStore(b *testing.B) *searchStore {
 			b.Fatal(err)
 		}
 		defer plain.Close()
+		var have int64
+		if err := plain.pool.QueryRow(context.Background(), `SELECT count(*) FROM sessionmem_sessions`).Scan(&have); err != nil {
+			b.Fatal(err)
+		}
 		out := &searchStore{}
-		rng := rand.New(rand.NewPCG(42, 7))
-		when := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
-		total := benchMB() << 20
 		start := time.Now()
-		for n := 0; out.bytes < total; n++ {
-			id := fmt.Sprintf("s%05d", n)
-			wd := fmt.Sprintf("/home/dev/project%02d", n%20)
+		// With a database of a previous run (benchURLEnv), the same messages are generated
+		// again for the query lists, and not written.
+		c.generate(b, out, benchMB()<<20, func(id, wd string, when time.Time) {
+			if have > 0 {
+				return
+			}
 			if err := plain.Create(context.Background(), storage.Header{ID: id, WorkingDir: wd, Created: when}, storage.Meta{Name: "session " + id}); err != nil {
 				b.Fatal(err)
 			}
-			for i := 0; i < 200 && out.bytes < total; i += 50 {
-				recs := make([]storage.Record, 0, 50)
-				for j := i; j < i+50; j++ {
-					m := c.message(rng, j, wd, when.Add(time.Duration(j)*time.Second))
-					out.bytes += int64(len(m))
-					out.messages++
-					if t := gjson.GetBytes(m, `message.content.0.text`).Str; strings.Contains(t, " ticket-") && rng.IntN(4) == 0 {
-						out.tickets = append(out.tickets, t[strings.LastIndex(t, "ticket-"):])
-					}
-					if rng.IntN(200) == 0 {
-						if ws := fts.Terms(gjson.GetBytes(m, `message.content.0.text`).Str); len(ws) > 40 {
-							out.words = append(out.words, strings.Join(ws[20:22], " "))
-						}
-					}
-					if p := gjson.GetBytes(m, `message.content.1.arguments.path`).Str; p != "" && rng.IntN(50) == 0 {
-						out.paths = append(out.paths, p)
-					}
-					recs = append(recs, storage.Record{Kind: "message", Data: m})
-				}
-				if err := plain.Update(context.Background(), id, func(w storage.Writer) error {
-					_, err := w.Append(recs, storage.Meta{Messages: i + 50})
-					return err
-				}); err != nil {
-					b.Fatal(err)
-				}
+		}, func(id string, recs []storage.Record, messages int) {
+			if have > 0 {
+				return
 			}
-			when = when.Add(time.Hour)
-		}
+			if err := plain.Update(context.Background(), id, func(w storage.Writer) error {
+				_, err := w.Append(recs, storage.Meta{Messages: messages})
+				return err
+			}); err != nil {
+				b.Fatal(err)
+			}
+		})
 		out.loadDur = time.Since(start)
 		s, err := Open(context.Background(), url, Options{Docs: storetest.Docs, BackfillInterval: -1})
 		if err != nil {
@@ -230,6 +224,53 @@ func buildSearchStore(b *testing.B) *searchStore {
 	return ss
 }
 
+// benchURLEnv names the URL of a database to build the search store in, or to reuse it from
+// an earlier run (loading 100 MB takes minutes): SESSIONMEM_BENCH_PG_URL=postgres://...
+const benchURLEnv = "SESSIONMEM_BENCH_PG_URL"
+
+// generate makes total bytes of message JSON in sessions of 200 messages (20 working
+// directories, an hour apart), calling create for each session and save for each batch of 50
+// records, and collects the query material (tickets, words, paths) into out.
+func (c *benchCorpus) generate(b *testing.B, out *searchStore, total int64, create func(id, wd string, when time.Time),
+	save func(id string, recs []storage.Record, messages int)) {
+	rng := rand.New(rand.NewPCG(42, 7))
+	qrng := rand.New(rand.NewPCG(9, 9)) // apart, so the store is the one earlier runs measured
+	when := time.Date(2025, 1, 1, 0, 0, 0, 0, time.UTC)
+	for n := 0; out.bytes < total; n++ {
+		id := fmt.Sprintf("s%05d", n)
+		wd := fmt.Sprintf("/home/dev/project%02d", n%20)
+		create(id, wd, when)
+		for i := 0; i < 200 && out.bytes < total; i += 50 {
+			recs := make([]storage.Record, 0, 50)
+			for j := i; j < i+50; j++ {
+				m := c.message(rng, j, wd, when.Add(time.Duration(j)*time.Second))
+				out.bytes += int64(len(m))
+				out.messages++
+				text := gjson.GetBytes(m, `message.content.0.text`).Str
+				if strings.Contains(text, " ticket-") && rng.IntN(4) == 0 {
+					out.tickets = append(out.tickets, text[strings.LastIndex(text, "ticket-"):])
+				}
+				if rng.IntN(200) == 0 {
+					if ws := fts.Terms(text); len(ws) > 40 {
+						out.words = append(out.words, strings.Join(ws[20:22], " "))
+					}
+				}
+				if qrng.IntN(100) == 0 {
+					if q := question(qrng, text); q != "" {
+						out.questions = append(out.questions, q)
+					}
+				}
+				if p := gjson.GetBytes(m, `message.content.1.arguments.path`).Str; p != "" && rng.IntN(50) == 0 {
+					out.paths = append(out.paths, p)
+				}
+				recs = append(recs, storage.Record{Kind: "message", Data: m})
+			}
+			save(id, recs, i+50)
+		}
+		when = when.Add(time.Hour)
+	}
+}
+
 // BenchmarkSearch: search latency on the generated store, per query class; each iteration
 // runs one query of the class (cycling through several), and the median and p99 are reported.
 func BenchmarkSearch(b *testing.B) {
@@ -240,8 +281,21 @@ func BenchmarkSearch(b *testing.B) {
 		name  string
 		query func(i int) storage.SearchQuery
 	}{
+		{"question", func(i int) storage.SearchQuery { return q(st.questions[i%len(st.questions)]) }},
+		{"question+dir", func(i int) storage.SearchQuery {
+			x := q(st.questions[i%len(st.questions)])
+			x.WorkingDir = fmt.Sprintf("/home/dev/project%02d", i%20)
+			return x
+		}},
 		{"rare-ticket", func(i int) storage.SearchQuery { return q(st.tickets[i%len(st.tickets)]) }},
 		{"two-words", func(i int) storage.SearchQuery { return q(st.words[i%len(st.words)]) }},
+		{"two-required", func(i int) storage.SearchQuery {
+			w := strings.Fields(st.words[i%len(st.words)])
+			return q("+" + strings.Join(w, " +"))
+		}},
+		{"word-exclude", func(i int) storage.SearchQuery {
+			return q(mid[i%len(mid)] + " -" + common[(i+1)%len(common)])
+		}},
 		{"phrase", func(i int) storage.SearchQuery { return q(`"` + st.words[i%len(st.words)] + `"`) }},
 		{"mid-word", func(i int) storage.SearchQuery { return q(mid[i%len(mid)]) }},
 		{"common-word", func(i int) storage.SearchQuery { return q(common[i%len(common)]) }},
@@ -267,6 +321,9 @@ func BenchmarkSearch(b *testing.B) {
 			var ds []time.Duration
 			hits := 0
 			windowed := 0
+			scored, rounds := st.s.scored.Load(), st.s.rounds.Load()
+			pg0, pgOK := backendCPU(st.s)
+			go0 := processCPU()
 			for i := 0; b.Loop(); i++ {
 				start := time.Now()
 				res, err := st.s.Search(context.Background(), cl.query(i))
@@ -280,9 +337,16 @@ func BenchmarkSearch(b *testing.B) {
 				}
 			}
 			all = append(all, ds...)
+			goCPU := processCPU() - go0
+			if pg1, ok := backendCPU(st.s); ok && pgOK {
+				b.ReportMetric(float64((pg1-pg0).Microseconds())/1e3/float64(len(ds)), "pg-cpu-ms/op")
+			}
+			b.ReportMetric(float64(goCPU.Microseconds())/1e3/float64(len(ds)), "go-cpu-ms/op")
 			medianOf(b, ds)
 			b.ReportMetric(float64(hits)/float64(len(ds)), "hits/op")
 			b.ReportMetric(float64(windowed)/float64(len(ds)), "windowed/op")
+			b.ReportMetric(float64(st.s.scored.Load()-scored)/float64(len(ds)), "scored/op")
+			b.ReportMetric(float64(st.s.rounds.Load()-rounds)/float64(len(ds)), "rounds/op")
 		})
 	}
 }
@@ -341,4 +405,73 @@ func BenchmarkAppendDocs(b *testing.B) {
 	b.ReportMetric(float64(dn[len(dn)/2].Microseconds()), "without-median-us")
 	b.ReportMetric(float64(dw[len(dw)*99/100].Microseconds()), "with-docs-p99-us")
 	b.ReportMetric(float64(dn[len(dn)*99/100].Microseconds()), "without-p99-us")
+}
+
+// questionForms are natural-language questions as agents ask the memory; %s are 2-5 words of
+// a message.
+var questionForms = []string{
+	"when did we fix the %s?",
+	"what did the user say about %s",
+	"how do we handle %s in this project",
+	"why was the %s changed last time",
+	"where is the %s defined and who uses it",
+	"did we ever discuss %s before the release",
+	"what was the problem with %s and how did we solve it",
+}
+
+// question makes a question of 5-15 words from 2-5 distinct plain words (4 letters or more,
+// not function words) of text, or "" when text has too few.
+func question(rng *rand.Rand, text string) string {
+	var words []string
+	seen := map[string]bool{}
+	for _, w := range strings.FieldsFunc(text, func(r rune) bool { return !('a' <= r && r <= 'z' || 'A' <= r && r <= 'Z') }) {
+		w = strings.ToLower(w)
+		if len(w) >= 4 && !fts.IsStopWord(w) && !seen[w] {
+			seen[w] = true
+			words = append(words, w)
+		}
+	}
+	if len(words) < 5 {
+		return ""
+	}
+	n := 2 + rng.IntN(4)
+	start := rng.IntN(len(words) - n + 1)
+	form := questionForms[rng.IntN(len(questionForms))]
+	return fmt.Sprintf(form, strings.Join(words[start:start+n], " "))
+}
+
+// backendCPU sums the CPU time the store's database's server processes have used
+// (/proc/<pid>/schedstat, so only for a server on this machine): a measure of a search's work
+// that, unlike its latency, does not grow with what else the machine runs.
+func backendCPU(s *Store) (time.Duration, bool) {
+	rows, err := s.pool.Query(context.Background(), `SELECT pid FROM pg_stat_activity WHERE datname = current_database()`)
+	if err != nil {
+		return 0, false
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return 0, false
+	}
+	var total time.Duration
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/schedstat", pid))
+		if err != nil {
+			return 0, false
+		}
+		ns, err := strconv.ParseInt(strings.Fields(string(b))[0], 10, 64)
+		if err != nil {
+			return 0, false
+		}
+		total += time.Duration(ns)
+	}
+	return total, true
+}
+
+// processCPU is the CPU time this process has used.
+func processCPU() time.Duration {
+	var ru syscall.Rusage
+	if syscall.Getrusage(syscall.RUSAGE_SELF, &ru) != nil {
+		return 0
+	}
+	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }

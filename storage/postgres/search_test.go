@@ -75,7 +75,7 @@ func TestMigrateAndBackfill(t *testing.T) {
 	old.Close()
 	// Back to schema 1, as a database written by the previous release.
 	admin := openStore(t, url, Options{})
-	_, err := admin.pool.Exec(context.Background(), `DROP TABLE sessionmem_documents, sessionmem_settings;
+	_, err := admin.pool.Exec(context.Background(), undoSchema4+`DROP TABLE sessionmem_documents, sessionmem_settings;
 		ALTER TABLE sessionmem_sessions DROP COLUMN docs_through, DROP COLUMN docs_gen; UPDATE sessionmem_schema SET version = 1`)
 	if err != nil {
 		t.Fatal(err)
@@ -177,42 +177,6 @@ func TestBackfillWithSaves(t *testing.T) {
 	}
 }
 
-// TestRankWindow: with more matches than the window, only the newest are ranked and the
-// result says so; paging stays within the window.
-func TestRankWindow(t *testing.T) {
-	s := openStore(t, newSchema(t), Options{Docs: storetest.Docs, RankWindow: 5})
-	mustCreate(t, s, "w")
-	for i := range 12 {
-		saveText(t, s, "w", strings.Repeat("gecko ", 1+(i%3)))
-	}
-	res := find(t, s, "gecko", storage.SearchQuery{Limit: 3})
-	if !res.Windowed || len(res.Hits) != 3 || res.NextCursor == "" {
-		t.Fatalf("first page: %+v", res)
-	}
-	seen := map[uint64]bool{}
-	for {
-		for _, h := range res.Hits {
-			if h.Seq <= 7 || seen[h.Seq] {
-				t.Fatalf("hit %d outside the window of the 5 newest, or twice", h.Seq)
-			}
-			seen[h.Seq] = true
-		}
-		if res.NextCursor == "" {
-			break
-		}
-		res = find(t, s, "gecko", storage.SearchQuery{Limit: 3, Cursor: res.NextCursor})
-		if !res.Windowed {
-			t.Fatal("a later page lost Windowed")
-		}
-	}
-	if len(seen) != 5 {
-		t.Fatalf("pages held %d hits, want the window's 5", len(seen))
-	}
-	if res := find(t, s, "gecko", storage.SearchQuery{SessionID: "w", Since: t0.Add(9 * time.Second)}); res.Windowed || len(res.Hits) != 4 {
-		t.Fatalf("4 matches under a window of 5: %+v", res)
-	}
-}
-
 // TestHugeDocument: a record whose text has more distinct terms than a tsvector holds is
 // saved, and its beginning is searchable.
 func TestHugeDocument(t *testing.T) {
@@ -259,3 +223,14 @@ func TestRewriteWithoutDocs(t *testing.T) {
 		t.Fatal("the old text is found")
 	}
 }
+
+// undoSchema4 takes a database back to schema 3 (tests of migrations).
+const undoSchema4 = `DROP TRIGGER sessionmem_doc_stats_insert ON sessionmem_documents;
+	DROP TRIGGER sessionmem_doc_stats_delete ON sessionmem_documents;
+	DROP TRIGGER sessionmem_doc_stats_update ON sessionmem_documents;
+	DROP FUNCTION sessionmem_doc_stats_insert(), sessionmem_doc_stats_delete(), sessionmem_doc_stats_update();
+	DROP TABLE sessionmem_doc_stats;
+	DROP INDEX sessionmem_documents_len_unknown;
+	ALTER TABLE sessionmem_documents DROP COLUMN len;
+	UPDATE sessionmem_schema SET version = 3;
+`

@@ -254,7 +254,8 @@ func (s *Store) Usage(ctx context.Context) (Usage, error) {
 	err = s.pool.QueryRow(sctx, `SELECT
 		pg_total_relation_size('sessionmem_sessions') + pg_total_relation_size('sessionmem_chunks') +
 		pg_total_relation_size('sessionmem_keys') + pg_total_relation_size('sessionmem_schema') +
-		pg_total_relation_size('sessionmem_documents') + pg_total_relation_size('sessionmem_settings'),
+		pg_total_relation_size('sessionmem_documents') + pg_total_relation_size('sessionmem_settings') +
+		pg_total_relation_size('sessionmem_doc_stats'),
 		pg_total_relation_size('sessionmem_chunks'), pg_total_relation_size('sessionmem_documents'),
 		(SELECT count(*) FROM sessionmem_sessions),
 		(SELECT count(*) FROM sessionmem_chunks),

@@ -7,6 +7,7 @@ import (
 	"log/slog"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
@@ -40,8 +41,9 @@ const (
 	DefaultIdleInTransactionTimeout = time.Minute
 	// DefaultMaxConns is the pool size unless the URL sets pool_max_conns.
 	DefaultMaxConns = 8
-	// DefaultRankWindow is how many of the newest matches a search ranks when more match.
-	DefaultRankWindow = 20000
+	// DefaultScoreBudget is how many documents one page of a search scores at most (see
+	// search_rank.go).
+	DefaultScoreBudget = 20000
 	// DefaultMaxTextBytes is how much of a document's text is indexed.
 	DefaultMaxTextBytes = 1 << 20
 	// DefaultBackfillInterval is how often the backfill looks for records without documents.
@@ -81,9 +83,16 @@ type Options struct {
 	// died before it wrote them). nil: no documents are written, and Search finds only what
 	// handles with Docs wrote.
 	Docs storage.DocsFunc
-	// RankWindow is how many of the newest matches a search ranks when more match (default
-	// DefaultRankWindow; negative: no limit). See Search.
-	RankWindow int
+	// ScoreBudget is how many documents one page of a search scores at most (default
+	// DefaultScoreBudget; negative: no limit). Past it the result is Windowed. See
+	// search_rank.go.
+	ScoreBudget int
+	// StatsMaxAge is how long a process reuses a term's document frequency (default
+	// DefaultStatsMaxAge; negative: count at every search). See search_stats.go.
+	StatsMaxAge time.Duration
+	// tier overrides minTier, and roundDocs the ranker's roundDocs (tests: a tier of a few
+	// documents, a round per term).
+	tier, roundDocs int
 	// MaxTextBytes is how much of a document's text is indexed (default 1 MiB, as the local
 	// index); the rest of a giant tool output is not searchable.
 	MaxTextBytes int
@@ -120,6 +129,11 @@ type Store struct {
 	backfill backfillState
 	// docs is the queue of documents written after their saves committed (docqueue.go).
 	docs docQueue
+	// stats remembers document frequencies for searches (search_stats.go).
+	stats statsCache
+	// scored and rounds count the documents searches scored and the rounds they ran
+	// (tests and benchmarks read them).
+	scored, rounds atomic.Int64
 }
 
 var _ storage.Store = (*Store)(nil)
@@ -151,8 +165,11 @@ func New(url string, opts Options) (*Store, error) {
 	if opts.IdleInTransactionTimeout <= 0 {
 		opts.IdleInTransactionTimeout = DefaultIdleInTransactionTimeout
 	}
-	if opts.RankWindow == 0 {
-		opts.RankWindow = DefaultRankWindow
+	if opts.ScoreBudget == 0 {
+		opts.ScoreBudget = DefaultScoreBudget
+	}
+	if opts.StatsMaxAge == 0 {
+		opts.StatsMaxAge = DefaultStatsMaxAge
 	}
 	if opts.MaxTextBytes <= 0 {
 		opts.MaxTextBytes = DefaultMaxTextBytes
