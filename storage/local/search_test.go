@@ -205,8 +205,17 @@ func TestSearchDeletedWhileIndexDirGone(t *testing.T) {
 	mustCreate(t, s, "a")
 	appendText(t, s, "a", "alpha beta")
 	waitHits(t, s, storage.SearchQuery{Match: mustParse(t, "alpha")}, 1, time.Second)
-	// The directory removed under a running store: the next look rebuilds it.
-	if err := os.RemoveAll(filepath.Join(dir, searchDirName)); err != nil {
+	// The directory removed under a running store: the next look rebuilds it. The index's
+	// own goroutines (a merge, the syncer) may make a file in it while it is being removed,
+	// as they may under a user's rm -r: remove again until it is gone, as the user would.
+	var err error
+	for range 50 {
+		if err = os.RemoveAll(filepath.Join(dir, searchDirName)); err == nil {
+			break
+		}
+		time.Sleep(10 * time.Millisecond)
+	}
+	if err != nil {
 		t.Fatal(err)
 	}
 	waitHits(t, s, storage.SearchQuery{Match: mustParse(t, "alpha")}, 1, 5*time.Second)
