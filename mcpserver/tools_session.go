@@ -132,7 +132,11 @@ func decodeMessages(items gjson.Result, sent bool) ([]memory.Message, error) {
 		}
 		m, derr := memory.DecodeInputMessage([]byte(item.Raw))
 		if derr != nil {
-			err = &argError{fmt.Sprintf("messages[%d]%s", i, derr.Error()), messageHint + "; nothing was saved"}
+			hint := messageHint + "; nothing was saved"
+			if ie, ok := derr.(*memory.InputError); ok && ie.Hint != "" {
+				hint = ie.Hint
+			}
+			err = &argError{fmt.Sprintf("messages[%d]%s", i, derr.Error()), hint}
 			return false
 		}
 		msgs = append(msgs, m)

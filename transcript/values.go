@@ -7,6 +7,9 @@ import (
 	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/sessionmem/sessionmem/internal/jsonscan"
+	"github.com/sessionmem/sessionmem/memory"
 )
 
 // summaryText is a summary without the <read-files>/<modified-files> blocks sessionmem appends
@@ -45,27 +48,31 @@ func parseTime(s string) time.Time {
 }
 
 // objectArgs makes tool arguments a JSON object: objects pass through; other JSON and
-// non-JSON text are kept under "input".
+// non-JSON text are kept under "input", and so is JSON nested deeper than a message's
+// arguments may be (memory.MaxArgumentsDepth), as its text: an import keeps going where a
+// save would be refused, and the text keeps every byte.
 func objectArgs(raw []byte) json.RawMessage {
 	raw = bytes.TrimSpace(raw)
 	if len(raw) == 0 || bytes.Equal(raw, []byte("null")) {
 		return json.RawMessage("{}")
 	}
-	if raw[0] == '{' && json.Valid(raw) {
+	if raw[0] == '{' && !jsonscan.Deeper(raw, memory.MaxArgumentsDepth) && json.Valid(raw) {
 		return json.RawMessage(raw)
 	}
 	var v any = string(raw)
-	if json.Valid(raw) {
+	if !jsonscan.Deeper(raw, memory.MaxArgumentsDepth-1) && json.Valid(raw) { // under "input" it nests one more
 		v = json.RawMessage(raw)
 	}
 	b, _ := json.Marshal(map[string]any{"input": v})
 	return b
 }
 
-// stringArgs parses tool arguments given as a JSON-encoded string (Codex function calls).
+// stringArgs parses tool arguments given as a JSON-encoded string (Codex function calls);
+// text that is not a JSON object, or nests deeper than memory.MaxArgumentsDepth, is kept as
+// it is under "input".
 func stringArgs(s string) json.RawMessage {
 	t := strings.TrimSpace(s)
-	if strings.HasPrefix(t, "{") && json.Valid([]byte(t)) {
+	if strings.HasPrefix(t, "{") && !jsonscan.Deeper([]byte(t), memory.MaxArgumentsDepth) && json.Valid([]byte(t)) {
 		return json.RawMessage(t)
 	}
 	b, _ := json.Marshal(map[string]string{"input": s})
