@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"sync"
 	"syscall"
@@ -26,6 +27,15 @@ func lockPath(ctx context.Context, path string, exclusive bool) (*os.File, os.Fi
 			return nil, nil, err
 		}
 		f, err := openFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil && (errors.Is(err, fs.ErrPermission) || errors.Is(err, syscall.EROFS)) {
+			// A store that may not be written (a read-only mount, files the server may not
+			// write) is still read: flock takes a descriptor open for reading, and a writer
+			// that locks this way fails where it writes, saying the store is read-only. A
+			// lock file that does not exist yet leaves the first error (it could not be made).
+			if rf, rerr := openFile(path, os.O_RDONLY, 0); rerr == nil {
+				f, err = rf, nil
+			}
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("open lock %s: %w", path, err)
 		}
