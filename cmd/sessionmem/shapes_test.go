@@ -356,6 +356,9 @@ func TestExtremeShapes(t *testing.T) {
 	t.Logf("seed %d (SESSIONMEM_SHAPES_SEED replays it)", seed)
 	rng := rand.New(rand.NewPCG(seed, 1))
 	g := &shapeGen{rng: rng}
+	if raceEnabled {
+		g.small = 4 // strings up to 384 KiB, 1,250 keys: the race detector makes the full sizes take minutes
+	}
 	store := t.TempDir()
 	c := serveInProcess(t, store)
 	sessions := map[string][]shapeMsg{}
@@ -423,6 +426,9 @@ func FuzzExtremeShapes(f *testing.F) {
 	f.Fuzz(func(t *testing.T, seed uint64, kind uint8) {
 		rng := rand.New(rand.NewPCG(seed, 2))
 		g := &shapeGen{rng: rng, small: 16}
+		if raceEnabled {
+			g.small = 64
+		}
 		store := t.TempDir()
 		msgs := g.session(int(kind) % numShapes)
 		c := serveInProcess(t, store)
