@@ -67,6 +67,17 @@ func objectArgs(raw []byte) json.RawMessage {
 	return b
 }
 
+// flattenDeepArguments keeps, as objectArgs does, the arguments of tool calls that nest deeper
+// than memory.MaxArgumentsDepth as their text under "input": an export written before
+// sessionmem had its nesting limit may hold such a call, and importing it goes on.
+func flattenDeepArguments(blocks []memory.Block) {
+	for i := range blocks {
+		if b := &blocks[i]; b.Type == memory.BlockToolCall && jsonscan.Deeper(b.Arguments, memory.MaxArgumentsDepth) {
+			b.Arguments = objectArgs(b.Arguments)
+		}
+	}
+}
+
 // stringArgs parses tool arguments given as a JSON-encoded string (Codex function calls);
 // text that is not a JSON object, or nests deeper than memory.MaxArgumentsDepth, is kept as
 // it is under "input".

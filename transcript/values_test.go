@@ -65,3 +65,29 @@ func TestArgsDepth(t *testing.T) {
 		}
 	}
 }
+
+// TestNativeImportOfDeepArguments: an export written before the nesting limit, holding a tool
+// call nested deeper than it, is imported with those arguments as their text; nothing else of
+// the line changes.
+func TestNativeImportOfDeepArguments(t *testing.T) {
+	deep := nested(memory.MaxArgumentsDepth+100, false)
+	lines := `{"type":"sessionmem_export","version":1,"session":{"id":"s1","working_dir":"/p","created_at":"2026-01-01T00:00:00Z"}}` + "\n" +
+		`{"id":"a","entry_id":"e1","role":"assistant","content":[{"type":"tool_call","id":"c","name":"x","arguments":` + deep + `},` +
+		`{"type":"tool_call","id":"d","name":"y","arguments":{"k":1}},{"type":"tool_call","id":"e","name":"z"}],"ts":"2026-01-01T00:00:01Z"}` + "\n"
+	req, st, err := Parse(strings.NewReader(lines), FormatSessionmem, ParseOptions{})
+	if err != nil || st.Messages != 1 {
+		t.Fatalf("parse: %v, %+v", err, st)
+	}
+	blocks := req.Items[0].Message.Content
+	var v map[string]any
+	if err := json.Unmarshal(blocks[0].Arguments, &v); err != nil || v["input"] != deep {
+		t.Errorf("deep arguments: %.80s…, want the text under input", blocks[0].Arguments)
+	}
+	if string(blocks[1].Arguments) != `{"k":1}` || blocks[2].Arguments != nil {
+		t.Errorf("other arguments changed: %s, %s", blocks[1].Arguments, blocks[2].Arguments)
+	}
+	raw, _ := json.Marshal(req.Items[0].Message)
+	if _, err := memory.DecodeInputMessage(raw); err != nil {
+		t.Errorf("the message does not pass the door: %v", err)
+	}
+}
