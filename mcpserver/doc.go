@@ -5,7 +5,9 @@
 //
 // It also owns what the transports do with raw messages: ServeStdio serves stdio itself and
 // keeps a pipelined client's requests in order (stdio.go, stdio_serve.go, stdio_session.go),
-// encodeMessage writes tool answers without re-encoding stored JSON (encode.go), CheckUTF8 refuses text that is not valid UTF-8 before
+// encodeMessage writes tool answers without re-encoding stored JSON (encode.go), refuse.go
+// answers messages nested too deep for the parsers and requests whose id JSON-RPC does not
+// allow before anything reads them, CheckUTF8 refuses text that is not valid UTF-8 before
 // mcp-go's decoder replaces it, and FixResponse / WrapHTTP give a missing session's resource
 // the spec's error code. See docs/PROTOCOL.md.
 //

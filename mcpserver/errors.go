@@ -4,6 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -13,25 +15,101 @@ import (
 
 // toolError maps any error from a handler to a tool result with isError set, never a JSON-RPC
 // error: the model must be able to read what went wrong and what to do. memory's *Error values
-// already say both; anything else is an internal failure.
-func toolError(tool string, err error) *mcp.CallToolResult {
-	return mcp.NewToolResultError(sanitize(errorText(tool, err)))
+// already say both; a condition of the store's environment (a full disk, a store that may not
+// be written) is said as plainly; anything else is an internal failure. No text names the
+// server's files (over HTTP every client would learn its layout): the details go to the log,
+// at warn level for a condition the operator must fix, at error level for a failure.
+func toolError(ctx context.Context, tool string, err error) *mcp.CallToolResult {
+	return mcp.NewToolResultError(sanitize(errorText(ctx, tool, err)))
 }
 
-func errorText(tool string, err error) string {
+func errorText(ctx context.Context, tool string, err error) string {
 	var me *memory.Error
 	switch {
 	case errors.As(err, &me):
+		if me.Cause != nil {
+			toolLogger(ctx).Warn("tool call failed", "tool", tool, "err", me.Cause)
+		}
 		return tool + ": " + me.Error()
 	case errors.As(err, new(*argError)):
 		return tool + ": " + err.Error()
 	case errors.Is(err, context.DeadlineExceeded):
-		return fmt.Sprintf("%s: timed out (%v); retry, or for session_compact choose summarizer \"agent\" or \"extractive\"", tool, err)
+		return fmt.Sprintf("%s: timed out (%s); retry, or for session_compact choose summarizer \"agent\" or \"extractive\"", tool, scrubPaths(err.Error()))
 	case errors.Is(err, context.Canceled):
 		return fmt.Sprintf("%s: cancelled before it finished; nothing was reported as done, retry if still needed", tool)
-	default:
-		return fmt.Sprintf("%s: internal error: %v; retry, and report it if it persists", tool, err)
 	}
+	if ce := memory.StoreCondition(err); ce != nil {
+		toolLogger(ctx).Warn("tool call failed", "tool", tool, "err", err)
+		return tool + ": " + ce.Error()
+	}
+	toolLogger(ctx).Error("tool call failed: internal error", "tool", tool, "err", err)
+	return fmt.Sprintf("%s: internal error: %s; retry, and report it if it persists (the server's log has the details)", tool, scrubPaths(err.Error()))
+}
+
+// loggerKey carries the server's logger to tool handlers (withLogger).
+type loggerKey struct{}
+
+// withLogger gives tool handlers the logger their errors' details go to.
+func withLogger(l *slog.Logger) server.ToolHandlerMiddleware {
+	return func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			return next(context.WithValue(ctx, loggerKey{}, l), req)
+		}
+	}
+}
+
+// toolLogger returns the logger withLogger put in ctx; none discards.
+func toolLogger(ctx context.Context) *slog.Logger {
+	if l, ok := ctx.Value(loggerKey{}).(*slog.Logger); ok {
+		return l
+	}
+	return discard
+}
+
+var discard = slog.New(slog.DiscardHandler)
+
+// scrubPaths replaces each absolute file path in an error's text with "…": a path starts
+// with / (or a drive letter and \ or /, or \\) at the start of the text or after white space, a
+// quote, a parenthesis, a bracket or =, and ends at white space, a quote, a closing
+// parenthesis or bracket, a comma, a semicolon or ": ". URLs (//host after a scheme) and
+// relative paths are left alone.
+func scrubPaths(s string) string {
+	var b strings.Builder
+	last := 0
+	for i := 0; i < len(s); i++ {
+		if i > 0 && !strings.ContainsRune(" \t\n\"'(=[<", rune(s[i-1])) {
+			continue
+		}
+		n := pathStart(s[i:])
+		if n == 0 {
+			continue
+		}
+		j := i + n
+		for j < len(s) && !strings.ContainsRune(" \t\n\"'),;>]", rune(s[j])) && !(s[j] == ':' && (j+1 == len(s) || s[j+1] == ' ')) {
+			j++
+		}
+		b.WriteString(s[last:i])
+		b.WriteString("…")
+		last, i = j, j-1
+	}
+	if last == 0 {
+		return s
+	}
+	return b.String() + s[last:]
+}
+
+// pathStart returns the length of the root an absolute path at the start of s begins with
+// ("/", `C:\`, `\\`), 0 when none does. A lone "/" is no path.
+func pathStart(s string) int {
+	switch {
+	case len(s) >= 2 && s[0] == '/' && s[1] != ' ' && s[1] != '/':
+		return 1
+	case len(s) >= 3 && s[0] == '\\' && s[1] == '\\':
+		return 2
+	case len(s) >= 4 && (s[0]|0x20) >= 'a' && (s[0]|0x20) <= 'z' && s[1] == ':' && (s[2] == '\\' || s[2] == '/'):
+		return 3
+	}
+	return 0
 }
 
 // redactResults passes the text of every result through the store's redaction: an error

@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"strings"
 
 	"github.com/mark3labs/mcp-go/mcp"
@@ -54,12 +55,15 @@ const (
 	uriFiles      = "session://{id}/files"
 )
 
-func addResources(s *server.MCPServer, svc *memory.Service) {
+func addResources(s *server.MCPServer, svc *memory.Service, logger *slog.Logger) {
+	if logger == nil {
+		logger = discard
+	}
 	s.AddResourceTemplate(mcp.NewResourceTemplate(uriTranscript, "Session transcript",
 		mcp.WithTemplateDescription("A whole session as JSON: metadata, latest summary, file lists and every message on the current path (compacted ones included), oldest first."),
 		mcp.WithTemplateMIMEType("application/json")),
 		func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-			tr, err := transcript(ctx, svc, req)
+			tr, err := transcript(ctx, svc, logger, req)
 			if err != nil {
 				return nil, err
 			}
@@ -75,7 +79,7 @@ func addResources(s *server.MCPServer, svc *memory.Service) {
 		mcp.WithTemplateDescription("The latest compaction summary of a session as Markdown text (empty if it was never compacted)."),
 		mcp.WithTemplateMIMEType("text/markdown")),
 		func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-			tr, err := transcript(ctx, svc, req)
+			tr, err := transcript(ctx, svc, logger, req)
 			if err != nil {
 				return nil, err
 			}
@@ -85,7 +89,7 @@ func addResources(s *server.MCPServer, svc *memory.Service) {
 		mcp.WithTemplateDescription(`The files a session read and modified, as JSON {"read_files":[…],"modified_files":[…]}.`),
 		mcp.WithTemplateMIMEType("application/json")),
 		func(ctx context.Context, req mcp.ReadResourceRequest) ([]mcp.ResourceContents, error) {
-			tr, err := transcript(ctx, svc, req)
+			tr, err := transcript(ctx, svc, logger, req)
 			if err != nil {
 				return nil, err
 			}
@@ -103,7 +107,7 @@ func addResources(s *server.MCPServer, svc *memory.Service) {
 // transcript reads the session a resource URI names. Template variables arrive as []string.
 // A missing session's error starts with the prefix FixResponse looks for (mcp-go reports
 // every handler error as -32603; the transports turn this one into resource-not-found).
-func transcript(ctx context.Context, svc *memory.Service, req mcp.ReadResourceRequest) (memory.Transcript, error) {
+func transcript(ctx context.Context, svc *memory.Service, logger *slog.Logger, req mcp.ReadResourceRequest) (memory.Transcript, error) {
 	notFound := func(detail string) error {
 		prefix := notFoundLegacy
 		if server.IsModernRequest(ctx) {
@@ -125,7 +129,20 @@ func transcript(ctx context.Context, svc *memory.Service, req mcp.ReadResourceRe
 			}
 			return memory.Transcript{}, notFound(svc.RedactText(detail))
 		}
-		return memory.Transcript{}, fmt.Errorf("%s: %s", svc.RedactText(req.Params.URI), svc.RedactText(err.Error()))
+		// As for tool errors (toolError): the text names no server file; the log has it.
+		uri := svc.RedactText(req.Params.URI)
+		var me *memory.Error
+		if !errors.As(err, &me) {
+			me = memory.StoreCondition(err)
+		}
+		if me != nil {
+			if me.Cause != nil {
+				logger.Warn("resource read failed", "uri", uri, "err", me.Cause)
+			}
+			return memory.Transcript{}, fmt.Errorf("%s: %s", uri, svc.RedactText(me.Error()))
+		}
+		logger.Error("resource read failed: internal error", "uri", uri, "err", err)
+		return memory.Transcript{}, fmt.Errorf("%s: internal error: %s (the server's log has the details)", uri, svc.RedactText(scrubPaths(err.Error())))
 	}
 	return tr, nil
 }

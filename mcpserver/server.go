@@ -30,8 +30,9 @@ const (
 type Options struct {
 	// Version is announced to clients ("dev" when empty).
 	Version string
-	// Logger receives one record per request and tool call (mcp-go's WithLogger); nil logs
-	// nothing.
+	// Logger receives one record per request and tool call (mcp-go's WithLogger), and the
+	// details of failed calls that tool errors leave out (server paths, the store's own
+	// errors); nil logs nothing.
 	Logger *slog.Logger
 	// SamplingTimeout bounds one MCP sampling request to a legacy client (default 2 minutes).
 	SamplingTimeout time.Duration
@@ -73,12 +74,12 @@ func New(svc *memory.Service, opts Options) *server.MCPServer {
 	serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(notificationFlush),
 		server.WithToolHandlerMiddleware(redactResults(svc)), server.WithToolHandlerMiddleware(refuseInvalidUTF8))
 	if o.Logger != nil {
-		serverOpts = append(serverOpts, server.WithLogger(o.Logger))
+		serverOpts = append(serverOpts, server.WithLogger(o.Logger), server.WithToolHandlerMiddleware(withLogger(o.Logger)))
 	}
 	s := server.NewMCPServer(Name, o.Version, serverOpts...)
 	s.AddTools(tools(svc, &o)...)
 	addPrompts(s, svc)
-	addResources(s, svc)
+	addResources(s, svc, o.Logger)
 	return s
 }
 

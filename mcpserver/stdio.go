@@ -224,6 +224,10 @@ func (c *stdioConn) readLine(r *bufio.Reader) ([]byte, error) {
 // run (it holds a slot, and counts in running).
 func (c *stdioConn) handle(line []byte) *pending {
 	line = bytes.TrimRight(line, "\r\n")
+	if e, refused := refuseDeep(line); refused { // before any reader that recurses
+		c.replyError(e)
+		return nil
+	}
 	line, _ = CheckUTF8(line)
 	if !gjson.ValidBytes(line) {
 		c.unordered(line)
@@ -241,6 +245,9 @@ func (c *stdioConn) handle(line []byte) *pending {
 		if !c.sess.deliver(msg) { // an answer to the server's own request (sampling)
 			c.unordered(line)
 		}
+		return nil
+	case badID(id):
+		c.replyError(errBadID)
 		return nil
 	case (method.Type != gjson.String || env.jsonrpc.Str != "2.0") && (id.Type == gjson.String || id.Type == gjson.Number):
 		// mcp-go would answer "parse error" to id null; the id is known, so answer to it.
@@ -434,21 +441,11 @@ func (c *stdioConn) finish(key string) {
 
 // reply answers a request with a JSON-RPC error of ours (id nil: null).
 func (c *stdioConn) reply(id json.RawMessage, code int, message string) {
-	if id == nil {
-		id = json.RawMessage("null")
-	}
-	b, _ := json.Marshal(struct {
-		JSONRPC string          `json:"jsonrpc"`
-		ID      json.RawMessage `json:"id"`
-		Error   struct {
-			Code    int    `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}{JSONRPC: "2.0", ID: id, Error: struct {
-		Code    int    `json:"code"`
-		Message string `json:"message"`
-	}{code, message}})
-	if err := c.writeLine(b); err != nil {
+	c.replyError(rpcError{id, code, message})
+}
+
+func (c *stdioConn) replyError(e rpcError) {
+	if err := c.writeLine(e.encode()); err != nil {
 		c.log.Warn("stdio: write", "err", err)
 	}
 }

@@ -17,10 +17,11 @@ import (
 // them. A call over a limit, or with text that is not valid UTF-8, is refused whole with a
 // tool error that names the field, and stores nothing.
 var (
-	saveLimits = fmt.Sprintf("Limits: one message at most %d MiB (JSON-encoded), one call at most %d messages and %d MiB; "+
+	saveLimits = fmt.Sprintf("Limits: one message at most %d MiB (JSON-encoded) and %d levels of JSON nesting (the message object is level 1, "+
+		"a tool call's arguments object level 4); one call at most %d messages and %d MiB; "+
 		"name, model and provider at most %d bytes on one line; ids (session_id, parent_id, message ids) 1-%d characters of A-Z a-z 0-9 _ . -; "+
 		"all text valid UTF-8. A call over a limit is refused whole and stores nothing.",
-		memory.MaxMessageBytes>>20, memory.MaxBatchMessages, memory.MaxBatchBytes>>20, memory.MaxNameBytes, memory.MaxIDBytes)
+		memory.MaxMessageBytes>>20, memory.MaxMessageDepth, memory.MaxBatchMessages, memory.MaxBatchBytes>>20, memory.MaxNameBytes, memory.MaxIDBytes)
 	forkLimits  = fmt.Sprintf("Limits: name at most %d bytes on one line.", memory.MaxNameBytes)
 	queryLimits = fmt.Sprintf("Limits: query at most %d bytes.", memory.MaxQueryBytes)
 )

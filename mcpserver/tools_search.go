@@ -68,13 +68,13 @@ func searchTool(svc *memory.Service, o *Options) server.ServerTool {
 					"ask for fewer and page with next_cursor")
 			}
 			if err := a.done(); err != nil {
-				return toolError(name, err), nil
+				return toolError(ctx, name, err), nil
 			}
 			// Each page must fit the result cap: a smaller page keeps the cursor exact.
 			for {
 				res, err := svc.Search(ctx, r)
 				if err != nil {
-					return toolError(name, err), nil
+					return toolError(ctx, name, err), nil
 				}
 				res.Matches = orEmpty(res.Matches)
 				out := result(res, searchText(r, res))

@@ -56,7 +56,7 @@ func saveTool(svc *memory.Service) server.ServerTool {
 			}
 			res, err := svc.Save(ctx, r)
 			if err != nil {
-				return toolError("session_save", err), nil
+				return toolError(ctx, "session_save", err), nil
 			}
 			return saveAnswer(res, len(r.Messages)), nil
 		},
@@ -79,15 +79,15 @@ func saveRequest(ctx context.Context, req mcp.CallToolRequest) (memory.SaveReque
 	}
 	items, sent := a.get("messages")
 	if err := a.done(); err != nil {
-		return r, toolError(name, err)
+		return r, toolError(ctx, name, err)
 	}
 	if r.SessionID == "" && strings.TrimSpace(r.WorkingDir) == "" {
-		return r, toolError(name, &argError{"working_dir is required when creating a session (no session_id given)",
+		return r, toolError(ctx, name, &argError{"working_dir is required when creating a session (no session_id given)",
 			"send the project's absolute path as working_dir, or pass session_id to append to an existing session"})
 	}
 	msgs, err := decodeMessages(items, sent)
 	if err != nil {
-		return r, toolError(name, err)
+		return r, toolError(ctx, name, err)
 	}
 	r.Messages = msgs
 	return r, nil
@@ -132,7 +132,11 @@ func decodeMessages(items gjson.Result, sent bool) ([]memory.Message, error) {
 		}
 		m, derr := memory.DecodeInputMessage([]byte(item.Raw))
 		if derr != nil {
-			err = &argError{fmt.Sprintf("messages[%d]%s", i, derr.Error()), messageHint + "; nothing was saved"}
+			hint := messageHint + "; nothing was saved"
+			if ie, ok := derr.(*memory.InputError); ok && ie.Hint != "" {
+				hint = ie.Hint
+			}
+			err = &argError{fmt.Sprintf("messages[%d]%s", i, derr.Error()), hint}
 			return false
 		}
 		msgs = append(msgs, m)
@@ -190,7 +194,7 @@ func resumeTool(svc *memory.Service) server.ServerTool {
 				Raw:        true,
 			}
 			if err := a.done(); err != nil {
-				return toolError(name, err), nil
+				return toolError(ctx, name, err), nil
 			}
 			limit := r.MaxTokens
 			if limit == 0 {
@@ -202,9 +206,9 @@ func resumeTool(svc *memory.Service) server.ServerTool {
 			for attempt := 0; attempt < 3; attempt++ {
 				res, err := svc.Resume(ctx, r)
 				if err != nil {
-					return toolError(name, err), nil
+					return toolError(ctx, name, err), nil
 				}
-				out = resumeResult(res)
+				out = resumeResult(ctx, res)
 				// memory measured its part exactly; the text and the envelope are all that is
 				// added, so encoding the whole page again is needed only when that is close.
 				if res.Chars+resultTextChars(out)+200 <= limit*4 {
@@ -242,7 +246,7 @@ func resultTextChars(res *mcp.CallToolResult) int {
 // resumeResult shapes a resume page: structured content plus a short text (which repeats the
 // cursor for clients that read only text, but not working_dir, which can be long: memory sized
 // the page with an allowance for the text's fixed part and the cursor only).
-func resumeResult(res memory.ResumeResult) *mcp.CallToolResult {
+func resumeResult(ctx context.Context, res memory.ResumeResult) *mcp.CallToolResult {
 	res.ReadFiles, res.ModifiedFiles = orEmpty(res.ReadFiles), orEmpty(res.ModifiedFiles)
 	msgs := orEmpty(res.RawMessages)
 	if res.RawMessages == nil {
@@ -273,7 +277,7 @@ func resumeResult(res memory.ResumeResult) *mcp.CallToolResult {
 	res.Messages, res.RawMessages = nil, nil
 	raw, err := rawStructured(resumeHead{ResumeResult: res}, "messages", msgs)
 	if err != nil {
-		return toolError("session_resume", fmt.Errorf("encode the page: %w", err))
+		return toolError(ctx, "session_resume", fmt.Errorf("encode the page: %w", err))
 	}
 	out := result(nil, text)
 	out.RawStructuredContent = raw
@@ -317,7 +321,7 @@ func listTool(svc *memory.Service, o *Options) server.ServerTool {
 				Cursor:     a.str("cursor", false, ""),
 			}
 			if err := a.done(); err != nil {
-				return toolError(name, err), nil
+				return toolError(ctx, name, err), nil
 			}
 			if r.Limit == 0 {
 				r.Limit = 20
@@ -326,7 +330,7 @@ func listTool(svc *memory.Service, o *Options) server.ServerTool {
 			for {
 				res, err := svc.List(ctx, r)
 				if err != nil {
-					return toolError(name, err), nil
+					return toolError(ctx, name, err), nil
 				}
 				res.Sessions = orEmpty(res.Sessions)
 				out := result(res, listText(res))
@@ -392,11 +396,11 @@ func forkTool(svc *memory.Service) server.ServerTool {
 				Name:      a.str("name", false, ""),
 			}
 			if err := a.done(); err != nil {
-				return toolError(name, err), nil
+				return toolError(ctx, name, err), nil
 			}
 			res, err := svc.Fork(ctx, r)
 			if err != nil {
-				return toolError(name, err), nil
+				return toolError(ctx, name, err), nil
 			}
 			return result(res, fmt.Sprintf("Forked session %s into new session %s (%s).",
 				res.ParentSessionID, res.SessionID, plural(res.MessageCount, "message", "messages"))), nil
@@ -425,11 +429,11 @@ func deleteTool(svc *memory.Service) server.ServerTool {
 			a := newArgs(ctx, name, req)
 			id := a.str("session_id", true, idHint)
 			if err := a.done(); err != nil {
-				return toolError(name, err), nil
+				return toolError(ctx, name, err), nil
 			}
 			res, err := svc.Delete(ctx, id)
 			if err != nil {
-				return toolError(name, err), nil
+				return toolError(ctx, name, err), nil
 			}
 			text := fmt.Sprintf("Deleted session %s.", id)
 			if !res.Deleted {

@@ -42,8 +42,10 @@ func FixResponse(msg []byte) []byte {
 }
 
 // WrapHTTP puts the message checks of the stdio transport in front of an MCP HTTP handler
-// (streamable HTTP or SSE's message endpoint): CheckUTF8 on every POSTed message, and
-// FixResponse on what is sent back, in a JSON body or an event stream.
+// (streamable HTTP or SSE's message endpoint): a POSTed message nested too deep, or a request
+// whose id is an object, an array or a boolean, is answered with a JSON-RPC error (HTTP 400,
+// as mcp-go answers what it cannot parse) and not passed on (refuse.go); CheckUTF8 runs on
+// every other one, and FixResponse on what is sent back, in a JSON body or an event stream.
 func WrapHTTP(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.Method == http.MethodPost && r.Body != nil {
@@ -51,6 +53,10 @@ func WrapHTTP(next http.Handler) http.Handler {
 			r.Body.Close()
 			if err != nil {
 				http.Error(w, "cannot read request body", http.StatusBadRequest)
+				return
+			}
+			if e, refused := refuseHTTP(bytes.TrimSpace(body)); refused {
+				writeHTTPError(w, e)
 				return
 			}
 			if fixed, changed := CheckUTF8(bytes.TrimSpace(body)); changed {

@@ -7,6 +7,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/sessionmem/sessionmem/internal/jsonscan"
 )
 
 // Decoding messages as clients send them. A save's messages used to be decoded three times
@@ -32,7 +34,8 @@ var (
 
 // InputError is a message a client sent that cannot be stored. Its text completes
 // "messages[i]": " has unknown field …", ".content[0] (text block) lacks …", " is malformed: …".
-type InputError struct{ Detail string }
+// Hint, when set, says what to do about this error in particular.
+type InputError struct{ Detail, Hint string }
 
 func (e *InputError) Error() string { return e.Detail }
 
@@ -41,6 +44,11 @@ func (e *InputError) Error() string { return e.Detail }
 // thinking block without its text, or an empty string content is an InputError, as is a
 // value of the wrong type. Everything else (roles, ids, sizes) is checked by Save.
 func DecodeInputMessage(raw []byte) (Message, error) {
+	if jsonscan.Deeper(raw, MaxMessageDepth) {
+		// Before any reader: the general one would follow it, and what is refused here is
+		// never stored, so no reader of stored data meets it.
+		return Message{}, &InputError{Detail: fmt.Sprintf(" nests deeper than %d levels of JSON, the limit for one message (%s)", MaxMessageDepth, depthRule), Hint: depthHint}
+	}
 	if m, ok := decodeInputFast(raw); ok { // the common case, in one pass (input_fast.go)
 		return m, nil
 	}
@@ -52,13 +60,13 @@ func DecodeInputMessage(raw []byte) (Message, error) {
 func decodeInputGeneral(raw []byte) (Message, error) {
 	r := gjson.ParseBytes(raw)
 	if !r.IsObject() {
-		return Message{}, &InputError{" must be an object"}
+		return Message{}, &InputError{Detail: " must be an object"}
 	}
 	var content gjson.Result
 	var err error
 	r.ForEach(func(k, v gjson.Result) bool {
 		if !inputMessageFields[k.Str] {
-			err = &InputError{fmt.Sprintf(" has unknown field %q (allowed: id, role, content, usage, pinned)", k.Str)}
+			err = &InputError{Detail: fmt.Sprintf(" has unknown field %q (allowed: id, role, content, usage, pinned)", k.Str)}
 			return false
 		}
 		if k.Str == "content" {
@@ -70,7 +78,7 @@ func decodeInputGeneral(raw []byte) (Message, error) {
 		return Message{}, err
 	}
 	if content.Type == gjson.String && content.Str == "" {
-		return Message{}, &InputError{".content is an empty string"}
+		return Message{}, &InputError{Detail: ".content is an empty string"}
 	}
 	if err := checkInputBlocks(content, ".content"); err != nil {
 		return Message{}, err
@@ -100,7 +108,7 @@ func decodeInputGeneral(raw []byte) (Message, error) {
 		return err == nil
 	})
 	if err != nil {
-		return Message{}, &InputError{" is malformed: " + err.Error()}
+		return Message{}, &InputError{Detail: " is malformed: " + err.Error()}
 	}
 	return m, nil
 }
@@ -114,7 +122,7 @@ func checkInputBlocks(r gjson.Result, path string) error {
 	var err error
 	r.ForEach(func(_, b gjson.Result) bool {
 		if !b.IsObject() && b.Type != gjson.Null { // null decodes to a block without a type
-			err = &InputError{path + " must be a string or a list of block objects"}
+			err = &InputError{Detail: path + " must be a string or a list of block objects"}
 			return false
 		}
 		return true
@@ -144,13 +152,13 @@ func checkInputBlocks(r gjson.Result, path string) error {
 		if allowed := inputBlockFields[typ]; allowed != nil { // unknown or missing type: the service names it
 			for _, k := range keys {
 				if !allowed[k] {
-					err = &InputError{fmt.Sprintf("%s[%d] (%s block) has unknown field %q", path, j, typ, k)}
+					err = &InputError{Detail: fmt.Sprintf("%s[%d] (%s block) has unknown field %q", path, j, typ, k)}
 					break
 				}
 			}
 			if err == nil {
 				if f := requiredInputField[typ]; f != "" && !slices.Contains(keys, f) {
-					err = &InputError{fmt.Sprintf("%s[%d] (%s block) lacks %q", path, j, typ, f)}
+					err = &InputError{Detail: fmt.Sprintf("%s[%d] (%s block) lacks %q", path, j, typ, f)}
 				}
 			}
 			if err == nil && typ == BlockToolResult {

@@ -163,7 +163,8 @@ func TestDecodeInputFastOwnsItsStrings(t *testing.T) {
 }
 
 // TestDecodeInputFastDeep: content nested deeper than the one-pass decoder follows, and
-// arguments nested deeper than its reader follows, are left to the general decoder.
+// arguments nested deeper than its reader follows, are left to the general decoder, and
+// DecodeInputMessage refuses what nests deeper than MaxMessageDepth before either reads it.
 func TestDecodeInputFastDeep(t *testing.T) {
 	nested := func(levels int) string {
 		return strings.Repeat(`[{"type":"tool_result","content":`, levels) + `"deep"` + strings.Repeat(`}]`, levels)
@@ -173,20 +174,21 @@ func TestDecodeInputFastDeep(t *testing.T) {
 			strings.Repeat("[", levels) + strings.Repeat("]", levels) + `}}]}`
 	}
 	for _, tt := range []struct {
-		raw  string
-		fast bool
+		raw        string
+		fast, deep bool
 	}{
-		{`{"role":"tool_result","content":` + nested(100) + `}`, true},
-		{`{"role":"tool_result","content":` + nested(300) + `}`, false},
-		{args(400), true},
-		{args(600), false},
+		{`{"role":"tool_result","content":` + nested(100) + `}`, true, false},
+		{`{"role":"tool_result","content":` + nested(300) + `}`, false, true},
+		{args(400), true, false},
+		{args(600), false, true},
 	} {
 		fast, diff := memory.DecodeInputBoth([]byte(tt.raw))
 		if diff != "" || fast != tt.fast {
 			t.Fatalf("%.80q...: one pass read it: %v, want %v; %s", tt.raw, fast, tt.fast, diff)
 		}
-		if _, err := memory.DecodeInputMessage([]byte(tt.raw)); err != nil {
-			t.Fatalf("%.80q...: %v", tt.raw, err)
+		_, err := memory.DecodeInputMessage([]byte(tt.raw))
+		if deep := err != nil && strings.Contains(err.Error(), "nests deeper than 512 levels"); deep != tt.deep || (err != nil && !deep) {
+			t.Fatalf("%.80q...: %v; want refused as too deep: %v", tt.raw, err, tt.deep)
 		}
 	}
 }

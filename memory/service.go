@@ -196,6 +196,9 @@ func (s *Service) forget(id string) {
 
 // mapStoreErr turns storage errors about a session into caller-facing errors.
 func mapStoreErr(id string, err error) error {
+	if ce := StoreCondition(err); ce != nil {
+		return ce
+	}
 	switch {
 	case err == nil:
 		return nil
@@ -204,7 +207,8 @@ func mapStoreErr(id string, err error) error {
 	case errors.Is(err, storage.ErrInvalidID):
 		return checkSessionID("session_id", id)
 	case errors.Is(err, storage.ErrNewerFormat) && id == "":
-		return &Error{Kind: ErrUnavailable, Msg: clip(err.Error(), 400), Hint: "upgrade sessionmem"}
+		// The store's text names the file, which is the server's business (Cause).
+		return &Error{Kind: ErrUnavailable, Msg: "the session store was written by a newer sessionmem", Hint: "upgrade sessionmem", Cause: err}
 	case errors.Is(err, storage.ErrNewerFormat):
 		return &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("session %s was written by a newer sessionmem", id),
 			Hint: "upgrade sessionmem to read it"}
@@ -215,11 +219,11 @@ func mapStoreErr(id string, err error) error {
 		} else {
 			msg = "the store is unavailable: " + msg
 		}
-		return &Error{Kind: ErrUnavailable, Msg: clip(msg, 400),
+		return &Error{Kind: ErrUnavailable, Msg: clip(msg, 400), Cause: err,
 			Hint: "retry in a few seconds; a retried session_save with the same message ids stores nothing twice"}
 	case errors.Is(err, storage.ErrCorrupt):
 		return &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("session %s is damaged beyond automatic repair", id),
-			Hint: "run 'sessionmem verify' to see what can be recovered"}
+			Hint: "run 'sessionmem verify' to see what can be recovered", Cause: err}
 	}
 	var e *Error
 	if errors.As(err, &e) {

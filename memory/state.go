@@ -363,7 +363,9 @@ func (st *state) newEntryID(taken map[string]bool) string {
 func estimateText(s string) int { return compaction.EstimateText(s) }
 
 // previewOf returns a user message's first text as one line (runs of white space, newlines
-// included, become one space), at most 200 bytes.
+// included, become one space), at most 200 bytes, with U+FFFD for U+0000: a PostgreSQL store
+// cannot hold that character in its listing (see storage/postgres's pgText), and both stores
+// must list a session alike.
 func previewOf(msg gjson.Result) string {
 	var text string
 	msg.Get("content").ForEach(func(_, b gjson.Result) bool {
@@ -375,7 +377,7 @@ func previewOf(msg gjson.Result) string {
 		}
 		return true
 	})
-	return strings.Clone(oneLine(text, 200))
+	return strings.Clone(oneLine(strings.ReplaceAll(text, "\x00", "\uFFFD"), 200))
 }
 
 // oneLine collapses whitespace runs (newlines included) and cuts s to at most n bytes on a rune

@@ -459,3 +459,18 @@ func TestResumeCursorStaleness(t *testing.T) {
 	}
 	_ = time.Now
 }
+
+// TestPreviewWithoutNUL: a preview never holds U+0000, which a PostgreSQL store's listing
+// cannot hold (the message itself keeps it), so both stores list the session alike.
+func TestPreviewWithoutNUL(t *testing.T) {
+	s := newTestService(t, Options{})
+	res := mustSave(t, s, SaveRequest{WorkingDir: wd, Messages: []Message{user("1", "a\x00b \x00")}})
+	sess, err := s.Get(t.Context(), res.SessionID)
+	if err != nil || sess.Preview != "a\uFFFDb \uFFFD" {
+		t.Fatalf("preview %q, %v", sess.Preview, err)
+	}
+	rr, err := s.Resume(t.Context(), ResumeRequest{SessionID: res.SessionID})
+	if err != nil || rr.Messages[0].Content[0].Text != "a\x00b \x00" {
+		t.Fatalf("the message changed: %+v %v", rr.Messages, err)
+	}
+}

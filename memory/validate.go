@@ -8,6 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/sessionmem/sessionmem/internal/jsonscan"
 	"github.com/sessionmem/sessionmem/storage"
 )
 
@@ -20,6 +21,28 @@ const (
 	MaxNameBytes     = 512
 	MaxIDBytes       = 128
 	MaxQueryBytes    = 1000
+	// MaxMessageDepth bounds the JSON nesting of one message as sent and as stored, counting
+	// the message object as level 1 (its content list is 2, a block 3, a tool call's
+	// arguments object 4, so arguments may nest MaxArgumentsDepth levels). Every reader of
+	// stored data must read what the door lets in, and 512 leaves them room: memory's and
+	// compaction's one-pass readers (jsonscan) follow 512 levels counted from the arguments
+	// (deeper text goes to gjson, which recurses without a limit); encoding/json, which
+	// decodes requests, imports and exports and re-checks every raw value it writes, stops at
+	// 10,000 levels counted over the whole document, of which an envelope (a JSON-RPC
+	// request or answer, an export line) takes fewer than ten; and a client's decoder may be
+	// stricter still (Python's json recurses, and stops at its recursion limit, 1,000 by
+	// default). Before the limit, a save 10,000 levels deep was stored and then could not be
+	// exported.
+	MaxMessageDepth = 512
+	// MaxArgumentsDepth is how deep a tool call's arguments may nest, the arguments object
+	// being level 1: what MaxMessageDepth leaves them.
+	MaxArgumentsDepth = MaxMessageDepth - 3
+)
+
+// depthRule and depthHint word the nesting limit in errors.
+const (
+	depthRule = "the message object is level 1, a tool call's arguments object level 4"
+	depthHint = "flatten the deepest data, e.g. send a deeply nested value as a JSON string inside the arguments, and retry; nothing was saved"
 )
 
 // validID reports whether id is a valid session, entry or client id: [A-Za-z0-9_.-]{1,128},
@@ -173,6 +196,10 @@ func validateBlock(role Role, b *Block, nested bool) *Error {
 		}
 		if b.ID == "" || b.Name == "" {
 			return invalidf(`give tool_call blocks an "id" and a "name"`, "tool_call block lacks id or name")
+		}
+		if jsonscan.Deeper(b.Arguments, MaxArgumentsDepth) {
+			return &Error{Kind: ErrInvalid, Msg: fmt.Sprintf("tool_call %q arguments nest deeper than %d levels of JSON (a message may nest %d levels; %s)",
+				clip(b.Name, 60), MaxArgumentsDepth, MaxMessageDepth, depthRule), Hint: depthHint}
 		}
 		if len(b.Arguments) > 0 {
 			if !isJSONObject(b.Arguments) {

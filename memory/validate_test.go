@@ -2,6 +2,7 @@ package memory
 
 import (
 	"encoding/json"
+	"errors"
 	"math/rand/v2"
 	"strings"
 	"testing"
@@ -79,6 +80,56 @@ func TestValidateMessagesSizeLimits(t *testing.T) {
 			t.Errorf("%s: %v", c.name, err)
 		case c.want != "" && (err == nil || !strings.Contains(err.Error(), c.want)):
 			t.Errorf("%s: got %v, want %q", c.name, err, c.want)
+		}
+	}
+}
+
+// The nesting limit holds exactly at both doors: DecodeInputMessage (what a client sent,
+// counted over the whole message) and validateMessages (a message built in Go, as imports
+// give it, counted in its stored form), and the error names the limit.
+func TestMessageDepthLimit(t *testing.T) {
+	args := func(n int) string { return strings.Repeat(`{"a":`, n-1) + "{}" + strings.Repeat("}", n-1) }
+	call := func(n int) string {
+		return `{"role":"assistant","content":[{"type":"tool_call","id":"c","name":"x","arguments":` + args(n) + `}]}`
+	}
+	// A usage object's unknown keys are ignored, never stored: they count as sent all the same.
+	usage := func(n int) string {
+		return `{"role":"assistant","content":"hi","usage":{"input_tokens":1,"x":` + strings.Repeat("[", n) + strings.Repeat("]", n) + `}}`
+	}
+	cases := []struct {
+		name string
+		raw  string
+		ok   bool
+	}{
+		{"arguments at the limit", call(MaxArgumentsDepth), true},
+		{"arguments one level past it", call(MaxArgumentsDepth + 1), false},
+		{"arguments far past it", call(9000), false},
+		{"an ignored usage key at the limit", usage(MaxMessageDepth - 2), true},
+		{"an ignored usage key one level past it", usage(MaxMessageDepth - 1), false},
+	}
+	for _, c := range cases {
+		t.Run(c.name, func(t *testing.T) {
+			m, err := DecodeInputMessage([]byte(c.raw))
+			if c.ok {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if err := validateMessages([]Message{m}); err != nil {
+					t.Fatal(err)
+				}
+				return
+			}
+			var ie *InputError
+			if !errors.As(err, &ie) || !strings.Contains(ie.Detail, "nests deeper than 512 levels") || !strings.Contains(ie.Hint, "nothing was saved") {
+				t.Fatalf("got %v, want the limit named", err)
+			}
+		})
+	}
+	for n, ok := range map[int]bool{MaxArgumentsDepth: true, MaxArgumentsDepth + 1: false, 20000: false} {
+		m := Message{Role: RoleAssistant, Content: []Block{{Type: BlockToolCall, ID: "c", Name: "x", Arguments: json.RawMessage(args(n))}}}
+		err := validateMessages([]Message{m})
+		if ok != (err == nil) || !ok && !strings.Contains(err.Error(), "nest deeper than 509 levels of JSON (a message may nest 512 levels") {
+			t.Errorf("arguments %d deep: %v", n, err)
 		}
 	}
 }

@@ -16,7 +16,8 @@
 // transcript's path, name, model and working directory); RedactState re-applies it to state
 // files an older version wrote.
 //
-// Imports: transcript uses memory (and the standard library and gjson). It never imports
+// Imports: transcript uses memory, internal/jsonscan (to find tool arguments nested deeper
+// than a message may be), the standard library and gjson. It never imports
 // mcp-go, mcpserver, storage or cmd; the command line wires it up.
 //
 // Concurrency: the parse functions are pure and safe to call concurrently. An Importer is safe

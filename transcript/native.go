@@ -175,6 +175,7 @@ func (r *nativeReader) line(p *parser, idx int, b []byte) error {
 			Time time.Time `json:"ts"`
 		}
 		_ = json.Unmarshal(b, &ts) // optional: exports made before times were carried lack it
+		flattenDeepArguments(m.Content)
 		entryID := m.EntryID
 		m.EntryID = ""
 		if m.ID == "" {

@@ -321,7 +321,15 @@ func TestPGKill9MidSave(t *testing.T) {
 		sv := &saver{}
 		done := make(chan struct{})
 		go func() { sv.run(srv.c, s.SessionID, fmt.Sprintf("r%d", round), nil); close(done) }()
-		time.Sleep(time.Duration(300+round*170) * time.Millisecond)
+		// Killed while saving: after its first acknowledged save (a loaded machine, or the
+		// race detector, can take longer than the pause below to get there), then a pause
+		// that differs per round.
+		for deadline := time.Now().Add(time.Minute); ; time.Sleep(5 * time.Millisecond) {
+			if acked, _, _ := sv.snapshot(); len(acked) > 0 || time.Now().After(deadline) {
+				break
+			}
+		}
+		time.Sleep(time.Duration(100+round*170) * time.Millisecond)
 		if err := srv.cmd.Process.Signal(syscall.SIGKILL); err != nil {
 			t.Fatal(err)
 		}

@@ -12,6 +12,9 @@
 // encoding/json), so the Reader only has to be right about what it accepts: what it reads as
 // valid, encoding/json reads as valid too, with the same strings.
 //
+// Deeper answers how deep a text nests without recursing, for the transports and memory to
+// refuse text nested deeper than their limits before a recursive reader meets it.
+//
 // It imports only the standard library. jsontest, below it, holds the random JSON that its
 // callers' differential tests share; only tests import that.
 package jsonscan

@@ -135,7 +135,9 @@
 // # Concurrency
 //
 // A Store is safe for concurrent use by goroutines and by processes sharing the directory.
-// Update holds the session's exclusive flock, View a shared one; each call re-checks the files
+// Update holds the session's exclusive flock, View a shared one (on a descriptor open for
+// reading when the lock file may not be opened for writing: a store that became read-only is
+// still read, and its writers fail where they write, with EROFS or EACCES); each call re-checks the files
 // (inode, size, mtime) under the lock and reads only what other processes appended, so
 // LastSeq is always current. An append into a padded tail changes neither its size nor, within
 // a timestamp's granularity, its mtime: a call reads the bytes where the data it knows ends

@@ -6,6 +6,8 @@ import (
 	"fmt"
 	"os"
 	"sync"
+
+	"github.com/sessionmem/sessionmem/storage"
 )
 
 // lockPath takes a lock on path (created 0600 if missing) and returns the open file that holds
@@ -19,6 +21,15 @@ func lockPath(ctx context.Context, fsys fileSystem, path string, exclusive bool)
 			return nil, nil, err
 		}
 		f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+		if err != nil && storage.ReadOnly(err) {
+			// A store that may not be written (a read-only mount, files the server may not
+			// write) is still read: the lock takes a descriptor open for reading, and a writer
+			// that locks this way fails where it writes, saying the store is read-only. A
+			// lock file that does not exist yet leaves the first error (it could not be made).
+			if rf, rerr := fsys.OpenFile(path, os.O_RDONLY, 0); rerr == nil {
+				f, err = rf, nil
+			}
+		}
 		if err != nil {
 			return nil, nil, fmt.Errorf("open lock %s: %w", path, err)
 		}

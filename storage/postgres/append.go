@@ -122,8 +122,8 @@ func (w *writer) Append(recs []storage.Record, m storage.Meta) ([]storage.Record
 		messages = $6, compactions = $7, context_tokens = $8, preview = $9, match_name = $10, match_preview = $11,
 		leaf = $12, checkpoint = $13, last_seq = $14, l2_end = $15, l1_end = $16, l1_chunks = $17, l0_bytes = $18,
 		open_l2 = $19, docs_through = $20 WHERE sid = $1`,
-		w.sid, m.Name, m.Model, m.Provider, updated, m.Messages, m.Compactions, m.ContextTokens, m.Preview,
-		strings.ToLower(m.Name), strings.ToLower(m.Preview), m.Leaf, int64(m.Checkpoint), int64(l.last),
+		w.sid, pgText(m.Name), pgText(m.Model), pgText(m.Provider), updated, m.Messages, m.Compactions, m.ContextTokens, pgText(m.Preview),
+		pgText(strings.ToLower(m.Name)), pgText(strings.ToLower(m.Preview)), m.Leaf, int64(m.Checkpoint), int64(l.last),
 		int64(l.l2End), int64(l.l1End), l.l1Chunks, l.l0Bytes, int64(l.openL2), int64(w.docsThrough))
 	w.last, w.lay = l.last, l
 	return out, nil

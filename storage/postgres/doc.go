@@ -46,7 +46,9 @@
 // chunks table). A Barrier record merges what is below level 2 and closes the open level-2
 // chunk first, so it starts a chunk. A batch as large as a merge goes to level 2 at once.
 //
-// Times are Unix nanoseconds (bigint), so what was stored comes back Equal. The list text
+// Times are Unix nanoseconds (bigint), so what was stored comes back Equal. PostgreSQL's text
+// cannot hold U+0000, which JSON (so a message) may: the records are bytea and keep it; the
+// listing's text columns (name, model, provider, preview) hold U+FFFD in its place (pgText). The list text
 // filter compares columns lower-cased by Go's strings.ToLower with the lower-cased query, so
 // it matches exactly what storage.MatchText matches, whatever the database's locale.
 //

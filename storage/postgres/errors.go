@@ -46,7 +46,29 @@ func (s *Store) wrap(ctx context.Context, op string, err error) error {
 	if errors.As(err, &pe) && pe.Code == "23505" && strings.HasPrefix(pe.ConstraintName, "sessionmem_keys") {
 		return fmt.Errorf("%s: %w", op, storage.ErrDuplicateKey)
 	}
+	if cond := condition(err); cond != nil {
+		return fmt.Errorf("%s: %s: %w", op, text, cond)
+	}
 	return fmt.Errorf("%s: %s", op, text)
+}
+
+// condition returns the storage condition a database error is: ErrDiskFull for disk_full
+// (SQLSTATE 53100: the server could not extend a file), ErrReadOnly for
+// read_only_sql_transaction (25006: a standby, or default_transaction_read_only) and
+// insufficient_privilege (42501: a user that may not write the tables); nil otherwise. The
+// transaction they end stored nothing.
+func condition(err error) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return nil
+	}
+	switch pe.Code {
+	case "53100":
+		return storage.ErrDiskFull
+	case "25006", "42501":
+		return storage.ErrReadOnly
+	}
+	return nil
 }
 
 // unavailable reports whether err means the database cannot be used for now: no connection,

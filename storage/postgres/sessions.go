@@ -48,6 +48,18 @@ func toNanos(t time.Time) (int64, error) {
 // dirKey is the working directory as the list filter compares it (storage.SameDir).
 func dirKey(dir string) string { return strings.TrimRight(dir, "/\\") }
 
+// pgText returns s as the listing's text columns (name, model, provider, preview) and the
+// list filter hold it. PostgreSQL's text cannot hold U+0000 ("invalid byte sequence for
+// encoding UTF8: 0x00"), and JSON, so a message, may: a session whose first prompt held one
+// could be neither saved nor migrated here, and a list query holding one failed. U+FFFD
+// stands in for it. (memory writes previews without it; names refuse it.)
+func pgText(s string) string {
+	if strings.IndexByte(s, 0) < 0 {
+		return s
+	}
+	return strings.ReplaceAll(s, "\x00", "\uFFFD")
+}
+
 func newNonce() string {
 	var b [12]byte
 	_, _ = rand.Read(b[:])
@@ -89,8 +101,8 @@ func (s *Store) Create(ctx context.Context, h storage.Header, m storage.Meta) er
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, 0)
 		ON CONFLICT (id) DO NOTHING`,
 		h.ID, FormatVersion, h.Nonce, created, h.WorkingDir, dirKey(h.WorkingDir), h.ParentSession,
-		m.Name, m.Model, m.Provider, updated, m.Messages, m.Compactions, m.ContextTokens, m.Preview,
-		strings.ToLower(m.Name), strings.ToLower(m.Preview), m.Leaf)
+		pgText(m.Name), pgText(m.Model), pgText(m.Provider), updated, m.Messages, m.Compactions, m.ContextTokens, pgText(m.Preview),
+		pgText(strings.ToLower(m.Name)), pgText(strings.ToLower(m.Preview)), m.Leaf)
 	if err != nil {
 		return s.wrap(ctx, "create session "+h.ID, err)
 	}
@@ -144,7 +156,7 @@ func (s *Store) List(ctx context.Context, q storage.ListQuery) ([]storage.Meta, 
 		// storage.MatchText: a case-insensitive substring of the name or the preview, with Go's
 		// lower-casing on both sides (match_* columns hold strings.ToLower of the fields), so
 		// the database's locale plays no part.
-		t := arg(strings.ToLower(q.Text))
+		t := arg(pgText(strings.ToLower(q.Text)))
 		sql.WriteString(" AND (strpos(match_name, " + t + ") > 0 OR strpos(match_preview, " + t + ") > 0)")
 	}
 	if q.After != nil {

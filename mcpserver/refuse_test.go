@@ -1,0 +1,207 @@
+package mcpserver
+
+import (
+	"bufio"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/mark3labs/mcp-go/server"
+	"github.com/tidwall/gjson"
+
+	"github.com/sessionmem/sessionmem/memory"
+	"github.com/sessionmem/sessionmem/storage/local"
+)
+
+// A save that would create a session, for refused requests that must store nothing.
+const refusedSave = `"method":"tools/call","params":{"name":"session_save","arguments":{"working_dir":"/p","messages":[{"role":"user","content":"hi"}]}}`
+
+// badIDLines are requests whose id JSON-RPC 2.0 does not allow.
+var badIDLines = []string{
+	`{"jsonrpc":"2.0","id":{},"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}`,
+	`{"jsonrpc":"2.0","id":[1],"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":[],"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":true,"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":false,"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":{"n":2},` + refusedSave + `}`,
+	`{"jsonrpc":"2.0","id":[3],` + refusedSave + `}`,
+	`{"jsonrpc":"2.0","id":{"a":1}}`,
+}
+
+// deepLine is a ping whose params nest to depth levels in all.
+func deepLine(id string, depth int) string {
+	head := `{"jsonrpc":"2.0",`
+	if id != "" {
+		head += `"id":` + id + `,`
+	}
+	head += `"method":"ping","params":{"x":`
+	n := depth - 2 // the message and its params
+	return head + strings.Repeat("[", n) + strings.Repeat("]", n) + "}}"
+}
+
+// checkRefusal checks an answer: the error code and id, and no result.
+func checkRefusal(t *testing.T, what, answer string, code int, id string) {
+	t.Helper()
+	a := gjson.Parse(answer)
+	if a.Get("error.code").Int() != int64(code) || a.Get("id").Raw != id || a.Get("result").Exists() {
+		t.Errorf("%.80s: got %.300s, want error %d to id %s", what, answer, code, id)
+	}
+}
+
+// checkNothingStored fails unless the store holds no session.
+func checkNothingStored(t *testing.T, svc *memory.Service) {
+	t.Helper()
+	list, err := svc.List(t.Context(), memory.ListRequest{})
+	if err != nil || len(list.Sessions) != 0 {
+		t.Fatalf("a refused request stored something: %+v %v", list, err)
+	}
+}
+
+// TestStdioRefusesBadIDsAndDeepMessages: over stdio, raw lines with an object, array or
+// boolean id are answered -32600 to id null, and a message nested deeper than 10,000 levels
+// -32600 to its id (-32700 to null without one), with nothing run; a message at the limit is
+// served, and so is everything after the refusals.
+func TestStdioRefusesBadIDsAndDeepMessages(t *testing.T) {
+	r := newRawStdio(t)
+	r.send(initLine(1, false))
+	r.next()
+	for _, l := range badIDLines {
+		r.send(l)
+		checkRefusal(t, l, r.next().Raw, codeInvalidRequest, "null")
+	}
+	r.send(deepLine(`"deep"`, maxEnvelopeDepth+1))
+	checkRefusal(t, "deep with an id", r.next().Raw, codeInvalidRequest, `"deep"`)
+	r.send(deepLine("", maxEnvelopeDepth+1))
+	checkRefusal(t, "deep without an id", r.next().Raw, codeParseError, "null")
+	r.send(deepLine(`"huge"`, 5_000_000)) // 10 MB: it overflowed gjson's recursive validator
+	checkRefusal(t, "five million levels", r.next().Raw, codeInvalidRequest, `"huge"`)
+	r.send(deepLine(`"at"`, maxEnvelopeDepth))
+	if a := r.next(); a.Get("id").Raw != `"at"` || !a.Get("result").Exists() {
+		t.Errorf("a message at the limit: %.300s", a.Raw)
+	}
+	r.send(`{"jsonrpc":"2.0","id":"after","method":"ping"}`)
+	if a := r.next(); a.Get("id").Raw != `"after"` || !a.Get("result").Exists() {
+		t.Errorf("after the refusals: %.300s", a.Raw)
+	}
+	checkNothingStored(t, r.svc)
+}
+
+// TestHTTPRefusesBadIDsAndDeepMessages: the same over streamable HTTP and SSE's message
+// endpoint, raw bodies in, answered with HTTP 400 and the JSON-RPC error, as mcp-go answers
+// what it cannot parse.
+func TestHTTPRefusesBadIDsAndDeepMessages(t *testing.T) {
+	store, err := local.Open(t.TempDir(), local.Options{Summarize: memory.Summarize})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer store.Close()
+	svc := memory.New(store, memory.Options{})
+	s := New(svc, Options{})
+	sse := server.NewSSEServer(s)
+	mux := http.NewServeMux()
+	mux.Handle("/mcp", WrapHTTP(server.NewStreamableHTTPServer(s, server.WithStateful(true))))
+	mux.Handle("/sse", WrapHTTP(sse.SSEHandler()))
+	mux.Handle("/message", WrapHTTP(sse.MessageHandler()))
+	ts := httptest.NewServer(mux)
+	defer ts.Close()
+
+	post := func(url, session, body string) (int, string, http.Header) {
+		t.Helper()
+		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Accept", "application/json, text/event-stream")
+		if session != "" {
+			req.Header.Set("Mcp-Session-Id", session)
+		}
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		b, _ := io.ReadAll(res.Body)
+		out := string(b)
+		if i := strings.Index(out, "data: "); i >= 0 {
+			out = strings.TrimSpace(strings.SplitN(out[i+6:], "\n", 2)[0])
+		}
+		return res.StatusCode, out, res.Header
+	}
+	refused := []struct {
+		body, id string
+		code     int
+	}{
+		{deepLine(`"deep"`, maxEnvelopeDepth+1), `"deep"`, codeInvalidRequest},
+		{deepLine("", maxEnvelopeDepth+1), "null", codeParseError},
+		{deepLine("7", 5_000_000), "7", codeInvalidRequest},
+	}
+	for _, l := range badIDLines {
+		refused = append(refused, struct {
+			body, id string
+			code     int
+		}{l, "null", codeInvalidRequest})
+	}
+
+	t.Run("streamable", func(t *testing.T) {
+		_, _, h := post(ts.URL+"/mcp", "", strings.Split(initLine(1, false), "\n")[0])
+		sid := h.Get("Mcp-Session-Id")
+		post(ts.URL+"/mcp", sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		for _, r := range refused {
+			status, got, _ := post(ts.URL+"/mcp", sid, r.body)
+			if status != http.StatusBadRequest {
+				t.Errorf("%.80s: status %d, want 400", r.body, status)
+			}
+			checkRefusal(t, r.body, got, r.code, r.id)
+		}
+		if _, got, _ := post(ts.URL+"/mcp", sid, deepLine(`"at"`, maxEnvelopeDepth)); gjson.Get(got, "id").Raw != `"at"` || !gjson.Get(got, "result").Exists() {
+			t.Errorf("a message at the limit: %.300s", got)
+		}
+	})
+
+	t.Run("sse", func(t *testing.T) {
+		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/sse", nil)
+		res, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer res.Body.Close()
+		events := make(chan string, 100)
+		go func() {
+			sc := bufio.NewScanner(res.Body)
+			sc.Buffer(nil, 1<<20)
+			for sc.Scan() {
+				if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+					events <- d
+				}
+			}
+			close(events)
+		}()
+		next := func() string {
+			select {
+			case e := <-events:
+				return e
+			case <-time.After(20 * time.Second):
+				t.Fatal("no event in 20s")
+			}
+			return ""
+		}
+		endpoint := ts.URL + next() // the message endpoint, with the session id
+		post(endpoint, "", strings.Split(initLine(1, false), "\n")[0])
+		next()
+		post(endpoint, "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+		for _, r := range refused {
+			status, got, _ := post(endpoint, "", r.body)
+			if status != http.StatusBadRequest {
+				t.Errorf("%.80s: status %d, want 400", r.body, status)
+			}
+			checkRefusal(t, r.body, got, r.code, r.id)
+		}
+		post(endpoint, "", `{"jsonrpc":"2.0","id":"after","method":"ping"}`)
+		if got := next(); gjson.Get(got, "id").Raw != `"after"` {
+			t.Errorf("the next event is %.300s, want the answer to the ping sent after the refusals", got)
+		}
+	})
+	checkNothingStored(t, svc)
+}
