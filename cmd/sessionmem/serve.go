@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/sessionmem/sessionmem/compaction"
+	"github.com/sessionmem/sessionmem/internal/buildinfo"
 	"github.com/sessionmem/sessionmem/mcpserver"
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/redact"
@@ -185,12 +185,7 @@ func transportName(cfg serveConfig) string {
 	return "http"
 }
 
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
+func buildVersion() string { return buildinfo.Version() }
 
 // serveStdio runs MCP on stdin/stdout until the client closes stdin (every request read is
 // answered first) or a signal arrives. mcpserver.ServeStdio keeps a pipelined client's
