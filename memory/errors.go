@@ -23,6 +23,10 @@ type Error struct {
 	Kind error // one of the sentinels above
 	Msg  string
 	Hint string
+	// Err is the store's error behind it, if any (a store unavailable, damaged, or written by
+	// a newer sessionmem): errors.Is and errors.As reach it, so that an operator's metrics
+	// can tell store failures apart; the caller reads Msg and Hint.
+	Err error
 }
 
 // Error returns "msg; hint".
@@ -33,8 +37,13 @@ func (e *Error) Error() string {
 	return e.Msg + "; " + e.Hint
 }
 
-// Unwrap returns the sentinel.
-func (e *Error) Unwrap() error { return e.Kind }
+// Unwrap returns the sentinel, and the store's error when there is one.
+func (e *Error) Unwrap() []error {
+	if e.Err == nil {
+		return []error{e.Kind}
+	}
+	return []error{e.Kind, e.Err}
+}
 
 func invalidf(hint, format string, a ...any) *Error {
 	return &Error{Kind: ErrInvalid, Msg: fmt.Sprintf(format, a...), Hint: hint}

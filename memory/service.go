@@ -12,6 +12,7 @@ import (
 
 	"github.com/sessionmem/sessionmem/compaction"
 	"github.com/sessionmem/sessionmem/fileops"
+	"github.com/sessionmem/sessionmem/internal/buildinfo"
 	"github.com/sessionmem/sessionmem/storage"
 )
 
@@ -204,10 +205,14 @@ func mapStoreErr(id string, err error) error {
 	case errors.Is(err, storage.ErrInvalidID):
 		return checkSessionID("session_id", id)
 	case errors.Is(err, storage.ErrNewerFormat) && id == "":
-		return &Error{Kind: ErrUnavailable, Msg: clip(err.Error(), 400), Hint: "upgrade sessionmem"}
+		return &Error{Kind: ErrUnavailable, Msg: clip(err.Error(), 400), Hint: "upgrade sessionmem", Err: err}
 	case errors.Is(err, storage.ErrNewerFormat):
+		hint := "upgrade sessionmem to read it"
+		if nf := (*storage.NewerFormatError)(nil); errors.As(err, &nf) && nf.WrittenBy != "" {
+			hint = buildinfo.Upgrade(buildinfo.Recorded(nf.WrittenBy)) + " to read it"
+		}
 		return &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("session %s was written by a newer sessionmem", id),
-			Hint: "upgrade sessionmem to read it"}
+			Hint: hint, Err: err}
 	case errors.Is(err, storage.ErrUnavailable):
 		msg := err.Error()
 		if i := strings.Index(msg, "the database is unreachable"); i >= 0 {
@@ -216,10 +221,10 @@ func mapStoreErr(id string, err error) error {
 			msg = "the store is unavailable: " + msg
 		}
 		return &Error{Kind: ErrUnavailable, Msg: clip(msg, 400),
-			Hint: "retry in a few seconds; a retried session_save with the same message ids stores nothing twice"}
+			Hint: "retry in a few seconds; a retried session_save with the same message ids stores nothing twice", Err: err}
 	case errors.Is(err, storage.ErrCorrupt):
 		return &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("session %s is damaged beyond automatic repair", id),
-			Hint: "run 'sessionmem verify' to see what can be recovered"}
+			Hint: "run 'sessionmem verify' to see what can be recovered", Err: err}
 	}
 	var e *Error
 	if errors.As(err, &e) {

@@ -33,7 +33,7 @@
 //
 // # Imports
 //
-// storage imports the standard library and gjson (AppendRecord reads a record's "type" and
-// "seq" with it, as every backend must). Backends import storage; memory imports storage and
-// never a backend (cmd chooses the backend).
+// storage imports the standard library, internal/buildinfo (WriterVersion) and gjson
+// (AppendRecord reads a record's "type" and "seq" with it, as every backend must). Backends
+// import storage; memory imports storage and never a backend (cmd chooses the backend).
 package storage

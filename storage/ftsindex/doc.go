@@ -59,6 +59,7 @@
 //
 // # Imports
 //
-// Standard library, modernc.org/sqlite and storage/fts. It knows nothing of sessions'
-// records: callers (the local store, through memory's Doc hook) hand it fts.Docs.
+// Standard library, modernc.org/sqlite, storage/fts and internal/buildinfo (the version an
+// index file records, writer.go). It knows nothing of sessions' records: callers (the local
+// store, through memory's Doc hook) hand it fts.Docs.
 package ftsindex
