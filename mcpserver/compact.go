@@ -69,7 +69,7 @@ func compactTool(svc *memory.Service, o *Options) server.ServerTool {
 				Summarizer:       a.enum("summarizer", "auto", "agent", "sampling", "llm", "extractive"),
 			}
 			if err := a.done(); err != nil {
-				return toolError(name, err), nil
+				return fail(ctx, name, err), nil
 			}
 			sp := newSampling(ctx, req, o)
 			r.Sampler = sp.summarizer()
@@ -83,7 +83,7 @@ func compactTool(svc *memory.Service, o *Options) server.ServerTool {
 				}
 			}
 			if err != nil {
-				return toolError(name, err), nil
+				return fail(ctx, name, err), nil
 			}
 			return compactResult(res, r.SessionID, o.MaxResultTokens), nil
 		},

@@ -63,6 +63,9 @@ type argError struct {
 	msg, hint string
 }
 
+// Unwrap makes a bad argument a memory.ErrInvalid, like memory's own refusals.
+func (e *argError) Unwrap() error { return memory.ErrInvalid }
+
 func (e *argError) Error() string {
 	if e.hint == "" {
 		return e.msg

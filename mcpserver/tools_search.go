@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -67,13 +68,15 @@ func searchTool(svc *memory.Service, o *Options) server.ServerTool {
 					"ask for fewer and page with next_cursor")
 			}
 			if err := a.done(); err != nil {
-				return toolError(name, err), nil
+				return fail(ctx, name, err), nil
 			}
 			// Each page must fit the result cap: a smaller page keeps the cursor exact.
 			for {
+				start := time.Now()
 				res, err := svc.Search(ctx, r)
+				noteSearch(ctx, time.Since(start))
 				if err != nil {
-					return toolError(name, err), nil
+					return fail(ctx, name, err), nil
 				}
 				res.Matches = orEmpty(res.Matches)
 				out := result(res, searchText(r, res))

@@ -56,8 +56,9 @@ func saveTool(svc *memory.Service) server.ServerTool {
 			}
 			res, err := svc.Save(ctx, r)
 			if err != nil {
-				return toolError("session_save", err), nil
+				return fail(ctx, "session_save", err), nil
 			}
+			noteSaved(ctx, res.Saved)
 			return saveAnswer(res, len(r.Messages)), nil
 		},
 	}
@@ -79,16 +80,17 @@ func saveRequest(ctx context.Context, req mcp.CallToolRequest) (memory.SaveReque
 	}
 	items, sent := a.get("messages")
 	if err := a.done(); err != nil {
-		return r, toolError(name, err)
+		return r, fail(ctx, name, err)
 	}
 	if r.SessionID == "" && strings.TrimSpace(r.WorkingDir) == "" {
-		return r, toolError(name, &argError{"working_dir is required when creating a session (no session_id given)",
+		return r, fail(ctx, name, &argError{"working_dir is required when creating a session (no session_id given)",
 			"send the project's absolute path as working_dir, or pass session_id to append to an existing session"})
 	}
 	msgs, err := decodeMessages(items, sent)
 	if err != nil {
-		return r, toolError(name, err)
+		return r, fail(ctx, name, err)
 	}
+	noteSaveBytes(ctx, len(items.Raw))
 	r.Messages = msgs
 	return r, nil
 }
@@ -190,7 +192,7 @@ func resumeTool(svc *memory.Service) server.ServerTool {
 				Raw:        true,
 			}
 			if err := a.done(); err != nil {
-				return toolError(name, err), nil
+				return fail(ctx, name, err), nil
 			}
 			limit := r.MaxTokens
 			if limit == 0 {
@@ -202,7 +204,7 @@ func resumeTool(svc *memory.Service) server.ServerTool {
 			for attempt := 0; attempt < 3; attempt++ {
 				res, err := svc.Resume(ctx, r)
 				if err != nil {
-					return toolError(name, err), nil
+					return fail(ctx, name, err), nil
 				}
 				out = resumeResult(res)
 				// memory measured its part exactly; the text and the envelope are all that is
@@ -317,7 +319,7 @@ func listTool(svc *memory.Service, o *Options) server.ServerTool {
 				Cursor:     a.str("cursor", false, ""),
 			}
 			if err := a.done(); err != nil {
-				return toolError(name, err), nil
+				return fail(ctx, name, err), nil
 			}
 			if r.Limit == 0 {
 				r.Limit = 20
@@ -326,7 +328,7 @@ func listTool(svc *memory.Service, o *Options) server.ServerTool {
 			for {
 				res, err := svc.List(ctx, r)
 				if err != nil {
-					return toolError(name, err), nil
+					return fail(ctx, name, err), nil
 				}
 				res.Sessions = orEmpty(res.Sessions)
 				out := result(res, listText(res))
@@ -392,11 +394,11 @@ func forkTool(svc *memory.Service) server.ServerTool {
 				Name:      a.str("name", false, ""),
 			}
 			if err := a.done(); err != nil {
-				return toolError(name, err), nil
+				return fail(ctx, name, err), nil
 			}
 			res, err := svc.Fork(ctx, r)
 			if err != nil {
-				return toolError(name, err), nil
+				return fail(ctx, name, err), nil
 			}
 			return result(res, fmt.Sprintf("Forked session %s into new session %s (%s).",
 				res.ParentSessionID, res.SessionID, plural(res.MessageCount, "message", "messages"))), nil
@@ -425,11 +427,11 @@ func deleteTool(svc *memory.Service) server.ServerTool {
 			a := newArgs(ctx, name, req)
 			id := a.str("session_id", true, idHint)
 			if err := a.done(); err != nil {
-				return toolError(name, err), nil
+				return fail(ctx, name, err), nil
 			}
 			res, err := svc.Delete(ctx, id)
 			if err != nil {
-				return toolError(name, err), nil
+				return fail(ctx, name, err), nil
 			}
 			text := fmt.Sprintf("Deleted session %s.", id)
 			if !res.Deleted {
