@@ -30,6 +30,7 @@
 // Two more optional interfaces: Searcher (search.go), the full-text index both backends keep,
 // and Settings, a few store-wide values kept in the store itself where no file beside it can
 // hold them (the PostgreSQL store; the local store's callers keep files in its directory).
+// IndexLagger (lag.go) says how far a Searcher's index is behind, for operators' metrics.
 //
 // # Imports
 //
