@@ -124,17 +124,23 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		go retain(ctx, svc, cfg.Retention, logger)
 	}
 	d := &drain{}
+	opsSrv, err := startOps(cfg, store, d, e, logger)
+	if err != nil {
+		return err
+	}
+	defer opsSrv.close()
 	mcpSrv := mcpserver.New(svc, mcpserver.Options{
 		Version:         buildVersion(),
 		Logger:          logger,
 		SamplingTimeout: cfg.SamplingTimeout,
 		Middleware:      []server.ToolHandlerMiddleware{d.middleware},
+		Observer:        opsSrv.metrics,
 	})
 	logger.Info("sessionmem serving", "store", storeLabel(cfg.Store), "transport", transportName(cfg), "version", buildVersion())
 	if cfg.HTTPAddr == "" {
 		return serveStdio(ctx, mcpSrv, d, e, logger)
 	}
-	return serveHTTP(ctx, mcpSrv, d, cfg, e, logger)
+	return serveHTTP(ctx, mcpSrv, d, opsSrv, cfg, e, logger)
 }
 
 // startCPUProfile writes a CPU profile to path until the returned function is called.
@@ -217,7 +223,7 @@ func serveStdio(ctx context.Context, s *server.MCPServer, d *drain, e *env, logg
 }
 
 // serveHTTP serves streamable HTTP at /mcp and legacy SSE at /sse + /message on one port.
-func serveHTTP(ctx context.Context, s *server.MCPServer, d *drain, cfg serveConfig, e *env, logger *slog.Logger) error {
+func serveHTTP(ctx context.Context, s *server.MCPServer, d *drain, opsSrv *opsServer, cfg serveConfig, e *env, logger *slog.Logger) error {
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
@@ -241,7 +247,7 @@ func serveHTTP(ctx context.Context, s *server.MCPServer, d *drain, cfg serveConf
 	mux.Handle("/sse", mcpserver.WrapHTTP(sse.SSEHandler()))
 	mux.Handle("/message", mcpserver.WrapHTTP(sse.MessageHandler()))
 	srv := &http.Server{
-		Handler:           guard(mux, cfg.Token, logger),
+		Handler:           opsSrv.wrap(guard(mux, cfg.Token, logger)),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          log.New(slogWriter{logger}, "", 0),
 	}
