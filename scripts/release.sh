@@ -37,6 +37,9 @@ commit=$(git -C "$root" rev-parse HEAD)
 if [ -n "$(git -C "$root" status --porcelain --untracked-files=no)" ]; then
   echo "release: NOTE: the working tree has uncommitted changes; they are not in the release, which builds commit $commit" >&2
 fi
+if [ "$(git -C "$root" rev-parse -q --verify "refs/tags/$version^{commit}" || true)" != "$commit" ]; then
+  echo "release: NOTE: HEAD is not tagged $version (git tag $version, so that the release can be found from its version)" >&2
+fi
 # The Docker image builds with this Go too, so its binary is the linux archives' binary.
 go_version=$(sed -n 's/^ARG GO_VERSION=\([0-9][0-9.]*\)$/\1/p' "$root/Dockerfile")
 if [ -z "$go_version" ]; then
@@ -49,7 +52,10 @@ epoch=$(git -C "$root" log -1 --format=%ct "$commit")
 work=$(mktemp -d)
 trap 'rm -rf "$work"' EXIT
 git clone -q --no-checkout "$root" "$work/src"
-git -C "$work/src" checkout -q --detach "$commit"
+if ! git -C "$work/src" checkout -q --detach "$commit" 2>/dev/null; then
+  echo "release: commit $commit is on no branch or tag, so a clone does not have it: tag it or check out a branch" >&2
+  exit 1
+fi
 (cd "$work/src" && go build -o "$work/releasetool" ./scripts/releasetool)
 
 # build_all OUT: every target into OUT; sets failed to the targets that did not build.
