@@ -9,7 +9,8 @@
 // answers messages nested too deep for the parsers and requests whose id JSON-RPC does not
 // allow before anything reads them, CheckUTF8 refuses text that is not valid UTF-8 before
 // mcp-go's decoder replaces it, and FixResponse / WrapHTTP give a missing session's resource
-// the spec's error code. See docs/PROTOCOL.md.
+// the spec's error code. See docs/PROTOCOL.md. An Observer (Options.Observer, observe.go)
+// is told about every tool call, whatever its transport: what operators' metrics count.
 //
 // It is the only non-test package that imports mcp-go; it must not be imported by memory or any
 // package below it (imports point inward: cmd → mcpserver → memory). It owns no state of its own

@@ -19,7 +19,12 @@ import (
 // be written) is said as plainly; anything else is an internal failure. No text names the
 // server's files (over HTTP every client would learn its layout): the details go to the log,
 // at warn level for a condition the operator must fix, at error level for a failure.
+//
+// It also tells the call's observer (observe) what failed.
 func toolError(ctx context.Context, tool string, err error) *mcp.CallToolResult {
+	if n := noteOf(ctx); n != nil {
+		n.err = err
+	}
 	return mcp.NewToolResultError(sanitize(errorText(ctx, tool, err)))
 }
 
@@ -140,6 +145,9 @@ func redactResults(svc *memory.Service) server.ToolHandlerMiddleware {
 type argError struct {
 	msg, hint string
 }
+
+// Unwrap makes a bad argument a memory.ErrInvalid, like memory's own refusals.
+func (e *argError) Unwrap() error { return memory.ErrInvalid }
 
 func (e *argError) Error() string {
 	if e.hint == "" {

@@ -42,6 +42,8 @@ type Options struct {
 	// Middleware wraps every tool handler (outermost first), e.g. to track running calls for
 	// a graceful shutdown.
 	Middleware []server.ToolHandlerMiddleware
+	// Observer, when set, is told about every tool call (observe.go), outside Middleware.
+	Observer Observer
 }
 
 func (o Options) withDefaults() Options {
@@ -67,6 +69,9 @@ func New(svc *memory.Service, opts Options) *server.MCPServer {
 		server.WithPromptCapabilities(false),
 		server.WithInstructions(instructions),
 		server.WithRecovery(),
+	}
+	if o.Observer != nil {
+		serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(observe(o.Observer)))
 	}
 	for _, m := range o.Middleware {
 		serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(m))

@@ -4,6 +4,7 @@ import (
 	"context"
 	"fmt"
 	"strings"
+	"time"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -72,7 +73,9 @@ func searchTool(svc *memory.Service, o *Options) server.ServerTool {
 			}
 			// Each page must fit the result cap: a smaller page keeps the cursor exact.
 			for {
+				start := time.Now()
 				res, err := svc.Search(ctx, r)
+				noteSearch(ctx, time.Since(start))
 				if err != nil {
 					return toolError(ctx, name, err), nil
 				}

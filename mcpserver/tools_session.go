@@ -58,6 +58,7 @@ func saveTool(svc *memory.Service) server.ServerTool {
 			if err != nil {
 				return toolError(ctx, "session_save", err), nil
 			}
+			noteSaved(ctx, res.Saved)
 			return saveAnswer(res, len(r.Messages)), nil
 		},
 	}
@@ -89,6 +90,7 @@ func saveRequest(ctx context.Context, req mcp.CallToolRequest) (memory.SaveReque
 	if err != nil {
 		return r, toolError(ctx, name, err)
 	}
+	noteSaveBytes(ctx, len(items.Raw))
 	r.Messages = msgs
 	return r, nil
 }

@@ -38,6 +38,7 @@
 // reads (storage.Store.View) do the same under the state's own mutex.
 //
 // Imports: memory uses compaction, fileops, prompts (through compaction), redact-style hooks
-// (a function in Options), storage, and internal/jsonscan (the strict JSON reader it shares
-// with compaction). It never imports mcp-go or mcpserver.
+// (a function in Options), storage, internal/jsonscan (the strict JSON reader it shares with
+// compaction) and internal/buildinfo (to name the version a newer session needs). It never
+// imports mcp-go or mcpserver.
 package memory

@@ -12,6 +12,7 @@ import (
 
 	"github.com/sessionmem/sessionmem/compaction"
 	"github.com/sessionmem/sessionmem/fileops"
+	"github.com/sessionmem/sessionmem/internal/buildinfo"
 	"github.com/sessionmem/sessionmem/storage"
 )
 
@@ -210,8 +211,12 @@ func mapStoreErr(id string, err error) error {
 		// The store's text names the file, which is the server's business (Cause).
 		return &Error{Kind: ErrUnavailable, Msg: "the session store was written by a newer sessionmem", Hint: "upgrade sessionmem", Cause: err}
 	case errors.Is(err, storage.ErrNewerFormat):
+		hint := "upgrade sessionmem to read it"
+		if nf := (*storage.NewerFormatError)(nil); errors.As(err, &nf) && nf.WrittenBy != "" {
+			hint = buildinfo.Upgrade(buildinfo.Recorded(nf.WrittenBy)) + " to read it"
+		}
 		return &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("session %s was written by a newer sessionmem", id),
-			Hint: "upgrade sessionmem to read it"}
+			Hint: hint, Cause: err}
 	case errors.Is(err, storage.ErrUnavailable):
 		msg := err.Error()
 		if i := strings.Index(msg, "the database is unreachable"); i >= 0 {
@@ -219,8 +224,8 @@ func mapStoreErr(id string, err error) error {
 		} else {
 			msg = "the store is unavailable: " + msg
 		}
-		return &Error{Kind: ErrUnavailable, Msg: clip(msg, 400), Cause: err,
-			Hint: "retry in a few seconds; a retried session_save with the same message ids stores nothing twice"}
+		return &Error{Kind: ErrUnavailable, Msg: clip(msg, 400),
+			Hint: "retry in a few seconds; a retried session_save with the same message ids stores nothing twice", Cause: err}
 	case errors.Is(err, storage.ErrCorrupt):
 		return &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("session %s is damaged beyond automatic repair", id),
 			Hint: "run 'sessionmem verify' to see what can be recovered", Cause: err}

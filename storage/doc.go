@@ -30,10 +30,11 @@
 // Two more optional interfaces: Searcher (search.go), the full-text index both backends keep,
 // and Settings, a few store-wide values kept in the store itself where no file beside it can
 // hold them (the PostgreSQL store; the local store's callers keep files in its directory).
+// IndexLagger (lag.go) says how far a Searcher's index is behind, for operators' metrics.
 //
 // # Imports
 //
-// storage imports the standard library and gjson (AppendRecord reads a record's "type" and
-// "seq" with it, as every backend must). Backends import storage; memory imports storage and
-// never a backend (cmd chooses the backend).
+// storage imports the standard library, internal/buildinfo (WriterVersion) and gjson
+// (AppendRecord reads a record's "type" and "seq" with it, as every backend must). Backends
+// import storage; memory imports storage and never a backend (cmd chooses the backend).
 package storage

@@ -16,6 +16,7 @@ import (
 	"path/filepath"
 	"strings"
 
+	"github.com/sessionmem/sessionmem/internal/buildinfo"
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/storage"
 	"github.com/sessionmem/sessionmem/storage/postgres"
@@ -214,6 +215,8 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer cs.close(e)
+	// Which build checked: a report of NEWER sessions means something only beside it.
+	fmt.Fprintf(e.stdout, "Verifying with sessionmem %s.\n", buildinfo.Read().Short())
 	ids, err := cs.store.IDs(ctx)
 	if err != nil {
 		return fmt.Errorf("list session files: %w", err)

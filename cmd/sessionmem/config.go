@@ -36,6 +36,7 @@ const (
 	envSamplingTimeout = "SESSIONMEM_SAMPLING_TIMEOUT"
 	envMaxSessions     = "SESSIONMEM_MAX_SESSIONS"
 	envMaxAge          = "SESSIONMEM_MAX_AGE"
+	envMetricsAddr     = "SESSIONMEM_METRICS_ADDR"
 )
 
 // serveConfig is everything serve needs, parsed and validated once at start-up.
@@ -51,6 +52,7 @@ type serveConfig struct {
 	FileMapping     fileops.Mapping
 	RedactPatterns  []string
 	Retention       memory.RetentionPolicy // applied at start and hourly when enabled
+	MetricsAddr     string                 // loopback listener for /metrics; empty: none
 }
 
 // configError names the setting that is wrong, its value, and what to do.
@@ -81,6 +83,7 @@ func loadConfig(args []string, getenv func(string) string) (serveConfig, error) 
 	samplingTimeout := fs.String("sampling-timeout", "", "")
 	maxSessions := fs.String("max-sessions", "", "")
 	maxAge := fs.String("max-age", "", "")
+	metricsAddr := fs.String("metrics-addr", "", "")
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
 			return cfg, err
@@ -117,6 +120,19 @@ func loadConfig(args []string, getenv func(string) string) (serveConfig, error) 
 		cfg.HTTPAddr = addr
 	} else if cfg.AllowRemote {
 		return cfg, &configError{Field: "--allow-remote", Msg: "only applies with --http ADDR"}
+	}
+
+	if addr, field := pick(*metricsAddr, envMetricsAddr); addr != "" {
+		if field == "" {
+			field = "--metrics-addr"
+		}
+		// Loopback only: it serves /metrics without the token. Remote scrapers read
+		// /metrics on the --http listener, with the token.
+		if host, _, err := net.SplitHostPort(addr); err != nil || !isLoopback(host) {
+			return cfg, &configError{Field: field, Value: addr, Msg: "want a loopback host:port such as 127.0.0.1:9090 " +
+				"(it serves /metrics without a token; remote scrapers read /metrics on the --http address, with " + envToken + ")"}
+		}
+		cfg.MetricsAddr = addr
 	}
 
 	level, field := pick(*logLevel, envLogLevel)
@@ -287,6 +303,8 @@ Flags:
                          ADDR must be loopback (127.0.0.1:8080, [::1]:8080, localhost:8080)
                          unless --allow-remote is given; port 0 picks a free port.
   --allow-remote         allow a non-loopback --http address; requires $SESSIONMEM_TOKEN.
+  --metrics-addr ADDR    also serve /metrics, /healthz and /readyz on this loopback address,
+                         without a token, whatever the transport (also $SESSIONMEM_METRICS_ADDR).
   --log-level LEVEL      debug, info, warn or error (default info; also $SESSIONMEM_LOG_LEVEL).
   --log-file FILE        append logs to FILE instead of stderr (also $SESSIONMEM_LOG_FILE).
   --sampling-timeout D   how long to wait for a client's MCP sampling answer when it
@@ -309,7 +327,10 @@ Environment:
                                JSON array of Go regular expressions: ["corp-[0-9a-f]{32}"]
 
 HTTP security: loopback by default; requests with an Origin header are accepted only from
-localhost origins (browsers); with SESSIONMEM_TOKEN set every request needs the bearer token.
+localhost origins (browsers); with SESSIONMEM_TOKEN set every request needs the bearer token,
+but for /healthz (200 while the process serves) and /readyz (200 while the store is usable,
+503 otherwise), which a load balancer probes and which reveal nothing. /metrics (Prometheus)
+is behind the token like /mcp.
 SIGINT/SIGTERM stop the server gracefully: running calls finish and the store is closed.
 
 Examples:

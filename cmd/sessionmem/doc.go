@@ -15,6 +15,8 @@
 // (SIGINT/SIGTERM let running calls finish, then the store is closed) and exit codes
 // (0 success, 1 failure, 2 usage). It wires storage, memory, redaction and the summarizers into
 // mcpserver for serve, and calls memory and transcript directly for the people commands.
+// ops.go serves package ops's /healthz, /readyz and /metrics beside /mcp (and on the loopback
+// --metrics-addr); cli_version.go prints internal/buildinfo's version.
 // main stays tiny: run(ctx, args, stdin, stdout, stderr) does the work, so tests drive every
 // command in process.
 package main

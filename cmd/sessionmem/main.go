@@ -62,6 +62,9 @@ func dispatch(ctx context.Context, e *env, args []string) error {
 		return errUsage
 	}
 	name := args[0]
+	if name == "--version" || name == "-version" {
+		name = "version"
+	}
 	if name == "-h" || name == "--help" || name == "help" {
 		usage(e.stdout)
 		return nil

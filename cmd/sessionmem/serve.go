@@ -13,7 +13,6 @@ import (
 	"net/http"
 	"net/url"
 	"os"
-	"runtime/debug"
 	"runtime/pprof"
 	"strings"
 	"sync"
@@ -23,6 +22,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/sessionmem/sessionmem/compaction"
+	"github.com/sessionmem/sessionmem/internal/buildinfo"
 	"github.com/sessionmem/sessionmem/mcpserver"
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/redact"
@@ -124,17 +124,23 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		go retain(ctx, svc, cfg.Retention, logger)
 	}
 	d := &drain{}
+	opsSrv, err := startOps(cfg, store, d, e, logger)
+	if err != nil {
+		return err
+	}
+	defer opsSrv.close()
 	mcpSrv := mcpserver.New(svc, mcpserver.Options{
 		Version:         buildVersion(),
 		Logger:          logger,
 		SamplingTimeout: cfg.SamplingTimeout,
 		Middleware:      []server.ToolHandlerMiddleware{d.middleware},
+		Observer:        opsSrv.metrics,
 	})
 	logger.Info("sessionmem serving", "store", storeLabel(cfg.Store), "transport", transportName(cfg), "version", buildVersion())
 	if cfg.HTTPAddr == "" {
 		return serveStdio(ctx, mcpSrv, d, e, logger)
 	}
-	return serveHTTP(ctx, mcpSrv, d, cfg, e, logger)
+	return serveHTTP(ctx, mcpSrv, d, opsSrv, cfg, e, logger)
 }
 
 // startCPUProfile writes a CPU profile to path until the returned function is called.
@@ -185,12 +191,7 @@ func transportName(cfg serveConfig) string {
 	return "http"
 }
 
-func buildVersion() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" && bi.Main.Version != "(devel)" {
-		return bi.Main.Version
-	}
-	return "dev"
-}
+func buildVersion() string { return buildinfo.Version() }
 
 // serveStdio runs MCP on stdin/stdout until the client closes stdin (every request read is
 // answered first) or a signal arrives. mcpserver.ServeStdio keeps a pipelined client's
@@ -222,7 +223,7 @@ func serveStdio(ctx context.Context, s *server.MCPServer, d *drain, e *env, logg
 }
 
 // serveHTTP serves streamable HTTP at /mcp and legacy SSE at /sse + /message on one port.
-func serveHTTP(ctx context.Context, s *server.MCPServer, d *drain, cfg serveConfig, e *env, logger *slog.Logger) error {
+func serveHTTP(ctx context.Context, s *server.MCPServer, d *drain, opsSrv *opsServer, cfg serveConfig, e *env, logger *slog.Logger) error {
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
@@ -246,7 +247,7 @@ func serveHTTP(ctx context.Context, s *server.MCPServer, d *drain, cfg serveConf
 	mux.Handle("/sse", mcpserver.WrapHTTP(sse.SSEHandler()))
 	mux.Handle("/message", mcpserver.WrapHTTP(sse.MessageHandler()))
 	srv := &http.Server{
-		Handler:           guard(mux, cfg.Token, logger),
+		Handler:           opsSrv.wrap(guard(mux, cfg.Token, logger)),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          log.New(slogWriter{logger}, "", 0),
 	}

@@ -87,6 +87,7 @@
 //
 // # Imports
 //
-// Standard library, modernc.org/sqlite, cespare/xxhash and storage/fts. It knows nothing of sessions'
-// records: callers (the local store, through memory's Doc hook) hand it fts.Docs.
+// Standard library, modernc.org/sqlite, cespare/xxhash, storage/fts and internal/buildinfo (the
+// version an index file records). It knows nothing of sessions' records: callers (the local store,
+// through memory's Doc hook) hand it fts.Docs.
 package ftsindex

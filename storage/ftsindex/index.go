@@ -329,6 +329,9 @@ func initFile(ctx context.Context, path string) error {
 	if _, err := tx.ExecContext(ctx, fmt.Sprintf(`PRAGMA user_version = %d`, schemaVersion)); err != nil {
 		return err
 	}
+	if err := recordWriter(ctx, tx); err != nil {
+		return err
+	}
 	if err := tx.Commit(); err != nil {
 		return err
 	}
@@ -447,7 +450,7 @@ func (db *database) checkVersion(ctx context.Context) error {
 	case v == schemaVersion:
 		return nil
 	case v > schemaVersion:
-		return fmt.Errorf("%w: %s is version %d, this sessionmem reads up to %d; upgrade sessionmem", ErrNewerFormat, db.path, v, schemaVersion)
+		return newerError(ctx, db, v)
 	case v > 0:
 		return fmt.Errorf("%w: version %d", errOlderFormat, v)
 	}

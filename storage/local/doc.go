@@ -125,8 +125,10 @@
 //
 // Every file carries its format version: FormatVersion in the header frame's "v" and the
 // index header line, TailFormatVersion in the tail header line (2 since tails are padded).
-// This package reads files of any version up to those and refuses newer ones with
-// ErrNewerFormat. A session of a newer version is skipped by List and refused by View and
+// Beside it, "by" records the sessionmem version that wrote the file (storage.WriterVersion;
+// absent in files of earlier builds, and ignored by them). This package reads files of any
+// version up to those and refuses newer ones with a storage.NewerFormatError (ErrNewerFormat)
+// that names the version that wrote them, so the user knows what to upgrade to. A session of a newer version is skipped by List and refused by View and
 // Update; a newer index fails Open, because rewriting it would downgrade the store. A future
 // version that changes the layout must keep reading older files and upgrade a file only by
 // rewriting it whole (temp file, fsync, rename, directory fsync) under the session's exclusive

@@ -38,9 +38,16 @@ func checkID(id string) error {
 	return nil
 }
 
+// headerJSON is the header frame's JSON: the session's header, and the sessionmem version
+// that wrote the file (storage.WriterVersion; absent in files of earlier builds).
+type headerJSON struct {
+	storage.Header
+	By string `json:"by,omitempty"`
+}
+
 // encodeHeaderFrame returns the skippable frame holding h as JSON.
 func encodeHeaderFrame(h storage.Header) ([]byte, error) {
-	js, err := json.Marshal(h)
+	js, err := json.Marshal(headerJSON{Header: h, By: storage.WriterVersion()})
 	if err != nil {
 		return nil, fmt.Errorf("encode header: %w", err)
 	}
@@ -50,20 +57,21 @@ func encodeHeaderFrame(h storage.Header) ([]byte, error) {
 	return append(b, js...), nil
 }
 
-// versionError says which file is too new, so the user knows to upgrade rather than repair.
-func versionError(what string, v, newest int) error {
-	return fmt.Errorf("%s has format version %d, this build reads up to %d; upgrade sessionmem: %w",
-		what, v, newest, storage.ErrNewerFormat)
+// versionError says which file is too new and which sessionmem wrote it (by, when the file
+// records it), so the user knows what to upgrade to rather than repair.
+func versionError(what string, v, newest int, by string) error {
+	return &storage.NewerFormatError{What: what, Version: v, Newest: newest, WrittenBy: by}
 }
 
 // parseHeaderPayload decodes the header JSON and checks its version.
 func parseHeaderPayload(js []byte, path string) (storage.Header, error) {
-	var h storage.Header
-	if err := json.Unmarshal(js, &h); err != nil {
+	var hj headerJSON
+	if err := json.Unmarshal(js, &hj); err != nil {
 		return storage.Header{}, fmt.Errorf("%s: header frame is not valid JSON (%v): %w", path, err, storage.ErrCorrupt)
 	}
+	h := hj.Header
 	if h.Version > FormatVersion {
-		return storage.Header{}, versionError(path, h.Version, FormatVersion)
+		return storage.Header{}, versionError(path, h.Version, FormatVersion, hj.By)
 	}
 	if h.Version < 1 {
 		return storage.Header{}, fmt.Errorf("%s: header frame has no format version: %w", path, storage.ErrCorrupt)
@@ -132,6 +140,8 @@ func frameContentSize(frame []byte) (uint64, bool) {
 type tailHeader struct {
 	Version int    `json:"v"`
 	Tail    string `json:"tail"`
+	// By is the sessionmem version that wrote the tail (storage.WriterVersion).
+	By string `json:"by,omitempty"`
 }
 
 // TailFormatVersion is the version a new tail's header line carries. Version 2 tails are
@@ -144,7 +154,7 @@ const TailFormatVersion = 2
 const paddedTailVersion = 2
 
 func encodeTailHeader(id string) []byte {
-	b, _ := json.Marshal(tailHeader{Version: TailFormatVersion, Tail: id})
+	b, _ := json.Marshal(tailHeader{Version: TailFormatVersion, Tail: id, By: storage.WriterVersion()})
 	return append(b, '\n')
 }
 

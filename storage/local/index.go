@@ -46,6 +46,8 @@ type indexLine struct {
 type indexHeader struct {
 	Version int    `json:"v"`
 	Index   string `json:"index"`
+	// By is the sessionmem version that wrote the index (storage.WriterVersion).
+	By string `json:"by,omitempty"`
 }
 
 type indexEntry struct {
@@ -211,7 +213,7 @@ func (x *index) header(line []byte) error {
 		return nil
 	}
 	if h.Version > FormatVersion {
-		return versionError("index "+x.path, h.Version, FormatVersion)
+		return versionError("index "+x.path, h.Version, FormatVersion, h.By)
 	}
 	return nil
 }
@@ -404,7 +406,7 @@ func (x *index) compactIdle() error {
 // rewriteLocked replaces the index with one line per live session (atomically); the caller
 // holds the exclusive index lock and has folded everything.
 func (x *index) rewriteLocked() error {
-	hb, _ := json.Marshal(indexHeader{Version: FormatVersion, Index: "sessionmem"})
+	hb, _ := json.Marshal(indexHeader{Version: FormatVersion, Index: "sessionmem", By: storage.WriterVersion()})
 	buf := append(hb, '\n')
 	ids := make([]string, 0, len(x.ents))
 	for id := range x.ents {

@@ -75,6 +75,8 @@ type searchIdx struct {
 	gen, resetGen uint64
 	resetCh       chan struct{}
 	reindexing    bool // Reindex rebuilds (with progress): the syncer keeps out
+	// lag is what the last pass found missing from the index (IndexLag).
+	lag struct{ records, sessions int64 }
 }
 
 // known is how far this process knows a session to be indexed (or queued).
@@ -422,12 +424,18 @@ func (x *searchIdx) pass(ctx context.Context, full bool, progress func(sessions,
 	}
 	var todo []feed
 	newBehind := map[string]uint64{}
+	var lagRecords, lagSessions int64
 	for _, m := range metas {
 		p, err := ix.Progress(ctx, m.ID)
 		if err != nil {
 			return err
 		}
 		from := p.Through + 1
+		if !p.Created.Equal(m.Created) || p.Through > m.LastSeq {
+			lagRecords, lagSessions = lagRecords+int64(m.LastSeq), lagSessions+1
+		} else if p.Through < m.LastSeq && !p.Deleted {
+			lagRecords, lagSessions = lagRecords+int64(m.LastSeq-p.Through), lagSessions+1
+		}
 		switch {
 		case p.Deleted && p.Created.Equal(m.Created):
 			x.setKnown(m.ID, m.Created, m.LastSeq) // deleted while we listed it
@@ -457,6 +465,9 @@ func (x *searchIdx) pass(ctx context.Context, full bool, progress func(sessions,
 	}
 	x.mu.Lock()
 	x.behind = newBehind
+	if progress == nil {
+		x.lag.records, x.lag.sessions = lagRecords, lagSessions
+	}
 	x.mu.Unlock()
 	if len(todo) > 0 {
 		if err := x.feed(ctx, ix, todo, progress); err != nil {

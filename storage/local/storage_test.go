@@ -416,7 +416,7 @@ func TestIndexRebuild(t *testing.T) {
 		s := mustOpen(t, dir, Options{Summarize: summarize(&calls)})
 		check(t, s, 0) // lines were still usable; the file is rewritten with a good header
 		nb, _ := os.ReadFile(p)
-		if !bytes.HasPrefix(nb, []byte(`{"v":1,"index":"sessionmem"}`)) {
+		if !bytes.HasPrefix(nb, []byte(`{"v":1,"index":"sessionmem",`)) {
 			t.Fatalf("index not rewritten: %.60s", nb)
 		}
 	})

@@ -45,7 +45,7 @@ func (r *Reader) scanTail(tid fileID, off int64) error {
 			return fmt.Errorf("session %s: tail header line is damaged: %w", r.id, storage.ErrCorrupt)
 		}
 		if th.Version > TailFormatVersion {
-			return versionError("session "+r.id+" tail", th.Version, TailFormatVersion)
+			return versionError("session "+r.id+" tail", th.Version, TailFormatVersion, th.By)
 		}
 		r.v.tailVer = th.Version
 		r.v.tailHdrLen, r.v.tailEnd = tr.pos, tr.pos

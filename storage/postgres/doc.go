@@ -5,7 +5,8 @@
 // # Tables
 //
 // The program creates and migrates its tables itself, from the versioned SQL embedded in
-// schema/ (schema/001_init.sql documents every column). sessionmem_schema holds the version;
+// schema/ (schema/001_init.sql documents every column). sessionmem_schema holds the version
+// (and written_by, the sessionmem version that migrated to it: schema.go, recordWriter);
 // a database at a newer version than this build knows is refused with storage.ErrNewerFormat.
 //
 //	sessionmem_sessions  one row per session: header, listing metadata, last_seq, and which

@@ -70,7 +70,7 @@ func (s *Store) ensureSchema(ctx context.Context) error {
 		return nil
 	}
 	if v > SchemaVersion {
-		return newerSchema(v)
+		return s.newerSchema(ctx, s.pool, v)
 	}
 	sctx, cancel := s.stmtCtx(ctx)
 	defer cancel()
@@ -83,7 +83,7 @@ func (s *Store) ensureSchema(ctx context.Context) error {
 			return err
 		}
 		if v > SchemaVersion {
-			return newerSchema(v)
+			return s.newerSchema(sctx, tx, v)
 		}
 		if v == 0 {
 			_, err := tx.Exec(sctx, `CREATE TABLE IF NOT EXISTS sessionmem_schema (
@@ -105,7 +105,10 @@ func (s *Store) ensureSchema(ctx context.Context) error {
 		_, err = tx.Exec(sctx, `INSERT INTO sessionmem_schema (id, version, updated_ns) VALUES (1, $1, $2)
 			ON CONFLICT (id) DO UPDATE SET version = excluded.version, updated_ns = excluded.updated_ns`,
 			SchemaVersion, s.now().UnixNano())
-		return err
+		if err != nil {
+			return err
+		}
+		return recordWriter(sctx, tx)
 	})
 	if errors.Is(err, storage.ErrNewerFormat) {
 		return err
@@ -150,7 +153,27 @@ func (s *Store) schemaVersion(ctx context.Context, q dbtx) (int, error) {
 	return v, err
 }
 
-func newerSchema(v int) error {
-	return fmt.Errorf("the database's sessionmem schema is version %d, this sessionmem knows up to %d; upgrade sessionmem: %w",
-		v, SchemaVersion, storage.ErrNewerFormat)
+// recordWriter records, in the transaction that moved the schema to SchemaVersion, the
+// sessionmem version that did: a build that finds the schema newer than it knows then names
+// the version it needs (newerSchema). written_by is not part of the versioned schema: it is
+// added here when missing, so databases of earlier builds gain it at their next migration,
+// and a build that does not know it ignores it.
+func recordWriter(ctx context.Context, tx pgx.Tx) error {
+	if _, err := tx.Exec(ctx, `ALTER TABLE sessionmem_schema ADD COLUMN IF NOT EXISTS written_by text NOT NULL DEFAULT ''`); err != nil {
+		return err
+	}
+	_, err := tx.Exec(ctx, `UPDATE sessionmem_schema SET written_by = $1 WHERE id = 1`, storage.WriterVersion())
+	return err
+}
+
+// newerSchema is the refusal of a database whose schema version v is newer than this build
+// knows, naming the sessionmem version that migrated it when the database records one.
+func (s *Store) newerSchema(ctx context.Context, q dbtx, v int) error {
+	var by string
+	sctx, cancel := s.stmtCtx(ctx)
+	defer cancel()
+	// No column (a database migrated by a build that did not record it): no name. In a
+	// transaction the failed statement aborts it, which the caller rolls back anyway.
+	_ = q.QueryRow(sctx, `SELECT written_by FROM sessionmem_schema WHERE id = 1`).Scan(&by)
+	return &storage.NewerFormatError{What: "the database's sessionmem schema", Version: v, Newest: SchemaVersion, WrittenBy: by}
 }

@@ -74,8 +74,7 @@ func scanSession(row pgx.Row, id string) (rowState, error) {
 		return r, err
 	}
 	if int(format) > FormatVersion {
-		return r, fmt.Errorf("session %s has format version %d, this build reads up to %d; upgrade sessionmem: %w",
-			id, format, FormatVersion, storage.ErrNewerFormat)
+		return r, &storage.NewerFormatError{What: "session " + id, Version: int(format), Newest: FormatVersion}
 	}
 	r.hdr.Version, r.hdr.ID, r.hdr.Created = int(format), id, fromNanos(created)
 	r.last, r.docsThrough = uint64(last), uint64(docs)
