@@ -19,5 +19,6 @@ func commands() []command {
 		redactCommand(),
 		pruneCommand(),
 		hookCommand(),
+		uiCommand(),
 	}
 }

@@ -134,7 +134,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if cfg.HTTPAddr == "" {
 		return serveStdio(ctx, mcpSrv, d, e, logger)
 	}
-	return serveHTTP(ctx, mcpSrv, d, cfg, e, logger)
+	return serveHTTP(ctx, mcpSrv, svc, d, cfg, e, logger)
 }
 
 // startCPUProfile writes a CPU profile to path until the returned function is called.
@@ -222,7 +222,7 @@ func serveStdio(ctx context.Context, s *server.MCPServer, d *drain, e *env, logg
 }
 
 // serveHTTP serves streamable HTTP at /mcp and legacy SSE at /sse + /message on one port.
-func serveHTTP(ctx context.Context, s *server.MCPServer, d *drain, cfg serveConfig, e *env, logger *slog.Logger) error {
+func serveHTTP(ctx context.Context, s *server.MCPServer, svc *memory.Service, d *drain, cfg serveConfig, e *env, logger *slog.Logger) error {
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
@@ -246,12 +246,13 @@ func serveHTTP(ctx context.Context, s *server.MCPServer, d *drain, cfg serveConf
 	mux.Handle("/sse", mcpserver.WrapHTTP(sse.SSEHandler()))
 	mux.Handle("/message", mcpserver.WrapHTTP(sse.MessageHandler()))
 	srv := &http.Server{
-		Handler:           guard(mux, cfg.Token, logger),
+		Handler:           withViewer(ctx, guard(mux, cfg.Token, logger), svc, cfg, logger),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          log.New(slogWriter{logger}, "", 0),
 	}
 	// Tests and scripts read this line to find the port when ADDR ends in :0.
 	fmt.Fprintf(e.stderr, "sessionmem: serving MCP on %s/mcp (legacy SSE: %s/sse)\n", base, base)
+	fmt.Fprintf(e.stderr, "sessionmem: session viewer at %s/\n", base)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
