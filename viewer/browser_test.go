@@ -57,7 +57,8 @@ func evalIn[T any](p *tab, js string) T {
 func (p *tab) wait(js string) {
 	p.t.Helper()
 	if _, err := chromedp.Run(p.b.Ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
-		p.t.Fatalf("waiting for %s: %v (exceptions %v)", js, err, p.b.Exceptions())
+		shows, _ := chromedp.Run(p.b.Ctx, chromedp.Evaluate[string](`document.body.innerText.slice(-1200)`))
+		p.t.Fatalf("waiting for %s: %v (exceptions %v); the page shows:\n%s", js, err, p.b.Exceptions(), shows)
 	}
 }
 
@@ -292,7 +293,7 @@ func browseLive(p *tab, loc string, f fixture) {
 // collapsed part and shows every long text, and checks that nothing ran and nothing was
 // fetched: every payload is text on the page.
 func browseUntrusted(p *tab, f fixture) {
-	p.open("/search?query=pwned")
+	p.open("/search?query=__pwned")
 	p.wait(`document.querySelectorAll(".hits .hit").length >= 10`)
 	time.Sleep(200 * time.Millisecond)
 	if !evalIn[bool](p, `window.__pwned === undefined && document.querySelector(".hits").querySelectorAll("script, iframe, img, svg, a:not([data-nav])").length === 0 &&

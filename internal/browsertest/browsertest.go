@@ -8,8 +8,11 @@ package browsertest
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
 	"os"
 	"os/exec"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -45,6 +48,7 @@ type Browser struct {
 	requests   []string
 	exceptions []string
 	console    []string
+	contexts   []runtime.ExecutionContextDescription // live JavaScript contexts, oldest first
 }
 
 // New starts Chromium for the test (skipping it when there is none, unless CI=true) with a
@@ -77,7 +81,11 @@ func New(t testing.TB, width, height int, timeout time.Duration) *Browser {
 		chromedp.Flag("disable-extensions", true),
 		chromedp.Flag("disable-default-apps", true),
 		chromedp.Flag("disable-dev-shm-usage", true),
-		chromedp.Flag("disable-features", "Translate,MediaRouter,OptimizationHints"),
+		// Sandboxed iframes (an MCP App in its host) stay in the page's process, where the
+		// tests can reach their JavaScript; the sandbox itself (an opaque origin, no access to
+		// the page) is enforced all the same.
+		chromedp.Flag("disable-features", "Translate,MediaRouter,OptimizationHints,IsolateSandboxedIframes"),
+		chromedp.Flag("disable-site-isolation-trials", true),
 		chromedp.Flag("metrics-recording-only", true),
 		chromedp.Flag("no-pings", true),
 	}
@@ -108,6 +116,14 @@ func (b *Browser) record(ev any) {
 	switch e := ev.(type) {
 	case *network.EventRequestWillBeSent:
 		b.requests = append(b.requests, e.Request.URL)
+	case *runtime.EventExecutionContextCreated:
+		b.contexts = append(b.contexts, *e.Context)
+	case *runtime.EventExecutionContextDestroyed:
+		b.contexts = slices.DeleteFunc(b.contexts, func(c runtime.ExecutionContextDescription) bool {
+			return c.UniqueID == e.ExecutionContextUniqueID
+		})
+	case *runtime.EventExecutionContextsCleared:
+		b.contexts = nil
 	case *runtime.EventExceptionThrown:
 		msg := e.ExceptionDetails.Text
 		if e.ExceptionDetails.Exception != nil {
@@ -126,6 +142,52 @@ func (b *Browser) record(ev any) {
 		b.console = append(b.console, string(e.Type)+": "+strings.Join(parts, " "))
 	}
 }
+
+// FrameContext returns the unique id of the newest default JavaScript context of a frame
+// other than the page's own (an iframe's document), "" when there is none. Chromium may run
+// a sandboxed iframe apart from its page, where frame-based lookups do not reach; its
+// context is still listed here.
+func (b *Browser) FrameContext(mainFrame string) string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	for i := len(b.contexts) - 1; i >= 0; i-- {
+		var aux struct {
+			FrameID   string `json:"frameId"`
+			IsDefault bool   `json:"isDefault"`
+		}
+		c := b.contexts[i]
+		if json.Unmarshal([]byte(c.AuxData), &aux) == nil && aux.IsDefault && aux.FrameID != mainFrame {
+			return c.UniqueID
+		}
+	}
+	return ""
+}
+
+// EvalIn evaluates js in the JavaScript context with that unique id, awaiting a promise, and
+// decodes its value into out.
+func (b *Browser) EvalIn(uniqueID, js string, out any) error {
+	res, err := chromedp.Call(b.Ctx, runtime.Evaluate, runtime.EvaluateParams{Expression: js, UniqueContextID: uniqueID,
+		ReturnByValue: ptr(true), AwaitPromise: ptr(true)})
+	if err != nil {
+		return err
+	}
+	if res.ExceptionDetails != nil {
+		return fmt.Errorf("%s: %s", res.ExceptionDetails.Text, describe(res.ExceptionDetails.Exception))
+	}
+	if out == nil || res.Result == nil {
+		return nil
+	}
+	return json.Unmarshal([]byte(res.Result.Value), out)
+}
+
+func describe(o *runtime.RemoteObject) string {
+	if o == nil {
+		return ""
+	}
+	return o.Description
+}
+
+func ptr[T any](v T) *T { return &v }
 
 // Requests returns the URL of every request the tab made so far (data: URLs included).
 func (b *Browser) Requests() []string {

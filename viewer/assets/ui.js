@@ -16,9 +16,10 @@
   function buildShell(root) {
     ui.q = h("input", { type: "search", id: "q", placeholder: "Search all sessions", "aria-label": "Search all sessions", autocomplete: "off" });
     ui.live = h("span", { class: "live", hidden: true, title: "This session updates live" }, "live");
-    const form = h("form", { class: "search-box", role: "search" }, ui.q, h("kbd", { class: "hint" }, "/"));
-    form.addEventListener("submit", (ev) => {
-      ev.preventDefault();
+    // No <form>: an MCP host's sandbox may forbid form submission, and with it the submit
+    // event; Enter does the same everywhere.
+    const form = h("div", { class: "search-box", role: "search" }, ui.q, h("kbd", { class: "hint" }, "/"));
+    onEnter(ui.q, () => {
       const params = Object.assign({}, st.route && st.route.view === "search" ? st.route.params : {}, { query: ui.q.value.trim() });
       delete params.cursor;
       go(searchPath(params));
@@ -45,6 +46,15 @@
     ui.dir.addEventListener("input", refilter);
     ui.filter.addEventListener("input", refilter);
     observe(ui.more, () => loadList(false));
+  }
+
+  function onEnter(input, fn) {
+    input.addEventListener("keydown", (ev) => {
+      if (ev.key === "Enter" && !ev.isComposing) {
+        ev.preventDefault();
+        fn();
+      }
+    });
   }
 
   // observe calls fn whenever el scrolls into view (auto-loading the next page).
@@ -175,7 +185,7 @@
     setCursors(s, page);
     observe(s.top, () => more(s, "before"));
     observe(s.bottom, () => more(s, "after"));
-    if (eid) reveal(eid);
+    if (eid) reveal(eid, true);
     else if (src.caps.openAtEnd) ui.main.scrollTop = ui.main.scrollHeight;
     else ui.main.scrollTop = 0;
     // For the tests' first-screen measurement: when the frame with the page in it is drawn.
@@ -231,7 +241,9 @@
   function copy(text, done) {
     const fallback = () => {
       const box = h("textarea", { readonly: true, rows: 3, "aria-label": "Text to copy" }, text);
-      ui.dialog.replaceChildren(h("form", { method: "dialog" }, h("p", null, "Copy this:"), box, h("div", { class: "buttons" }, h("button", { value: "ok" }, "Done"))));
+      ui.dialog.replaceChildren(h("p", null, "Copy this:"), box,
+        h("div", { class: "buttons" }, h("button", { type: "button", onclick: () => ui.dialog.close("ok") }, "Done")));
+      ui.dialog.onclose = null;
       ui.dialog.showModal();
       box.select();
     };
@@ -241,11 +253,13 @@
 
   function confirmDelete(s) {
     const m = s.meta || {};
-    const yes = h("button", { value: "delete", class: "danger" }, "Delete");
-    ui.dialog.replaceChildren(h("form", { method: "dialog" },
+    // Buttons, not a method=dialog form: an MCP host's sandbox may forbid form submission.
+    ui.dialog.replaceChildren(
       h("h2", null, "Delete this session?"),
       h("p", null, "“" + sessionTitle(m.session_id ? m : { session_id: s.id }) + "”" + (m.message_count != null ? ", " + plural(m.message_count, "message", "messages") : "") + ". This cannot be undone; export it first to keep a copy."),
-      h("div", { class: "buttons" }, h("button", { value: "cancel", autofocus: true }, "Cancel"), yes)));
+      h("div", { class: "buttons" },
+        h("button", { type: "button", autofocus: true, onclick: () => ui.dialog.close("cancel") }, "Cancel"),
+        h("button", { type: "button", class: "danger", onclick: () => ui.dialog.close("delete") }, "Delete")));
     ui.dialog.onclose = async () => {
       if (ui.dialog.returnValue !== "delete") return;
       try {
@@ -317,12 +331,14 @@
     }
   }
 
-  // reveal scrolls to an entry, loading the page around it when it is not shown.
-  function reveal(eid) {
+  // reveal scrolls to an entry, loading the page around it when it is not shown (unless
+  // that page was just loaded: in an MCP App a message folded into a summary is not there).
+  function reveal(eid, loaded) {
     const s = st.session;
     const el = safeID(eid) && document.getElementById(eid);
     if (!el || !s || !s.timeline.contains(el)) {
-      if (s && safeID(eid)) openSession(s.id, eid);
+      if (s && safeID(eid) && !loaded) openSession(s.id, eid);
+      else if (loaded) toast("That message is not in this view (a compaction folded it into the summary).");
       return;
     }
     for (const t of s.timeline.querySelectorAll(".target")) t.classList.remove("target");
@@ -425,18 +441,18 @@
       since: h("input", { type: "date", name: "since", value: (p.since || "").slice(0, 10) }),
       until: h("input", { type: "date", name: "until", value: (p.until || "").slice(0, 10) }),
     };
-    const form = h("form", { class: "search-filters" },
-      field("working_dir", "Project", inputs.working_dir), field("role", "Role", inputs.role), field("file", "File", inputs.file),
-      field("since", "Since", inputs.since), field("until", "Until", inputs.until), h("button", { type: "submit" }, "Search"));
-    form.addEventListener("submit", (ev) => {
-      ev.preventDefault();
+    const submit = () => {
       const np = { query: ui.q.value.trim() };
       for (const k in inputs) if (inputs[k].value) np[k] = inputs[k].value;
       // Dates are whole local days; the API takes RFC 3339 instants.
       if (np.since) np.since = new Date(np.since + "T00:00:00").toISOString();
       if (np.until) np.until = new Date(np.until + "T23:59:59.999").toISOString();
       go(searchPath(np));
-    });
+    };
+    const form = h("div", { class: "search-filters", role: "group", "aria-label": "Search filters" },
+      field("working_dir", "Project", inputs.working_dir), field("role", "Role", inputs.role), field("file", "File", inputs.file),
+      field("since", "Since", inputs.since), field("until", "Until", inputs.until), h("button", { type: "button", onclick: submit }, "Search"));
+    for (const k in inputs) onEnter(inputs[k], submit);
     return form;
   }
 
