@@ -1,6 +1,7 @@
 package mcpserver
 
 import (
+	"context"
 	"crypto/sha256"
 	"encoding/base64"
 	"encoding/json"
@@ -10,6 +11,7 @@ import (
 	"regexp"
 	"slices"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -17,6 +19,7 @@ import (
 	"github.com/chromedp/cdproto/page"
 	"github.com/chromedp/chromedp"
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/sessionmem/sessionmem/internal/browsertest"
 	"github.com/sessionmem/sessionmem/viewer"
@@ -316,4 +319,69 @@ func inHost[T any](a *appTab, js string) T {
 		a.t.Fatalf("host: %s: %v", js, err)
 	}
 	return v
+}
+
+// TestAppInOfficialHost renders the app with the host side of the official MCP Apps SDK
+// (@modelcontextprotocol/ext-apps AppBridge, with @modelcontextprotocol/client speaking
+// streamable HTTP to the server), loaded from npm's packages in
+// $SESSIONMEM_EXT_APPS_MODULES (a node_modules directory; scripts/app-host.sh installs it and
+// runs this test). Without it the test skips.
+func TestAppInOfficialHost(t *testing.T) {
+	modules := os.Getenv("SESSIONMEM_EXT_APPS_MODULES")
+	if modules == "" {
+		t.Skip("SESSIONMEM_EXT_APPS_MODULES is not set (scripts/app-host.sh installs the official host side from npm and runs this test)")
+	}
+	f := newFixture(t, fixtureOpts{index: true})
+	main := f.newSession("/home/dev/upload", "Fix the flaky upload retry", 3, "retry with exponential backoff")
+	f.newSession("/home/dev/site", "Blog: dark mode", 2, "prefers-color-scheme")
+	page, err := os.ReadFile("testdata/apphost/official.html")
+	if err != nil {
+		t.Fatal(err)
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /{$}", func(w http.ResponseWriter, r *http.Request) {
+		w.Header().Set("Content-Type", "text/html; charset=utf-8")
+		w.Write(page)
+	})
+	mux.Handle("/nm/", http.StripPrefix("/nm/", http.FileServer(http.Dir(modules))))
+	// The server behind /mcp records the tools called through it.
+	var mu sync.Mutex
+	var calls []string
+	record := func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			mu.Lock()
+			calls = append(calls, req.Params.Name)
+			mu.Unlock()
+			return next(ctx, req)
+		}
+	}
+	mux.Handle("/mcp", server.NewStreamableHTTPServer(New(f.svc, Options{Middleware: []server.ToolHandlerMiddleware{record}}), server.WithEndpointPath("/mcp")))
+	host := httptest.NewServer(mux)
+	t.Cleanup(func() {
+		host.CloseClientConnections() // the client's standalone stream
+		host.Close()
+	})
+
+	a := &appTab{t: t, b: browsertest.New(t, 1100, 800, 2*time.Minute)}
+	a.open(host.URL, "session_list", `{}`)
+	if !inHost[bool](a, `window.mimeType === "text/html;profile=mcp-app"`) {
+		t.Fatal("the official client read no MCP App")
+	}
+	inApp[bool](a, `document.querySelectorAll(".srow").length === 2`)
+	if !inHost[bool](a, `window.initialized === true`) {
+		t.Fatal("AppBridge saw no initialized notification")
+	}
+	inApp[bool](a, `(document.querySelector(".srow[data-id='`+main+`'] a").click(), true)`)
+	inApp[bool](a, `document.querySelectorAll(".timeline .msg").length === 6`)
+	inApp[bool](a, `(() => { const q = document.getElementById("q"); q.value = "backoff"; q.dispatchEvent(new KeyboardEvent("keydown", { key: "Enter" })); return true; })()`)
+	inApp[bool](a, `document.querySelectorAll(".hits .hit").length > 0`)
+	mu.Lock()
+	defer mu.Unlock()
+	if !slices.Equal(calls, []string{"session_list", "session_resume", "session_search"}) {
+		t.Errorf("calls through AppBridge: %v", calls)
+	}
+	if ex := a.b.Exceptions(); len(ex) > 0 {
+		t.Errorf("exceptions: %v", ex)
+	}
+	t.Logf("the app listed, opened and searched sessions through the official AppBridge: %v", calls)
 }

@@ -14,6 +14,7 @@
   let toolInput = null;
   let preload = null; // a tool result the host sent, used for the first matching request
   const known = new Map(); // session id → metadata seen in a list
+  let gotResult = false;
 
   function send(msg) {
     host.postMessage(Object.assign({ jsonrpc: "2.0" }, msg), "*");
@@ -110,7 +111,7 @@
   }
 
   const source = {
-    caps: { live: false, export: false, delete: false, openAtEnd: false },
+    caps: { live: false, export: false, delete: false, openAtEnd: false, deferList: true },
     route: () => parse(path),
     navigate(p, replace) {
       if (!replace) history.push(path);
@@ -139,7 +140,9 @@
 
   // showResult shows the result of the tool call the host rendered the app for.
   function showResult(res) {
+    gotResult = true;
     const sc = res.structuredContent;
+    if (!sc || res.isError || !Array.isArray(sc.sessions)) SM.loadList();
     if (!sc || res.isError) return;
     if (Array.isArray(sc.sessions)) {
       SM.showSessions(sc);
@@ -179,6 +182,8 @@
       notify("ui/notifications/initialized");
       notify("ui/notifications/size-changed", { height: 640 });
     }
+    // A host that sends no tool result (or none soon) still gets the list.
+    setTimeout(() => gotResult || SM.loadList(), init ? 1500 : 0);
   }
   connect();
 })();

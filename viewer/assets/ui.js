@@ -531,10 +531,12 @@
       go(a.getAttribute("href"));
     });
     src.onRoute = route;
-    loadList(true);
+    // An MCP App waits for its tool's result, which may already be the list.
+    if (!src.caps.deferList) loadList(true);
     route(src.route());
   };
   SM.go = (p) => go(p);
+  SM.loadList = () => loadList(true);
   SM.showSessions = (res) => {
     // A tool result that already is a session list (MCP App): show it without asking again.
     st.list = { cursor: res.next_cursor, items: res.sessions.slice(), busy: false, filters: {} };
