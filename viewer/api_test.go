@@ -79,7 +79,7 @@ func TestSecurityChecks(t *testing.T) {
 func TestToken(t *testing.T) {
 	svc := newService(t, t.TempDir())
 	save(t, svc, memory.SaveRequest{Messages: []memory.Message{text("1", "hello")}})
-	srv, _ := serve(t, svc, Options{Token: "s3cret-token"})
+	srv, h := serve(t, svc, Options{Token: "s3cret-token"})
 	noRedirect := srv.Client()
 	noRedirect.CheckRedirect = func(*http.Request, []*http.Request) error { return http.ErrUseLastResponse }
 	get := func(path string, hdr map[string]string) *http.Response {
@@ -126,6 +126,21 @@ func TestToken(t *testing.T) {
 		t.Fatalf("cookie %+v", cookies)
 	}
 	c := cookies[0].Name + "=" + cookies[0].Value
+	// A one-time login link does the same, once.
+	login := h.LoginPath()
+	if resp := get(login, nil); resp.StatusCode != http.StatusSeeOther || resp.Header.Get("Location") != "/" || len(resp.Cookies()) != 1 ||
+		resp.Cookies()[0].Value != cookies[0].Value {
+		t.Fatalf("login link: %d to %q, cookies %v", resp.StatusCode, resp.Header.Get("Location"), resp.Cookies())
+	}
+	if resp := get(login, nil); resp.StatusCode != 401 {
+		t.Fatalf("login link used twice: %d", resp.StatusCode)
+	}
+	if resp := get("/?login=0123456789abcdef0123456789abcdef", nil); resp.StatusCode != 401 {
+		t.Fatalf("made-up login code: %d", resp.StatusCode)
+	}
+	if New(svc, Options{}).LoginPath() != "/" {
+		t.Fatal("a login path without a token")
+	}
 	for _, p := range []string{"/", "/api/sessions", "/assets/style.css"} {
 		if got := get(p, map[string]string{"Cookie": c}).StatusCode; got != 200 {
 			t.Errorf("GET %s with the cookie: %d", p, got)

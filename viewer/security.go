@@ -8,6 +8,7 @@ import (
 	"net/http"
 	"net/url"
 	"strings"
+	"time"
 )
 
 // contentSecurityPolicy allows the page its own scripts, styles and API and nothing else:
@@ -65,16 +66,18 @@ func (h *Handler) allowed(w http.ResponseWriter, r *http.Request) bool {
 	return true
 }
 
-// authorized checks the token (a cookie, a bearer header, or a ?token= link, which it turns
-// into the cookie and a redirect to the same address without the token).
+// authorized checks the token (a cookie, a bearer header, or a ?token= or one-time ?login=
+// link, which it turns into the cookie and a redirect to the same address without it).
 func (h *Handler) authorized(w http.ResponseWriter, r *http.Request) bool {
 	want := cookieValue(h.opts.Token)
 	q := r.URL.Query()
-	if t := q.Get("token"); t != "" && r.Method == http.MethodGet &&
-		subtle.ConstantTimeCompare([]byte(t), []byte(h.opts.Token)) == 1 {
+	t, login := q.Get("token"), q.Get("login")
+	if r.Method == http.MethodGet && (t != "" && subtle.ConstantTimeCompare([]byte(t), []byte(h.opts.Token)) == 1 ||
+		login != "" && h.useLogin(login)) {
 		http.SetCookie(w, &http.Cookie{Name: cookieName, Value: want, Path: "/", HttpOnly: true,
 			SameSite: http.SameSiteStrictMode, Secure: r.TLS != nil})
 		q.Del("token")
+		q.Del("login")
 		u := url.URL{Path: r.URL.Path, RawQuery: q.Encode()}
 		http.Redirect(w, r, u.String(), http.StatusSeeOther)
 		return false
@@ -89,6 +92,39 @@ func (h *Handler) authorized(w http.ResponseWriter, r *http.Request) bool {
 	h.refuse(w, r, http.StatusUnauthorized, "this viewer needs its token: open the link sessionmem printed, "+
 		"or add ?token=<SESSIONMEM_TOKEN> to the address")
 	return false
+}
+
+// LoginTTL is how long a one-time login link (LoginPath) stays valid.
+const LoginTTL = 15 * time.Minute
+
+// LoginPath returns the path to open the viewer at: with a token configured, "/?login=<code>"
+// with a fresh one-time code that signs one browser in (sets the cookie) within LoginTTL, so
+// the link a command prints does not carry the token itself and is worthless once used;
+// without a token, "/".
+func (h *Handler) LoginPath() string {
+	if h.opts.Token == "" {
+		return "/"
+	}
+	code := randomHex(16)
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	now := time.Now()
+	for c, exp := range h.logins {
+		if now.After(exp) {
+			delete(h.logins, c)
+		}
+	}
+	h.logins[code] = now.Add(LoginTTL)
+	return "/?login=" + code
+}
+
+// useLogin spends a one-time login code, reporting whether it was valid.
+func (h *Handler) useLogin(code string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	exp, ok := h.logins[code]
+	delete(h.logins, code)
+	return ok && time.Now().Before(exp)
 }
 
 // cookieValue is what the cookie holds: a digest of the token, so the cookie jar never

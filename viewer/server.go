@@ -10,6 +10,7 @@ import (
 	"log/slog"
 	"net/http"
 	"strings"
+	"sync"
 	"time"
 
 	"github.com/sessionmem/sessionmem/memory"
@@ -51,6 +52,9 @@ type Handler struct {
 	log  *slog.Logger
 	mux  *http.ServeMux
 	csrf string // the CSRF token the pages carry, random per Handler
+
+	mu     sync.Mutex
+	logins map[string]time.Time // unused one-time login codes and when they expire
 }
 
 // New returns the viewer's handler over svc.
@@ -65,7 +69,7 @@ func New(svc *memory.Service, opts Options) *Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{svc: svc, opts: opts, log: log, mux: http.NewServeMux(), csrf: randomHex(32)}
+	h := &Handler{svc: svc, opts: opts, log: log, mux: http.NewServeMux(), csrf: randomHex(32), logins: map[string]time.Time{}}
 	h.routes()
 	return h
 }

@@ -7,11 +7,11 @@ package main
 import (
 	"context"
 	"fmt"
+	"io"
 	"log"
 	"log/slog"
 	"net"
 	"net/http"
-	"net/url"
 	"os/exec"
 	"runtime"
 	"time"
@@ -27,8 +27,9 @@ Serve the session viewer in the browser: browse sessions by project and time, re
 all, watch an open session update live, export one as JSONL or delete it.
 
 It listens on loopback and prints the address. With SESSIONMEM_TOKEN set the viewer
-requires the token: open the printed link once (it carries ?token=…, which sets a cookie);
-other clients send "Authorization: Bearer <token>".
+requires the token: the printed link carries a one-time login code (valid 15 minutes) that
+sets a cookie in the browser that opens it; /?token=<SESSIONMEM_TOKEN> does the same any
+time, and other clients send "Authorization: Bearer <token>".
 
 Flags:
   --addr ADDR         address to listen on (default 127.0.0.1:0: a free port)
@@ -74,7 +75,7 @@ func runUI(ctx context.Context, e *env, args []string) error {
 	}
 	h := viewer.New(cs.svc, viewer.Options{Token: token, AllowRemote: *remote, Logger: cs.logger, Done: ctx.Done()})
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(slogWriter{cs.logger}, "", 0)}
-	link := viewerLink(ln.Addr().String(), token)
+	link := viewerBase(ln.Addr().String()) + h.LoginPath()
 	// Tests and scripts read this line to find the port when --addr ends in :0.
 	fmt.Fprintf(e.stderr, "sessionmem: session viewer at %s (Ctrl-C stops it)\n", link)
 	if *open {
@@ -97,16 +98,13 @@ func runUI(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
-// viewerLink is the address to open: with a token, the link that sets the viewer's cookie.
-func viewerLink(hostport, token string) string {
-	u := url.URL{Scheme: "http", Host: hostport, Path: "/"}
+// viewerBase is the viewer's origin for a listening address (a wildcard address is opened
+// on loopback).
+func viewerBase(hostport string) string {
 	if h, p, err := net.SplitHostPort(hostport); err == nil && (h == "0.0.0.0" || h == "::") {
-		u.Host = net.JoinHostPort("127.0.0.1", p)
+		hostport = net.JoinHostPort("127.0.0.1", p)
 	}
-	if token != "" {
-		u.RawQuery = url.Values{"token": {token}}.Encode()
-	}
-	return u.String()
+	return "http://" + hostport
 }
 
 func openBrowser(link string) error {
@@ -127,9 +125,11 @@ func openBrowser(link string) error {
 
 // withViewer serves the viewer's paths (viewer.Owns) with the viewer, which does its own
 // checks (a browser cannot send the bearer header the MCP endpoints require), and everything
-// else with next.
-func withViewer(ctx context.Context, next http.Handler, svc *memory.Service, cfg serveConfig, logger *slog.Logger) http.Handler {
+// else with next. It prints the viewer's address (with a one-time login link when a token
+// is set) on stderr.
+func withViewer(ctx context.Context, next http.Handler, svc *memory.Service, cfg serveConfig, logger *slog.Logger, stderr io.Writer, base string) http.Handler {
 	ui := viewer.New(svc, viewer.Options{Token: cfg.Token, AllowRemote: cfg.AllowRemote, Logger: logger, Done: ctx.Done()})
+	fmt.Fprintf(stderr, "sessionmem: session viewer at %s%s\n", base, ui.LoginPath())
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if viewer.Owns(r.URL.Path) {
 			ui.ServeHTTP(w, r)

@@ -221,7 +221,8 @@ func serveStdio(ctx context.Context, s *server.MCPServer, d *drain, e *env, logg
 	}
 }
 
-// serveHTTP serves streamable HTTP at /mcp and legacy SSE at /sse + /message on one port.
+// serveHTTP serves streamable HTTP at /mcp, legacy SSE at /sse + /message and the session
+// viewer at / (cli_ui.go) on one port.
 func serveHTTP(ctx context.Context, s *server.MCPServer, svc *memory.Service, d *drain, cfg serveConfig, e *env, logger *slog.Logger) error {
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
@@ -246,13 +247,12 @@ func serveHTTP(ctx context.Context, s *server.MCPServer, svc *memory.Service, d 
 	mux.Handle("/sse", mcpserver.WrapHTTP(sse.SSEHandler()))
 	mux.Handle("/message", mcpserver.WrapHTTP(sse.MessageHandler()))
 	srv := &http.Server{
-		Handler:           withViewer(ctx, guard(mux, cfg.Token, logger), svc, cfg, logger),
+		Handler:           withViewer(ctx, guard(mux, cfg.Token, logger), svc, cfg, logger, e.stderr, base),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          log.New(slogWriter{logger}, "", 0),
 	}
 	// Tests and scripts read this line to find the port when ADDR ends in :0.
 	fmt.Fprintf(e.stderr, "sessionmem: serving MCP on %s/mcp (legacy SSE: %s/sse)\n", base, base)
-	fmt.Fprintf(e.stderr, "sessionmem: session viewer at %s/\n", base)
 
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()

@@ -113,15 +113,65 @@
   const previewChars = 3000;
   const toolPreviewChars = 1500;
 
-  function longText(text, limit, cutChars, onAll, cls) {
+  // markdown draws a little Markdown (headings, fenced code, **bold** and `code`) with
+  // elements whose content is text; anything else, links and HTML included, stays text.
+  function markdown(text) {
+    const out = document.createDocumentFragment();
+    const lines = text.split("\n");
+    let para = [];
+    const flush = () => {
+      if (para.length) out.append(h("div", { class: "md-p" }, inline(para.join("\n"))));
+      para = [];
+    };
+    for (let i = 0; i < lines.length; i++) {
+      const line = lines[i];
+      const fence = /^\s*(```|~~~)/.exec(line);
+      if (fence) {
+        flush();
+        const code = [];
+        for (i++; i < lines.length && !lines[i].trim().startsWith(fence[1]); i++) code.push(lines[i]);
+        out.append(h("div", { class: "code" }, code.join("\n")));
+        continue;
+      }
+      const head = /^(#{1,6})\s+(.*)$/.exec(line);
+      if (head) {
+        flush();
+        out.append(h("div", { class: "md-h md-h" + head[1].length }, inline(head[2])));
+        continue;
+      }
+      para.push(line);
+    }
+    flush();
+    return out;
+  }
+  function inline(s) {
+    const parts = [];
+    const re = /(\*\*[^*\n]+\*\*|`[^`\n]+`)/g;
+    let at = 0;
+    for (let m = re.exec(s); m; m = re.exec(s)) {
+      parts.push(s.slice(at, m.index));
+      const t = m[0];
+      parts.push(t[0] === "`" ? h("code", null, t.slice(1, -1)) : h("strong", null, t.slice(2, -2)));
+      at = m.index + t.length;
+    }
+    parts.push(s.slice(at));
+    return parts;
+  }
+
+  function fill(box, text, md) {
+    if (md) box.replaceChildren(markdown(text));
+    else box.textContent = text;
+  }
+
+  function longText(text, limit, cutChars, onAll, cls, md) {
     text = clean(text);
     const box = h("div", { class: cls || "text" });
     if (text.length <= limit && !cutChars) {
-      box.textContent = text;
+      fill(box, text, md);
       return box;
     }
     const more = text.length - Math.min(limit, text.length) + (cutChars || 0);
-    box.textContent = text.slice(0, limit);
+    fill(box, text.slice(0, limit), md);
     const btn = h("button", { class: "show-all", type: "button" }, "Show all (" + fmtNum(more) + " more characters)");
     btn.addEventListener("click", (ev) => {
       ev.preventDefault();
@@ -131,7 +181,8 @@
         onAll();
         return;
       }
-      box.textContent = text;
+      fill(box, text, md);
+      btn.remove();
     });
     return h("div", { class: "long" }, box, btn);
   }
@@ -174,7 +225,7 @@
   function renderBlock(b, ctx) {
     switch (b.type) {
       case "text":
-        return longText(b.text, previewChars, b.cut, ctx.onAll);
+        return longText(b.text, previewChars, b.cut, ctx.onAll, "text", ctx.markdown);
       case "thinking":
         return h("details", { class: "thinking" }, h("summary", null, "Thinking"),
           longText(b.thinking, previewChars, b.cut, ctx.onAll));
@@ -210,7 +261,7 @@
       m.pinned ? h("span", { class: "badge pinned", title: "Pinned: standing context no compaction folds away" }, "pinned") : null,
       m.usage ? h("span", { class: "usage" }, fmtTokens(m.usage.input_tokens) + " in · " + fmtTokens(m.usage.output_tokens) + " out") : null,
       id ? h("a", { class: "anchor", href: "#" + id, title: "Link to this message" }, timeEl(e.time) || "#") : timeEl(e.time));
-    const bctx = { toolNames: ctx.toolNames, onAll: ctx.onAll ? () => ctx.onAll(e) : null };
+    const bctx = { toolNames: ctx.toolNames, onAll: ctx.onAll ? () => ctx.onAll(e) : null, markdown: m.role === "assistant" };
     const body = h("div", { class: "body" }, (m.content || []).map((b) => renderBlock(b, bctx)));
     return h("article", { class: "entry msg " + roleClass(m.role) + (m.pinned ? " is-pinned" : ""), id, tabindex: "-1" }, head, body);
   }
@@ -267,7 +318,7 @@
       h("header", { class: "boundary" }, h("span", null, bits.join(" · ")),
         id ? h("a", { class: "anchor", href: "#" + id, title: "Link to this compaction" }, timeEl(e.time) || "#") : null),
       h("details", { class: "summary", open: true }, h("summary", null, "Summary"),
-        longText(summaryText(c.summary), previewChars, 0, null)),
+        longText(summaryText(c.summary), previewChars, 0, null, "text", true)),
       renderFacts(c.facts), files);
   }
 
