@@ -175,6 +175,13 @@ func browseSession(p *tab, f fixture) {
 			p.t.Errorf("%s: %s is false", name, js)
 		}
 	}
+	// The copy buttons copy the command and the tool call that resume it.
+	p.run(`window.__copied = []; navigator.clipboard.writeText = (t) => (window.__copied.push(t), Promise.resolve());
+		[...document.querySelectorAll(".actions button")].filter((b) => b.textContent.startsWith("Copy")).forEach((b) => b.click());`)
+	p.wait(`window.__copied.length === 2 && document.querySelector(".toast").classList.contains("show")`)
+	if got := evalIn[[]string](p, `window.__copied`); got[0] != "sessionmem show "+f.main || got[1] != `{"name":"session_resume","arguments":{"session_id":"`+f.main+`"}}` {
+		p.t.Errorf("copied %q", got)
+	}
 	// The fork shows the session it branched from, as a link.
 	p.run(`document.querySelector(".srow[data-id='` + f.fork + `'] a").click()`)
 	p.wait(`document.body.dataset.session === "` + f.fork + `" && document.querySelector(".session-head a[href='/s/` + f.main + `']")`)
@@ -360,7 +367,13 @@ attempt("read the page for its token", fetch(%q).then((r) => r.text()).then((t) 
 	defer attacker.Close()
 	p.do(chromedp.Navigate(attacker.URL))
 	p.wait(`window.results && window.results.length === 4`)
-	p.t.Logf("cross-site attempts: %v", evalIn[[]string](p, `window.results`))
+	attempts := evalIn[[]string](p, `window.results`)
+	p.t.Logf("cross-site attempts: %v", attempts)
+	for _, a := range attempts {
+		if !strings.HasSuffix(a, ": blocked") && !strings.Contains(a, " opaque") {
+			p.t.Errorf("a cross-site request got an answer: %s", a)
+		}
+	}
 	if _, err := svc.Get(p.t.Context(), f.other); err != nil {
 		p.t.Fatalf("a cross-site request deleted the session: %v", err)
 	}

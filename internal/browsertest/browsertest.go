@@ -1,9 +1,3 @@
-// Package browsertest starts Debian's Chromium, headless, for tests that drive a page with
-// chromedp, and records what the page did: every network request, every uncaught exception
-// and every Content-Security-Policy violation. Tests skip when Chromium is absent, except
-// with CI=true, where .ci/run installs it and its absence fails the test.
-//
-// It is a test helper: only _test.go files import it.
 package browsertest
 
 import (
