@@ -57,7 +57,7 @@ func evalIn[T any](p *tab, js string) T {
 func (p *tab) wait(js string) {
 	p.t.Helper()
 	if _, err := chromedp.Run(p.b.Ctx, chromedp.Poll[chromedp.Void](js, chromedp.WithPollingTimeout(10*time.Second))); err != nil {
-		shows, _ := chromedp.Run(p.b.Ctx, chromedp.Evaluate[string](`document.body.innerText.slice(-1200)`))
+		shows, _ := chromedp.Run(p.b.Ctx, chromedp.Evaluate[string](`document.body.innerText.slice(-600)`))
 		p.t.Fatalf("waiting for %s: %v (exceptions %v); the page shows:\n%s", js, err, p.b.Exceptions(), shows)
 	}
 }

@@ -57,9 +57,19 @@
     });
   }
 
-  // observe calls fn whenever el scrolls into view (auto-loading the next page).
+  // observe calls fn whenever el scrolls into view (auto-loading the next page), and again
+  // while el stays in view after fn loaded something (a short page leaves it there).
   function observe(el, fn) {
-    new IntersectionObserver((es) => es.some((e) => e.isIntersecting) && !el.hidden && !el.disabled && fn(), { rootMargin: "200px" }).observe(el);
+    const near = () => {
+      const r = el.getBoundingClientRect();
+      return !el.hidden && r.bottom > -200 && r.top < innerHeight + 200;
+    };
+    const run = async () => {
+      if (el.hidden || el.disabled) return;
+      // Only after a page that brought something: a failing load must not repeat at once.
+      if ((await fn()) && el.isConnected && near()) setTimeout(run, 50);
+    };
+    new IntersectionObserver((es) => es.some((e) => e.isIntersecting) && run(), { rootMargin: "200px" }).observe(el);
   }
 
   function toast(msg) {
@@ -133,6 +143,7 @@
       const dirs = new Set(st.list.items.map((s) => s.working_dir).filter(Boolean));
       ui.dirs.replaceChildren(...[...dirs].slice(0, 200).map((d) => h("option", { value: d })));
       markActive();
+      return res.sessions.length > 0;
     } catch (err) {
       ui.sessions.replaceChildren(h("li", null, errorBox(err)));
     } finally {
@@ -323,6 +334,7 @@
         addEntries(s, page.entries, "after");
         setCursors(s, { after: page.after });
       }
+      return page.entries.length > 0;
     } catch (err) {
       toast("Could not load more: " + clean(err.message || err));
     } finally {
@@ -420,6 +432,7 @@
         srch.cursor = res.next_cursor;
         moreBtn.hidden = !res.next_cursor;
         status.textContent = results.children.length ? plural(results.children.length, "match", "matches") + (res.next_cursor ? " so far" : "") : "No matches.";
+        return res.matches.length > 0;
       } catch (err) {
         status.replaceChildren(errorBox(err));
       } finally {
