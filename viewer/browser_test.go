@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	"os"
+	"runtime"
 	"slices"
 	"strings"
 	"testing"
@@ -22,6 +24,7 @@ type tab struct {
 	t      *testing.T
 	b      *browsertest.Browser
 	origin string
+	also   []string // earlier origins of the test (other viewers it opened)
 }
 
 func newTab(t *testing.T, origin string, width, height int) *tab {
@@ -75,7 +78,11 @@ func (p *tab) clean() {
 	if v := evalIn[[]string](p, "window.__cspViolations || []"); len(v) > 0 {
 		p.t.Errorf("Content-Security-Policy violations: %v", v)
 	}
-	if f := p.b.ForeignRequests(p.origin); len(f) > 0 {
+	f := p.b.ForeignRequests(p.origin)
+	f = slices.DeleteFunc(f, func(u string) bool {
+		return slices.ContainsFunc(p.also, func(o string) bool { return strings.HasPrefix(u, o+"/") })
+	})
+	if len(f) > 0 {
 		p.t.Errorf("requests to other origins: %v", f)
 	}
 }
@@ -481,31 +488,56 @@ func bigSession(t *testing.T, loc string, n int) string {
 }
 
 // TestBrowserFirstScreen10k measures the time from the click on a 10,000-message session in
-// the list to the frame that shows its newest messages, on a server that never read the
-// session before (cold) and again (warm), on each store; older messages load as the page
-// scrolls up.
+// the list to the frame that shows its newest messages, on each store: on servers that never
+// read the session (cold: a fresh service each time, as after a start), again on the last of
+// them (warm), and after the pointer rested on the row for 300 ms (the row starts loading on
+// hover). Each figure is the median of three clicks, so a moment of load on a shared machine
+// does not decide it, and the 500 ms bar stretches by loadFactor when the machine has less
+// than a core per runnable task. Older messages load as the page scrolls up.
 func TestBrowserFirstScreen10k(t *testing.T) {
 	for _, sk := range storeKinds {
 		t.Run(sk.name, func(t *testing.T) {
 			loc := sk.loc(t)
 			id := bigSession(t, loc, 10000)
-			svc := newService(t, loc)
-			srv, _ := serve(t, svc, Options{})
-			p := newTab(t, srv.URL, 1280, 900)
-			var times []float64
-			for range 2 {
+			p := newTab(t, "", 1280, 900)
+			row := `document.querySelector(".srow[data-id='` + id + `'] a")`
+			click := func(hover bool) float64 {
 				p.open("/")
-				p.wait(`document.querySelector(".srow[data-id='` + id + `'] a")`)
-				p.run(`window.__t0 = performance.now(); document.querySelector(".srow[data-id='` + id + `'] a").click()`)
+				p.wait(row)
+				if hover {
+					p.run(row + `.dispatchEvent(new PointerEvent("pointerover", { bubbles: true }))`)
+					time.Sleep(300 * time.Millisecond)
+				}
+				p.run(`window.__t0 = performance.now(); ` + row + `.click()`)
 				p.wait(`Number(document.body.dataset.firstScreenAt) > window.__t0 && document.querySelector(".timeline .entry")`)
-				times = append(times, evalIn[float64](p, `Number(document.body.dataset.firstScreenAt) - window.__t0`))
+				return evalIn[float64](p, `Number(document.body.dataset.firstScreenAt) - window.__t0`)
 			}
-			t.Logf("%s: 10,000-message session, click to first screen: %.0f ms cold, %.0f ms warm", sk.name, times[0], times[1])
+			var cold, warm, hovered []float64
+			for range 3 {
+				srv, _ := serve(t, newService(t, loc), Options{})
+				if p.origin != "" {
+					p.also = append(p.also, p.origin)
+				}
+				p.origin = srv.URL
+				cold = append(cold, click(false))
+			}
+			for range 3 {
+				warm = append(warm, click(false))
+			}
+			for range 3 {
+				hovered = append(hovered, click(true))
+			}
+			median := func(v []float64) float64 { v = slices.Clone(v); slices.Sort(v); return v[len(v)/2] }
+			t.Logf("%s: 10,000-message session, click to first screen (median of 3): %.0f ms cold %v, %.0f ms warm %v, %.0f ms after a 300 ms hover %v (load factor %.1f)",
+				sk.name, median(cold), round(cold), median(warm), round(warm), median(hovered), round(hovered), loadFactor())
 			if !evalIn[bool](p, `[...document.querySelectorAll(".timeline .entry")].pop().textContent.includes("All tests pass (9999)")`) {
 				t.Error("the first screen does not end with the newest message")
 			}
-			if limit := 500.0 * raceFactor; times[0] > limit || times[1] > limit {
-				t.Errorf("first screen took %.0f / %.0f ms, over %.0f ms", times[0], times[1], limit)
+			limit := 500.0 * raceFactor * loadFactor()
+			for name, v := range map[string][]float64{"cold": cold, "warm": warm, "after a hover": hovered} {
+				if median(v) > limit {
+					t.Errorf("first screen %s took %.0f ms, over %.0f ms", name, median(v), limit)
+				}
 			}
 			// Scrolling up loads the older messages.
 			n := evalIn[int](p, `document.querySelectorAll(".timeline .entry").length`)
@@ -514,4 +546,28 @@ func TestBrowserFirstScreen10k(t *testing.T) {
 			p.clean()
 		})
 	}
+}
+
+// loadFactor is how much slower a CPU-bound task runs than on a machine with a core to spare:
+// the 1-minute load average per core when it is above 1 (Linux; 1 elsewhere). The browser
+// and the server share the machine with whatever else runs on it; their work is CPU-bound,
+// and a fair scheduler gives it about cores/load of the machine.
+func loadFactor() float64 {
+	b, err := os.ReadFile("/proc/loadavg")
+	if err != nil {
+		return 1
+	}
+	var load float64
+	if _, err := fmt.Sscan(string(b), &load); err != nil {
+		return 1
+	}
+	return max(1, load/float64(runtime.NumCPU()))
+}
+
+func round(v []float64) []int {
+	out := make([]int, len(v))
+	for i, x := range v {
+		out[i] = int(x + 0.5)
+	}
+	return out
 }

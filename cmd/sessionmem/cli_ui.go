@@ -73,6 +73,18 @@ func runUI(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", *addr, err)
 	}
+	// As serve does: the sessions worked on last are the likeliest to be opened first.
+	go func() {
+		// A warm-up is an optimisation: whatever goes wrong in it must not end the viewer.
+		defer func() {
+			if p := recover(); p != nil {
+				cs.logger.Error("warm-up failed", "panic", fmt.Sprint(p))
+			}
+		}()
+		if err := cs.svc.Warm(ctx, warmSessions); err != nil && ctx.Err() == nil {
+			cs.logger.Debug("warm-up", "err", err)
+		}
+	}()
 	h := viewer.New(cs.svc, viewer.Options{Token: token, AllowRemote: *remote, Logger: cs.logger, Done: ctx.Done()})
 	srv := &http.Server{Handler: h, ReadHeaderTimeout: 10 * time.Second, ErrorLog: log.New(slogWriter{cs.logger}, "", 0)}
 	link := viewerBase(ln.Addr().String()) + h.LoginPath()

@@ -30,6 +30,12 @@
     ui.sessions = h("ol", { class: "sessions", "aria-label": "Sessions, newest first" });
     ui.more = h("button", { class: "more", type: "button", hidden: true }, "More sessions");
     ui.more.addEventListener("click", () => loadList(false));
+    for (const ev of ["pointerover", "focusin"]) {
+      ui.sessions.addEventListener(ev, (e) => {
+        const row = e.target.closest && e.target.closest(".srow");
+        if (row) prefetch(row.dataset.id);
+      });
+    }
     ui.listPane = h("nav", { class: "pane list-pane", "aria-label": "Sessions" },
       h("div", { class: "filters" }, ui.dir, ui.filter, ui.dirs), ui.sessions, ui.more);
     ui.main = h("main", { class: "pane main-pane", tabindex: "-1" });
@@ -168,6 +174,22 @@
     ui.live.hidden = true;
   }
 
+  // A session row under the pointer or the keyboard's selection starts loading its newest
+  // page, so the click finds it on its way; a prefetched page older than a few seconds is
+  // not used (the live stream would bring what it missed, but a fresh one is as quick).
+  let prefetched = null;
+  function prefetch(id) {
+    if (!id || (prefetched && prefetched.id === id && performance.now() - prefetched.at < 3000)) return;
+    const p = src.openSession(id, {});
+    p.catch(() => {}); // a failure is reported by the click's own request
+    prefetched = { id, at: performance.now(), p };
+  }
+  function takePrefetch(id, eid) {
+    const pf = prefetched;
+    prefetched = null;
+    return pf && !eid && pf.id === id && performance.now() - pf.at < 3000 ? pf.p : null;
+  }
+
   async function openSession(id, eid) {
     closeSession();
     const t0 = performance.now();
@@ -175,7 +197,7 @@
     ui.main.replaceChildren(h("div", { class: "loading" }, "Loading…"));
     let page;
     try {
-      page = await src.openSession(id, { around: eid });
+      page = await (takePrefetch(id, eid) || src.openSession(id, { around: eid }));
     } catch (err) {
       if (st.session === s) ui.main.replaceChildren(errorBox(err));
       return;
@@ -489,6 +511,7 @@
     st.cur = Math.max(0, Math.min(items.length - 1, i));
     const n = items[st.cur];
     n.classList.add("current");
+    if (list === ui.sessions) prefetch(n.dataset.id);
     n.scrollIntoView({ block: "nearest" });
   }
 

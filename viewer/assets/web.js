@@ -62,7 +62,9 @@
       else history.pushState(null, "", path);
     },
     listSessions: (p) => api("/api/sessions" + qs(p)),
-    openSession: async (id, o) => page(await api(timeline(id) + qs({ around: o.around }))),
+    // The first page is small (a screen and a half), so it draws at once; the rest come in
+    // pages of 50 as the reader scrolls.
+    openSession: async (id, o) => page(await api(timeline(id) + qs({ around: o.around, limit: 30 }))),
     page: async (id, dir, cursor) => {
       const p = page(await api(timeline(id) + qs({ [dir]: cursor })));
       return dir === "before" ? { entries: p.entries, before: p.before } : { entries: p.entries, after: p.after };
