@@ -105,7 +105,9 @@ func TestLiveFromAnotherProcess(t *testing.T) {
 			}
 			slices.Sort(lat)
 			t.Logf("%s: save acknowledged → event received: median %v, max %v (poll every %v)", sk.name, lat[n/2], lat[n-1], DefaultPollInterval)
-			if lat[n-1] > time.Second {
+			// The bar is a second; the race detector and a machine busier than its cores
+			// stretch it (see loadFactor).
+			if limit := time.Duration(float64(time.Second) * raceFactor * loadFactor()); lat[n-1] > limit {
 				t.Fatalf("a save took %v to appear", lat[n-1])
 			}
 		})
