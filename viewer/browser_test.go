@@ -241,6 +241,7 @@ func browseKeys(p *tab, f fixture) {
 	p.wait(`document.querySelectorAll(".timeline .entry")[1].classList.contains("current")`)
 	p.key(kbEscape)
 	p.wait(`location.pathname === "/" && !document.body.dataset.view.startsWith("session")`)
+	p.wait(`document.querySelector(".srow.current").dataset.id === "` + f.other + `"`)
 	p.key("/")
 	p.wait(`document.activeElement.id === "q"`)
 	p.key(kbEscape)

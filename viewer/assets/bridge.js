@@ -111,7 +111,8 @@
   }
 
   const source = {
-    caps: { live: false, export: false, delete: false, openAtEnd: false, deferList: true },
+    // No prefetch on hover: in a host every load is a visible tool call.
+    caps: { live: false, export: false, delete: false, openAtEnd: false, deferList: true, prefetch: false },
     route: () => parse(path),
     navigate(p, replace) {
       if (!replace) history.push(path);

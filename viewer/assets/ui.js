@@ -179,7 +179,7 @@
   // not used (the live stream would bring what it missed, but a fresh one is as quick).
   let prefetched = null;
   function prefetch(id) {
-    if (!id || (prefetched && prefetched.id === id && performance.now() - prefetched.at < 3000)) return;
+    if (!src.caps.prefetch || !id || (prefetched && prefetched.id === id && performance.now() - prefetched.at < 3000)) return;
     const p = src.openSession(id, {});
     p.catch(() => {}); // a failure is reported by the click's own request
     prefetched = { id, at: performance.now(), p };
@@ -511,7 +511,6 @@
     st.cur = Math.max(0, Math.min(items.length - 1, i));
     const n = items[st.cur];
     n.classList.add("current");
-    if (list === ui.sessions) prefetch(n.dataset.id);
     n.scrollIntoView({ block: "nearest" });
   }
 
@@ -524,8 +523,11 @@
       if (inField) return t.blur();
       if (st.route && st.route.view !== "list") {
         ev.preventDefault();
+        // Back to the list, with the session just left selected.
+        const left = st.route.view === "session" ? st.route.id : null;
         go("/");
-        ui.listPane.focus && ui.sessions.querySelector(".active a, a") && setCurrent(ui.sessions, Math.max(0, activeRowIndex()));
+        const i = [...ui.sessions.children].findIndex((li) => li.dataset.id === left);
+        if (i >= 0) setCurrent(ui.sessions, i);
       }
       return;
     }
@@ -541,6 +543,8 @@
       const items = [...list.children].filter((n) => !n.classList.contains("none"));
       const at = cur ? items.indexOf(cur) : ev.key === "j" ? -1 : items.length;
       setCurrent(list, at + (ev.key === "j" ? 1 : -1));
+      const cur2 = list === ui.sessions && list.querySelector(":scope > .current");
+      if (cur2) prefetch(cur2.dataset.id);
     } else if (ev.key === "Enter") {
       const cur = navItems().querySelector(":scope > .current");
       if (!cur) return;

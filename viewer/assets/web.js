@@ -42,7 +42,7 @@
   const timeline = (id) => "/api/sessions/" + enc(id) + "/timeline";
 
   const source = {
-    caps: { live: true, export: true, delete: true, openAtEnd: true },
+    caps: { live: true, export: true, delete: true, openAtEnd: true, prefetch: true },
     route() {
       const p = location.pathname;
       if (p.startsWith("/s/")) {
