@@ -10,10 +10,12 @@
 // allow before anything reads them, CheckUTF8 refuses text that is not valid UTF-8 before
 // mcp-go's decoder replaces it, and FixResponse / WrapHTTP give a missing session's resource
 // the spec's error code. See docs/PROTOCOL.md. An Observer (Options.Observer, observe.go)
-// is told about every tool call, whatever its transport: what operators' metrics count.
+// is told about every tool call, whatever its transport: what operators' metrics count. It
+// serves the session viewer as an MCP App (app.go): the ui:// resource with viewer.AppHTML,
+// named in the read tools' _meta.
 //
 // It is the only non-test package that imports mcp-go; it must not be imported by memory or any
-// package below it (imports point inward: cmd → mcpserver → memory). It owns no state of its own
+// package below it (imports point inward: cmd → mcpserver → viewer → memory). It owns no state of its own
 // beyond configuration: every tool call is one call into memory.Service, which is safe for
 // concurrent use, so the returned server may serve many sessions and transports at once.
 package mcpserver

@@ -60,7 +60,7 @@ func (o Options) withDefaults() Options {
 }
 
 // New returns an MCP server exposing svc: the seven session tools, the compaction prompt
-// templates and the session resources. One server may serve stdio and HTTP at the same time.
+// templates, the session resources and the session viewer as an MCP App (app.go). One server may serve stdio and HTTP at the same time.
 func New(svc *memory.Service, opts Options) *server.MCPServer {
 	o := opts.withDefaults()
 	serverOpts := []server.ServerOption{
@@ -85,6 +85,7 @@ func New(svc *memory.Service, opts Options) *server.MCPServer {
 	s.AddTools(tools(svc, &o)...)
 	addPrompts(s, svc)
 	addResources(s, svc, o.Logger)
+	addApp(s)
 	return s
 }
 

@@ -30,12 +30,12 @@ var (
 func tools(svc *memory.Service, o *Options) []server.ServerTool {
 	return []server.ServerTool{
 		saveTool(svc),
-		resumeTool(svc),
+		withApp(resumeTool(svc)),
 		compactTool(svc, o),
-		listTool(svc, o),
+		withApp(listTool(svc, o)),
 		forkTool(svc),
 		deleteTool(svc),
-		searchTool(svc, o),
+		withApp(searchTool(svc, o)),
 	}
 }
 

@@ -20,5 +20,6 @@ func commands() []command {
 		pruneCommand(),
 		hookCommand(),
 		versionCommand(),
+		uiCommand(),
 	}
 }

@@ -1,8 +1,9 @@
 // Command sessionmem is an MCP server that gives coding agents a memory that outlives one
 // conversation, plus a command line for people.
 //
-//	sessionmem serve [--store DIR|URL] [--http ADDR]   MCP over stdio, or streamable HTTP + SSE
+//	sessionmem serve [--store DIR|URL] [--http ADDR]   MCP over stdio, or streamable HTTP + SSE (+ the viewer at /)
 //	sessionmem list | show | compact | delete | import | export | stats | verify | redact | prune | hook
+//	sessionmem ui [--addr ADDR] [--open]               the session viewer in the browser (package viewer)
 //	sessionmem migrate --from DIR|URL --to DIR|URL     copy a store (local or PostgreSQL)
 //
 // The store is a directory (storage/local) or a postgres:// URL (storage/postgres); store.go
@@ -14,7 +15,8 @@
 // stdio mode), re-applying redaction to stores redacted with older rules (redact_marker.go), signals
 // (SIGINT/SIGTERM let running calls finish, then the store is closed) and exit codes
 // (0 success, 1 failure, 2 usage). It wires storage, memory, redaction and the summarizers into
-// mcpserver for serve, and calls memory and transcript directly for the people commands.
+// mcpserver for serve, and calls memory and transcript directly for the people commands; it
+// serves package viewer for ui and beside /mcp (cli_ui.go).
 // ops.go serves package ops's /healthz, /readyz and /metrics beside /mcp (and on the loopback
 // --metrics-addr); cli_version.go prints internal/buildinfo's version.
 // main stays tiny: run(ctx, args, stdin, stdout, stderr) does the work, so tests drive every

@@ -140,7 +140,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if cfg.HTTPAddr == "" {
 		return serveStdio(ctx, mcpSrv, d, e, logger)
 	}
-	return serveHTTP(ctx, mcpSrv, d, opsSrv, cfg, e, logger)
+	return serveHTTP(ctx, mcpSrv, svc, d, opsSrv, cfg, e, logger)
 }
 
 // startCPUProfile writes a CPU profile to path until the returned function is called.
@@ -222,8 +222,9 @@ func serveStdio(ctx context.Context, s *server.MCPServer, d *drain, e *env, logg
 	}
 }
 
-// serveHTTP serves streamable HTTP at /mcp and legacy SSE at /sse + /message on one port.
-func serveHTTP(ctx context.Context, s *server.MCPServer, d *drain, opsSrv *opsServer, cfg serveConfig, e *env, logger *slog.Logger) error {
+// serveHTTP serves streamable HTTP at /mcp, legacy SSE at /sse + /message, the session
+// viewer at / (cli_ui.go) and the operator's endpoints (ops.go) on one port.
+func serveHTTP(ctx context.Context, s *server.MCPServer, svc *memory.Service, d *drain, opsSrv *opsServer, cfg serveConfig, e *env, logger *slog.Logger) error {
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
@@ -247,7 +248,7 @@ func serveHTTP(ctx context.Context, s *server.MCPServer, d *drain, opsSrv *opsSe
 	mux.Handle("/sse", mcpserver.WrapHTTP(sse.SSEHandler()))
 	mux.Handle("/message", mcpserver.WrapHTTP(sse.MessageHandler()))
 	srv := &http.Server{
-		Handler:           opsSrv.wrap(guard(mux, cfg.Token, logger)),
+		Handler:           opsSrv.wrap(withViewer(ctx, guard(mux, cfg.Token, logger), svc, cfg, logger, e.stderr, base)),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          log.New(slogWriter{logger}, "", 0),
 	}
