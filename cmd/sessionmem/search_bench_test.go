@@ -104,7 +104,12 @@ func BenchmarkStdioSearch(b *testing.B) {
 		{"none", obj{"query": "zzqxjv"}},
 	} {
 		b.Run(fmt.Sprintf("mb=%d/%s", mb, q.name), func(b *testing.B) {
+			cpu0, ok := serverCPU(dir)
 			benchCall(b, c, "session_search", func(int) obj { return q.args })
+			// The server's CPU per search: what an idle machine's latency would be close to.
+			if cpu1, ok1 := serverCPU(dir); ok && ok1 && b.N > 0 {
+				b.ReportMetric(float64((cpu1-cpu0).Microseconds())/float64(b.N), "server-cpu-us/op")
+			}
 		})
 	}
 }
