@@ -80,6 +80,10 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		}
 		defer stop()
 	}
+	if path := e.getenv("SESSIONMEM_MEMPROFILE"); path != "" {
+		// A heap profile rewritten every 10 s while the server runs (a soak kills it).
+		go writeHeapProfiles(ctx, path, 10*time.Second)
+	}
 
 	opts := memory.Options{Logger: logger, FileMapping: cfg.FileMapping, Redact: red.String}
 	if cfg.LLM.URL != "" {
@@ -141,6 +145,28 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return serveStdio(ctx, mcpSrv, d, e, logger)
 	}
 	return serveHTTP(ctx, mcpSrv, svc, d, opsSrv, cfg, e, logger)
+}
+
+// writeHeapProfiles writes a heap profile to path every interval until ctx ends, each
+// replacing the last whole (written beside it, then renamed).
+func writeHeapProfiles(ctx context.Context, path string, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		f, err := os.Create(path + ".tmp")
+		if err != nil {
+			continue
+		}
+		err = pprof.WriteHeapProfile(f)
+		if cerr := f.Close(); err == nil && cerr == nil {
+			os.Rename(path+".tmp", path)
+		}
+	}
 }
 
 // startCPUProfile writes a CPU profile to path until the returned function is called.

@@ -254,6 +254,9 @@ func (f *filter) ok(sn *snapshot, s *segment, o int) bool {
 	case f.hasUntil && d.times[o] > f.until:
 		return false
 	}
+	if s.allLive {
+		return true
+	}
 	_, live := sn.live[d.sess[o]]
 	return live
 }
@@ -385,7 +388,7 @@ func (e *evaluation) ranked(off, limit int) ([]cand, bool, error) {
 	lists := make([]segLists, len(e.sn.segs))
 	e.lists = lists
 	for i, s := range e.sn.segs {
-		l, err := loadLists(e.ctx, e.tx, s, e.units)
+		l, err := loadLists(e.ctx, e.tx, s, e.units, e.view.lists)
 		if err != nil {
 			return nil, false, err
 		}
