@@ -9,7 +9,8 @@
 //	index.jsonl                   listing index: a log of Meta lines, newest wins; rebuildable
 //	index.lock                    flock serialising index appends and rewrites
 //	sessions/<id>.zst             sealed history; a valid zstd stream (zstdcat prints the lines)
-//	sessions/<id>.tail.jsonl      records not yet sealed, plain JSONL after a header line, then zeros
+//	sessions/<id>.tail.jsonl      records not yet sealed, plain JSONL after a header line, then zeros;
+//	                              absent in a session at rest (notail.go)
 //	sessions/<id>.lock            per-session flock
 //	sessions/<id>.state           state snapshot (storage.Snapshots; snapshot.go), a disposable cache
 //	search/                       full-text index (package ftsindex), with Options.Docs only
@@ -32,7 +33,9 @@
 // before a Barrier record (so a compaction starts a new frame and a resume decodes from there
 // only), in the background once the tail has been idle for Options.IdleSeal (15 s; eight
 // times that below 16 KiB) or while the tails this process wrote hold more than
-// MaxPlainBytes (64 MiB), and on Close for the sessions this process wrote. The background
+// MaxPlainBytes (64 MiB), and on Close for the sessions this process wrote; these idle seals
+// remove the emptied tail file instead (a missing tail reads as an empty one, and the next
+// append writes it whole: a small session at rest takes one file and one disk block). The background
 // sealer only takes a session nobody holds (a non-blocking flock) and skips a tail another
 // process appended to within the last few seconds, so no save waits behind it.
 //

@@ -295,7 +295,7 @@ func (s *Store) Close() error {
 		}
 	}
 	for _, id := range ids {
-		err := s.update(context.Background(), id, func(w *Writer) error { return w.Seal() })
+		err := s.update(context.Background(), id, func(w *Writer) error { return w.sealIdle() })
 		if err != nil && !errors.Is(err, storage.ErrNotFound) {
 			errs = append(errs, err)
 		}
