@@ -36,6 +36,18 @@ async function connect() {
   await client.listTools(); // as agents do; the client then checks results against outputSchema
   return client;
 }
+// stop ends a server as a client that waits for it does: its stdin closed, then its exit
+// awaited (the SDK's close kills it after 2 s, then 4 s), and returns how long it took.
+async function stop(c) {
+  const p = c.transport._process;
+  const t = now();
+  const exited = new Promise((resolve) => p.once("close", resolve));
+  p.stdin.end();
+  await exited;
+  const ms = now() - t;
+  await c.close();
+  return ms;
+}
 const call = async (c, name, args) => {
   const r = await c.callTool({ name, arguments: args }, undefined, { timeout: 600000 });
   if (r.isError) throw new Error(`${name}: ${JSON.stringify(r.content)}`);
@@ -100,6 +112,10 @@ try {
       if (got !== sessions) throw new Error(`listed ${got}`);
       return now() - t;
     };
+    // Disk use once the server that saved has stopped (Close seals what it wrote).
+    const stopMs = await stop(c);
+    const saved = disk(store);
+    c = await connect();
     const times = [];
     for (let r = 0; r < runs; r++) times.push(await listAll());
     // Cold: the first listing of a fresh server process (after the client connected), as
@@ -111,14 +127,15 @@ try {
       cold.push(await listAll());
     }
     await c.close();
-    // Disk use of the stopped store (the server's log excluded): du's blocks and the files'
-    // apparent size.
+    // And after servers that only read (which compact the index once idle) stopped too. Disk
+    // use is du's blocks and the files' apparent size, the server's log excluded.
     const du = disk(store);
     c = await connect();
     console.log(JSON.stringify({ mode, sessions, per_session: per, runs, median_ms: median(times), min_ms: Math.min(...times),
-      cold_median_ms: median(cold), cold_min_ms: Math.min(...cold), du_bytes: du.blocks, apparent_bytes: du.apparent, files: du.files }));
+      cold_median_ms: median(cold), cold_min_ms: Math.min(...cold), stop_after_saves_ms: stopMs,
+      saved_du_bytes: saved.blocks, saved_apparent_bytes: saved.apparent, du_bytes: du.blocks, apparent_bytes: du.apparent, files: du.files }));
   }
   await c.close();
 } finally {
-  rmSync(store, { recursive: true, force: true });
+  if (process.env.SESSIONMEM_BENCH_KEEP) console.error(`store kept: ${store}`); else rmSync(store, { recursive: true, force: true });
 }

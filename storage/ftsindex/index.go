@@ -126,7 +126,44 @@ func (ix *Index) Close() error {
 		return nil
 	}
 	ix.closed = true
+	ix.cur.tidy()
 	return ix.cur.close()
+}
+
+// tidy is what Close does for the file's size, within closeTidyTimeout: it merges the newest
+// small segments into one (closeRun) and gives back free pages (shrink). Both are
+// housekeeping of derived data: a failure (another process holding the write lock past the
+// timeout) leaves them for a later Close.
+func (db *database) tidy() {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTidyTimeout)
+	defer cancel()
+	_, _ = db.mergeOnce(ctx, closeRun)
+	db.shrink(ctx)
+}
+
+// Close gives free pages back to the file system: merges free the pages of the segments
+// they replace, and incremental auto-vacuum moves pages from the end of the file into the
+// free ones before truncating it. Only when at least a quarter of the file is free, and at
+// most shrinkMaxPages pages (16 MiB; tens of milliseconds), so that a process exits promptly
+// whatever the index's size; Optimize gives back the rest.
+const (
+	shrinkMaxPages   = 4096
+	closeTidyTimeout = time.Second
+)
+
+// shrink gives free pages back when a quarter or more of the file is free (see above).
+func (db *database) shrink(ctx context.Context) {
+	var pages, free int64
+	if err := db.w.QueryRowContext(ctx, `PRAGMA page_count`).Scan(&pages); err != nil {
+		return
+	}
+	if err := db.w.QueryRowContext(ctx, `PRAGMA freelist_count`).Scan(&free); err != nil {
+		return
+	}
+	if free == 0 || 4*free < pages {
+		return
+	}
+	_, _ = db.w.ExecContext(ctx, fmt.Sprintf(`PRAGMA incremental_vacuum(%d)`, min(free, shrinkMaxPages)))
 }
 
 // mergeInBackground runs Merge on another goroutine unless one is running.

@@ -47,10 +47,10 @@
 // fsync (delayed allocation keeps the index's new block out of the journal commit; see
 // docs/BENCHMARKS.md), and Open reconciles the index against the session files, so a line
 // lost to a crash only costs a re-summary. A line never replaces one with a higher
-// last_seq. When the log holds more than four lines per live session (and more than 1,024)
+// last_seq. When the log holds more than two lines per live session (and more than 256)
 // it is rewritten atomically, and so it is in the background once this process has written
-// nothing for IdleSeal and more than half its lines are superseded (a store at rest keeps
-// about one line per session). "files" records the .zst's size and where the tail's data
+// nothing for IdleSeal and more than half its lines are superseded, and on Close (a store at
+// rest keeps about one line per session). "files" records the .zst's size and where the tail's data
 // ends (its size, unless it is padded): at Open a session whose files no longer end there
 // (or that has no line, or whose index is missing or damaged) is summarised again through
 // Options.Summarize.
