@@ -190,6 +190,9 @@ func (x *searchIdx) appended(h storage.Header, name string, recs []storage.Recor
 	}
 	b := ftsindex.Batch{Session: ftsindex.Session{ID: h.ID, Created: h.Created, WorkingDir: h.WorkingDir, Name: name},
 		From: recs[0].Seq, Through: recs[len(recs)-1].Seq}
+	for _, r := range recs {
+		b.Size += len(r.Data)
+	}
 	// The records' Data belong to the append that wrote them and are never reused, so the
 	// queue may turn them into docs later, off the save's path.
 	b.Build = func() []fts.Doc {
@@ -201,10 +204,25 @@ func (x *searchIdx) appended(h storage.Header, name string, recs []storage.Recor
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.q == nil || x.q.Add(b) != nil {
+	if x.q == nil {
 		return
 	}
-	if k, ok := x.known[h.ID]; ok && k.created.Equal(h.Created) && b.From <= k.through+1 && b.Through > k.through {
+	if err := x.q.Add(b); err != nil {
+		// Refused (the queue holds as much as it may): the syncer indexes the range from the
+		// session files once it sees it missing.
+		if k, ok := x.known[h.ID]; ok && k.through >= b.From {
+			x.known[h.ID] = known{created: k.created, through: b.From - 1}
+		}
+		return
+	}
+	k, ok := x.known[h.ID]
+	switch {
+	case ok && k.created.Equal(h.Created) && b.From <= k.through+1 && b.Through > k.through:
+		x.known[h.ID] = known{created: h.Created, through: b.Through}
+	case !ok && b.From == 1:
+		// A session's first records, queued here: the syncer need not read them back from
+		// the files when the queue is slower than its look (it was, under load, for every
+		// session this process created).
 		x.known[h.ID] = known{created: h.Created, through: b.Through}
 	}
 }
