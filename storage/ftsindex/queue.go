@@ -24,7 +24,7 @@ type Queue struct {
 	mu      sync.Mutex
 	pending []Batch
 	docs    int
-	bytes   int // what pending holds (Batch.Size)
+	bytes   int           // what pending holds (Batch.Size)
 	wake    chan struct{} // buffered 1: something was added
 	flushed *sync.Cond    // signalled after each flush; guarded by mu
 	gen     uint64        // batches added so far (counter)
