@@ -34,7 +34,7 @@ function rpc(method, params) {
 function status() {
   const s = readFileSync(`/proc/${srv.pid}/status`, "utf8");
   const kb = (k) => Number(s.match(new RegExp(`${k}:\\s+(\\d+)`))[1]);
-  return { rss: kb("VmRSS") / 1024, hwm: kb("VmHWM") / 1024 };
+  return { rss: kb("VmRSS") / 1024, hwm: kb("VmHWM") / 1024, anon: kb("RssAnon") / 1024, file: kb("RssFile") / 1024 };
 }
 
 try {
@@ -63,8 +63,8 @@ try {
   const end = status();
   srv.stdin.end();
   await new Promise((r) => srv.once("close", r));
-  console.log(JSON.stringify({ mb, batch, per, messages: n, idle_rss_mb: idle.rss, peak_rss_mb: end.hwm, sampled_peak_rss_mb: peakRss, end_rss_mb: end.rss, seconds: secs, mb_per_s: bytes / 1e6 / secs }));
+  console.log(JSON.stringify({ mb, batch, per, messages: n, idle_rss_mb: idle.rss, peak_rss_mb: end.hwm, sampled_peak_rss_mb: peakRss, end_rss_mb: end.rss, end_anon_mb: end.anon, end_file_mb: end.file, seconds: secs, mb_per_s: bytes / 1e6 / secs }));
 } finally {
   srv.kill();
-  rmSync(store, { recursive: true, force: true });
+  if (process.env.SESSIONMEM_BENCH_KEEP) console.error(`store kept: ${store}`); else rmSync(store, { recursive: true, force: true });
 }

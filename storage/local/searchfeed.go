@@ -64,7 +64,7 @@ func (x *searchIdx) readSession(ctx context.Context, f feed, bytes *int64, yield
 	for {
 		var b ftsindex.Batch
 		var last uint64
-		err := x.s.View(ctx, f.meta.ID, func(r storage.Reader) error {
+		err := x.s.viewUncached(ctx, f.meta.ID, func(r *Reader) error {
 			h := r.Header()
 			last = r.LastSeq()
 			if from > last {
@@ -106,4 +106,17 @@ func (x *searchIdx) readSession(ctx context.Context, f feed, bytes *int64, yield
 			return through, true
 		}
 	}
+}
+
+// viewUncached is View for a read that decodes each frame once (the catch-up): its frames
+// stay out of the store's frame cache.
+func (s *Store) viewUncached(ctx context.Context, id string, fn func(r *Reader) error) error {
+	if err := s.enter(); err != nil {
+		return err
+	}
+	defer s.leave()
+	return s.view(ctx, id, func(r *Reader) error {
+		r.uncached = true
+		return fn(r)
+	})
 }
