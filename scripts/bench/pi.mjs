@@ -3,7 +3,7 @@
 // scripts/bench-stdio.sh --pi; it converts each contract message to pi's session format (v3).
 //   node pi.mjs resume msgs.jsonl 2000 RUNS
 //   node pi.mjs list msgs.jsonl 1000 4 RUNS
-import { readFileSync, writeFileSync, mkdtempSync, mkdirSync, rmSync, utimesSync } from "node:fs";
+import { readFileSync, writeFileSync, mkdtempSync, mkdirSync, rmSync, utimesSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
 import { randomUUID } from "node:crypto";
@@ -77,8 +77,12 @@ try {
     const sessions = Number(rest[0] ?? 1000), per = Number(rest[1] ?? 4), runs = Number(rest[2] ?? 9);
     const dir = join(root, "sessions");
     mkdirSync(dir);
-    let bytes = 0;
-    for (let i = 0; i < sessions; i++) bytes += readFileSync(writeSession(dir, "/bench", contract.slice(i * per, (i + 1) * per), i)).length;
+    let bytes = 0, blocks = 0;
+    for (let i = 0; i < sessions; i++) {
+      const path = writeSession(dir, "/bench", contract.slice(i * per, (i + 1) * per), i);
+      bytes += readFileSync(path).length;
+      blocks += statSync(path).blocks * 512;
+    }
     const times = [];
     let listed = 0;
     for (let r = 0; r < runs; r++) {
@@ -87,7 +91,7 @@ try {
       times.push(now() - t);
       listed = l.length;
     }
-    console.log(JSON.stringify({ mode, sessions, listed, per_session: per, total_bytes: bytes, runs, median_ms: median(times), min_ms: Math.min(...times) }));
+    console.log(JSON.stringify({ mode, sessions, listed, per_session: per, total_bytes: bytes, du_bytes: blocks, runs, median_ms: median(times), min_ms: Math.min(...times) }));
   }
 } finally {
   rmSync(root, { recursive: true, force: true });

@@ -88,7 +88,8 @@ type database struct {
 	ino  uint64
 	w    *sql.DB // one connection; BEGIN IMMEDIATE
 	r    *sql.DB
-	view *view // what searches cache of this database
+	m    *sql.DB // one connection, the merges' reads: no memory map (openFile)
+	view *view   // what searches cache of this database
 }
 
 const filePrefix, fileSuffix = "fts-", ".db"
@@ -126,7 +127,44 @@ func (ix *Index) Close() error {
 		return nil
 	}
 	ix.closed = true
+	ix.cur.tidy()
 	return ix.cur.close()
+}
+
+// tidy is what Close does for the file's size, within closeTidyTimeout: it merges the newest
+// small segments into one (closeRun) and gives back free pages (shrink). Both are
+// housekeeping of derived data: a failure (another process holding the write lock past the
+// timeout) leaves them for a later Close.
+func (db *database) tidy() {
+	ctx, cancel := context.WithTimeout(context.Background(), closeTidyTimeout)
+	defer cancel()
+	_, _ = db.mergeOnce(ctx, closeRun)
+	db.shrink(ctx)
+}
+
+// Close gives free pages back to the file system: merges free the pages of the segments
+// they replace, and incremental auto-vacuum moves pages from the end of the file into the
+// free ones before truncating it. Only when at least a quarter of the file is free, and at
+// most shrinkMaxPages pages (16 MiB; tens of milliseconds), so that a process exits promptly
+// whatever the index's size; Optimize gives back the rest.
+const shrinkMaxPages = 4096
+
+// closeTidyTimeout bounds Close's tidy (a variable for tests on a loaded machine).
+var closeTidyTimeout = time.Second
+
+// shrink gives free pages back when a quarter or more of the file is free (see above).
+func (db *database) shrink(ctx context.Context) {
+	var pages, free int64
+	if err := db.w.QueryRowContext(ctx, `PRAGMA page_count`).Scan(&pages); err != nil {
+		return
+	}
+	if err := db.w.QueryRowContext(ctx, `PRAGMA freelist_count`).Scan(&free); err != nil {
+		return
+	}
+	if free == 0 || 4*free < pages {
+		return
+	}
+	_, _ = db.w.ExecContext(ctx, fmt.Sprintf(`PRAGMA incremental_vacuum(%d)`, min(free, shrinkMaxPages)))
 }
 
 // mergeInBackground runs Merge on another goroutine unless one is running.
@@ -192,7 +230,7 @@ func (db *database) current() bool {
 }
 
 func (db *database) close() error {
-	return errors.Join(db.w.Close(), db.r.Close())
+	return errors.Join(db.w.Close(), db.r.Close(), db.m.Close())
 }
 
 // openNewest opens the newest database file in the directory, or creates one when there is
@@ -377,7 +415,13 @@ func (ix *Index) openFile(ctx context.Context, name string) (*database, error) {
 		return nil, err
 	}
 	base := "file:" + escapePath(path) + "?" + fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=journal_size_limit(67108864)", ix.opts.BusyTimeout.Milliseconds())
-	w, err := sql.Open("sqlite", base+"&_txlock=immediate&_pragma=cache_size(-32768)&_pragma=temp_store(MEMORY)")
+	// Cache sizes are what a process may keep of the file in memory (SQLite allocates them
+	// outside Go's heap): the writer's 8 MiB holds the tables a transaction updates, and
+	// merges read their segments through a connection of their own that does not map the
+	// file, so a process that saves and never searches keeps a bounded part of an index
+	// that grows with everything it saves (a 32 MiB writer cache and merges through the
+	// mapped readers took 60 MB of a server's memory over 400 MB of saves).
+	w, err := sql.Open("sqlite", base+"&_txlock=immediate&_pragma=cache_size(-8192)&_pragma=temp_store(MEMORY)")
 	if err != nil {
 		return nil, err
 	}
@@ -391,7 +435,15 @@ func (ix *Index) openFile(ctx context.Context, name string) (*database, error) {
 	}
 	r.SetMaxOpenConns(ix.opts.ReadConns)
 	r.SetMaxIdleConns(ix.opts.ReadConns)
-	db := &database{name: name, path: path, dev: dev, ino: ino, w: w, r: r, view: newView()}
+	m, err := sql.Open("sqlite", base+"&_pragma=query_only(1)&_pragma=cache_size(-2048)")
+	if err != nil {
+		w.Close()
+		r.Close()
+		return nil, err
+	}
+	m.SetMaxOpenConns(1)
+	m.SetMaxIdleConns(1)
+	db := &database{name: name, path: path, dev: dev, ino: ino, w: w, r: r, m: m, view: newView()}
 	if err := db.checkVersion(ctx); err != nil {
 		db.close()
 		return nil, err

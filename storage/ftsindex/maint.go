@@ -196,6 +196,28 @@ func (ix *Index) Optimize(ctx context.Context) error {
 	return db.vacuum(ctx)
 }
 
+// closeMergeDocs bounds the merge Close makes (closeRun): fewer docs than a packed segment
+// holds (a larger one keeps a row per term, which takes more room than the segments it
+// would replace), tens of milliseconds of CPU.
+const closeMergeDocs = packLimit - 1
+
+// closeRun picks the newest run of two or more segments, none final, that hold at most
+// closeMergeDocs docs together, or nil. A store's newest segments are the small ones its
+// last saves made; each repeats the terms it shares with the others, so the index of a
+// small store (a thousand short sessions: eleven segments) takes less than half the space
+// once they are one.
+func closeRun(segs []segMeta) []segMeta {
+	i, n := len(segs), 0
+	for i > 0 && segs[i-1].level != finalLevel && n+segs[i-1].ndocs <= closeMergeDocs {
+		i--
+		n += segs[i].ndocs
+	}
+	if len(segs)-i < 2 {
+		return nil
+	}
+	return segs[i:]
+}
+
 // optimizeRun picks the first run of two or more consecutive segments that fit in capDocs
 // together, or nil.
 func optimizeRun(segs []segMeta) []segMeta {

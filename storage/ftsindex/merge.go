@@ -205,7 +205,7 @@ func (ix *Index) Merge(ctx context.Context) error {
 // mergeOnce builds and commits one merge of the segments pick chooses; done is false when
 // pick chose none.
 func (db *database) mergeOnce(ctx context.Context, pick func([]segMeta) []segMeta) (bool, error) {
-	tx, err := db.r.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
+	tx, err := db.m.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return false, err
 	}

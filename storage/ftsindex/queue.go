@@ -24,6 +24,7 @@ type Queue struct {
 	mu      sync.Mutex
 	pending []Batch
 	docs    int
+	bytes   int           // what pending holds (Batch.Size)
 	wake    chan struct{} // buffered 1: something was added
 	flushed *sync.Cond    // signalled after each flush; guarded by mu
 	gen     uint64        // batches added so far (counter)
@@ -46,7 +47,15 @@ type QueueOptions struct {
 	// OnIndexed, when set, receives each flush's progress results (a session whose
 	// Through stayed below its batch's needs catching up).
 	OnIndexed func([]Progress)
+	// MaxPendingBytes bounds what waits for indexing (Batch.Size; default 16 MiB): while
+	// more waits, Add refuses batches with ErrQueueFull, so a process saving faster than it
+	// indexes keeps a bounded amount of memory, and the caller's catch-up indexes the
+	// refused ranges from the session files later.
+	MaxPendingBytes int
 }
+
+// ErrQueueFull is Add's answer when MaxPendingBytes wait already.
+var ErrQueueFull = errors.New("search index queue is full")
 
 // NewQueue starts a background indexer for ix. Close it before closing ix.
 func (ix *Index) NewQueue(opts QueueOptions) *Queue {
@@ -56,21 +65,36 @@ func (ix *Index) NewQueue(opts QueueOptions) *Queue {
 	if opts.MaxDocs <= 0 {
 		opts.MaxDocs = 1024
 	}
+	if opts.MaxPendingBytes <= 0 {
+		opts.MaxPendingBytes = 16 << 20
+	}
 	q := &Queue{ix: ix, opts: opts, wake: make(chan struct{}, 1), stopped: make(chan struct{})}
 	q.flushed = sync.NewCond(&q.mu)
 	go q.run()
 	return q
 }
 
-// Add queues batches; it returns at once. Batches are checked when indexed, not here.
+// Add queues batches; it returns at once. Batches are checked when indexed, not here. With
+// MaxPendingBytes waiting already it queues none of them and returns ErrQueueFull.
 func (q *Queue) Add(batches ...Batch) error {
 	q.mu.Lock()
 	if q.closed {
 		q.mu.Unlock()
 		return ErrClosed
 	}
+	if q.bytes >= q.opts.MaxPendingBytes {
+		q.mu.Unlock()
+		return ErrQueueFull
+	}
 	wasEmpty := len(q.pending) == 0
 	for _, b := range batches {
+		size := b.Size
+		if size == 0 {
+			for _, d := range b.Docs {
+				size += len(d.Text)
+			}
+		}
+		q.bytes += size
 		q.pending = append(q.pending, b)
 		if b.Build != nil {
 			q.docs += int(b.Through - b.From + 1) // at most one doc per record, usually
@@ -179,7 +203,7 @@ func (q *Queue) run() {
 func (q *Queue) flush() {
 	q.mu.Lock()
 	batches, n := q.pending, uint64(len(q.pending))
-	q.pending, q.docs = nil, 0
+	q.pending, q.docs, q.bytes = nil, 0, 0
 	q.mu.Unlock()
 	if len(batches) > 0 {
 		for i := range batches {

@@ -238,3 +238,41 @@ func TestQueueBuild(t *testing.T) {
 		t.Fatalf("progress %d, want 3", p.Through)
 	}
 }
+
+// TestQueueBounded: with MaxPendingBytes waiting, Add refuses batches (the caller's catch-up
+// indexes them later) until a flush took what waited; what it took is indexed.
+func TestQueueBounded(t *testing.T) {
+	ix := openTest(t, "")
+	q := ix.NewQueue(QueueOptions{Delay: time.Hour, MaxDocs: 1 << 20, MaxPendingBytes: 1000})
+	defer q.Close(t.Context())
+	built := 0
+	add := func(seq uint64, size int) error {
+		d := doc("b", seq, "user", fmt.Sprintf("bounded doc %d", seq))
+		return q.Add(Batch{Session: sess("b"), From: seq, Through: seq, Size: size, Build: func() []fts.Doc { built++; return []fts.Doc{d} }})
+	}
+	for _, tt := range []struct {
+		seq  uint64
+		size int
+		want error
+	}{
+		{1, 600, nil},
+		{2, 600, nil}, // 600 wait: under the bound, so it is taken whole
+		{3, 10, ErrQueueFull},
+	} {
+		if err := add(tt.seq, tt.size); !errors.Is(err, tt.want) {
+			t.Fatalf("Add(seq %d, %d bytes) = %v, want %v", tt.seq, tt.size, err, tt.want)
+		}
+	}
+	if err := q.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if err := add(3, 10); err != nil {
+		t.Fatalf("Add after a flush: %v", err)
+	}
+	if err := q.Flush(t.Context()); err != nil {
+		t.Fatal(err)
+	}
+	if p, err := ix.Progress(t.Context(), "b"); err != nil || p.Through != 3 || built != 3 {
+		t.Fatalf("indexed through %d (%v), %d batches built; want 3 and 3", p.Through, err, built)
+	}
+}

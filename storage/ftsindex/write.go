@@ -44,6 +44,9 @@ type Batch struct {
 	// queue calls it when it indexes the batch, so turning records into docs happens in the
 	// background instead of on the path of the save that produced them. Index ignores it.
 	Build func() []fts.Doc
+	// Size is what the batch holds in memory until it is indexed (the bytes of the records
+	// Build reads), for a Queue's MaxPendingBytes; 0 counts its docs' text.
+	Size int
 }
 
 // Progress says how far the index has a session: every record with seq <= Through is

@@ -20,8 +20,9 @@ import (
 )
 
 // The power-loss test: a random but reproducible workload (saves of several records to many
-// sessions, compactions, seals, idle trims, snapshots, redaction rewrites, deletes, index
-// rewrites, a clean restart now and then) runs on a crashFS; at a sample of its disk
+// sessions, compactions, seals, idle seals (which remove the tail), idle trims, snapshots,
+// redaction rewrites, deletes, index rewrites, a clean restart now and then) runs on a
+// crashFS; at a sample of its disk
 // operations the disk a power loss would leave is built (crashFS.image, in a mode drawn for
 // the point), a store is opened on it and checked against what the workload was told
 // (crashcheck_test.go). At some points a restart's recovery runs on it as well, and at some
@@ -281,7 +282,7 @@ func (w *crashWork) step() {
 		id := w.pick()
 		w.must(w.s.updateW(ctx, id, func(wr *Writer) error { return wr.Seal() }), "seal "+id)
 	case r < 62:
-		w.s.sealer.trySeal(w.pick(), (*Writer).Seal) // the background seal of an idle tail
+		w.s.sealer.trySeal(w.pick(), (*Writer).sealIdle) // the background seal of an idle tail, which removes it
 	case r < 68:
 		w.s.sealer.trySeal(w.pick(), (*Writer).trimPadding) // the idle trim of its padding
 	case r < 76:

@@ -9,7 +9,8 @@
 //	index.jsonl                   listing index: a log of Meta lines, newest wins; rebuildable
 //	index.lock                    flock serialising index appends and rewrites
 //	sessions/<id>.zst             sealed history; a valid zstd stream (zstdcat prints the lines)
-//	sessions/<id>.tail.jsonl      records not yet sealed, plain JSONL after a header line, then zeros
+//	sessions/<id>.tail.jsonl      records not yet sealed, plain JSONL after a header line, then zeros;
+//	                              absent in a session at rest (notail.go)
 //	sessions/<id>.lock            per-session flock
 //	sessions/<id>.state           state snapshot (storage.Snapshots; snapshot.go), a disposable cache
 //	search/                       full-text index (package ftsindex), with Options.Docs only
@@ -32,7 +33,9 @@
 // before a Barrier record (so a compaction starts a new frame and a resume decodes from there
 // only), in the background once the tail has been idle for Options.IdleSeal (15 s; eight
 // times that below 16 KiB) or while the tails this process wrote hold more than
-// MaxPlainBytes (64 MiB), and on Close for the sessions this process wrote. The background
+// MaxPlainBytes (64 MiB), and on Close for the sessions this process wrote; these idle seals
+// remove the emptied tail file instead (a missing tail reads as an empty one, and the next
+// append writes it whole: a small session at rest takes one file and one disk block). The background
 // sealer only takes a session nobody holds (a non-blocking flock) and skips a tail another
 // process appended to within the last few seconds, so no save waits behind it.
 //
@@ -44,10 +47,10 @@
 // fsync (delayed allocation keeps the index's new block out of the journal commit; see
 // docs/BENCHMARKS.md), and Open reconciles the index against the session files, so a line
 // lost to a crash only costs a re-summary. A line never replaces one with a higher
-// last_seq. When the log holds more than four lines per live session (and more than 1,024)
+// last_seq. When the log holds more than two lines per live session (and more than 256)
 // it is rewritten atomically, and so it is in the background once this process has written
-// nothing for IdleSeal and more than half its lines are superseded (a store at rest keeps
-// about one line per session). "files" records the .zst's size and where the tail's data
+// nothing for IdleSeal and more than half its lines are superseded, and on Close (a store at
+// rest keeps about one line per session). "files" records the .zst's size and where the tail's data
 // ends (its size, unless it is padded): at Open a session whose files no longer end there
 // (or that has no line, or whose index is missing or damaged) is summarised again through
 // Options.Summarize.

@@ -22,8 +22,10 @@ const (
 	indexName     = "index.jsonl"
 	indexLockName = "index.lock"
 	// minRewriteLines keeps a store with few sessions from rewriting its index every few
-	// appends; above it the index is rewritten at more than 4 lines per live session.
-	minRewriteLines = 1024
+	// appends; above it the index is rewritten at more than 2 lines per live session, so it
+	// stays within about twice its live size however it is written to (a rewrite costs one
+	// write of the live lines, once per as many lines appended: O(1) per save amortized).
+	minRewriteLines = 256
 )
 
 // fileSizes say where a session's files ended when its index line was written: the .zst's
@@ -372,7 +374,7 @@ func (x *index) writeLocked(b []byte, size int64, known *knownLine) error {
 		}
 	}
 	x.off = size + int64(len(b))
-	if x.lines > minRewriteLines && x.lines > 4*len(x.ents) {
+	if x.lines > minRewriteLines && x.lines > 2*len(x.ents) {
 		return x.rewriteLocked()
 	}
 	return nil
@@ -381,7 +383,16 @@ func (x *index) writeLocked(b []byte, size int64, known *knownLine) error {
 // compactIdle rewrites the index when more than half of its lines are superseded (and it
 // holds more than a few dozen), so a store at rest keeps one line per session instead of one
 // per save. The background sealer calls it; it takes the index lock only if nobody holds it.
-func (x *index) compactIdle() error {
+func (x *index) compactIdle() error { return x.compact(1) }
+
+// compactClose is compactIdle on Close, at more than one superseded line in eight: a process
+// that created sessions leaves three lines for each (create, save, seal), and the next one
+// may not stay long enough to compact them.
+func (x *index) compactClose() error { return x.compact(8) }
+
+// compact rewrites the index when more than 1/frac of its live lines are superseded (and more
+// than a few dozen), if nobody holds the index lock.
+func (x *index) compact(frac int) error {
 	x.mu.Lock()
 	defer x.mu.Unlock()
 	if x.lockF == nil {
@@ -397,7 +408,7 @@ func (x *index) compactIdle() error {
 	if err := x.refresh(); err != nil {
 		return err
 	}
-	if x.badHd || x.lines-len(x.ents) <= max(len(x.ents), 32) {
+	if x.badHd || x.lines-len(x.ents) <= max(len(x.ents)/frac, 32) {
 		return nil
 	}
 	return x.rewriteLocked()

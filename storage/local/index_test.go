@@ -5,6 +5,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io/fs"
 	"iter"
 	"os"
@@ -196,5 +197,40 @@ func TestIndexPutEntries(t *testing.T) {
 	}
 	if a.idx.off != int64(len(raw)) {
 		t.Fatalf("writer's offset %d, file size %d", a.idx.off, len(raw))
+	}
+}
+
+// TestIndexBoundedByLiveSize: however many lines saves append, the index holds at most
+// about two per live session (and minRewriteLines), and after Close about one.
+func TestIndexBoundedByLiveSize(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, Options{IdleSeal: -1, MaxPlainBytes: -1})
+	lines := testLines(t)
+	countLines := func() int {
+		b, err := os.ReadFile(filepath.Join(dir, indexName))
+		if err != nil {
+			t.Fatal(err)
+		}
+		return bytes.Count(b, []byte{'\n'}) - 1 // the header line
+	}
+	const sessions = 400
+	most := 0
+	for i := range sessions {
+		id := fmt.Sprintf("s%03d", i)
+		mustCreate(t, s, id)
+		for k := range 3 {
+			appendBatches(t, s, id, [][]storage.Record{recordsOf(lines[k : k+1])})
+		}
+		most = max(most, countLines())
+		if n, live := countLines(), i+1; n > max(2*live, minRewriteLines)+1 {
+			t.Fatalf("after %d sessions the index holds %d lines", live, n)
+		}
+	}
+	t.Logf("at most %d lines for %d sessions while saving", most, sessions)
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	if n := countLines(); n > sessions+sessions/8 {
+		t.Fatalf("after Close the index holds %d lines for %d sessions", n, sessions)
 	}
 }

@@ -168,7 +168,7 @@ func (s *Store) openLocked(id string, lf file, exclusive bool) (*Reader, error) 
 }
 
 // openFiles opens the session's .zst and tail (read-only for a reader) and records their
-// identities. A missing .zst means the session was deleted; a missing tail is for refresh.
+// identities. A missing .zst means the session was deleted; a missing tail is an empty one.
 func (r *Reader) openFiles() error {
 	flag, tflag := os.O_RDONLY, os.O_RDONLY
 	if r.writable {
@@ -182,7 +182,14 @@ func (r *Reader) openFiles() error {
 		}
 		return fmt.Errorf("open session %s: %w", r.id, err)
 	}
-	if r.tail, r.tid, err = openID(r.s.fs, r.s.tailPath(r.id), tflag); err != nil && !errors.Is(err, fs.ErrNotExist) {
+	r.tail, r.tid, err = openID(r.s.fs, r.s.tailPath(r.id), tflag)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		// A session at rest has no tail file: it reads as an empty one (notail.go).
+		a := newAbsentTail(r.s.tailPath(r.id), r.id)
+		fi, _ := a.Stat()
+		r.tail, r.tid = a, statID(fi)
+	case err != nil:
 		return fmt.Errorf("open session %s tail: %w", r.id, err)
 	}
 	return nil

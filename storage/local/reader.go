@@ -28,6 +28,9 @@ type Reader struct {
 	done     bool
 	v        sessView
 	tornSeal int64 // writer opening: a complete last record at this offset fails its checksum
+	// uncached: frames decoded for this call are not kept in the store's cache (the search
+	// catch-up reads each once, and would push out what resumes and searches reuse).
+	uncached bool
 }
 
 // release closes the session's files and then the lock.
@@ -136,7 +139,9 @@ func (r *Reader) frame(fr frameInfo) ([]byte, error) {
 	if err != nil {
 		return nil, err
 	}
-	r.s.frames.put(key, content)
+	if !r.uncached {
+		r.s.frames.put(key, content)
+	}
 	return content, nil
 }
 

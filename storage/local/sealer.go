@@ -146,7 +146,7 @@ func (z *sealer) run(every time.Duration) {
 				return
 			default:
 			}
-			z.trySeal(id, (*Writer).Seal)
+			z.trySeal(id, (*Writer).sealIdle)
 		}
 		for _, id := range trim {
 			z.trySeal(id, (*Writer).trimPadding)

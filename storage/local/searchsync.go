@@ -4,10 +4,8 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"iter"
 	"os"
 	"path/filepath"
-	"sort"
 	"sync"
 	"time"
 
@@ -190,6 +188,9 @@ func (x *searchIdx) appended(h storage.Header, name string, recs []storage.Recor
 	}
 	b := ftsindex.Batch{Session: ftsindex.Session{ID: h.ID, Created: h.Created, WorkingDir: h.WorkingDir, Name: name},
 		From: recs[0].Seq, Through: recs[len(recs)-1].Seq}
+	for _, r := range recs {
+		b.Size += len(r.Data)
+	}
 	// The records' Data belong to the append that wrote them and are never reused, so the
 	// queue may turn them into docs later, off the save's path.
 	b.Build = func() []fts.Doc {
@@ -201,10 +202,25 @@ func (x *searchIdx) appended(h storage.Header, name string, recs []storage.Recor
 	}
 	x.mu.Lock()
 	defer x.mu.Unlock()
-	if x.q == nil || x.q.Add(b) != nil {
+	if x.q == nil {
 		return
 	}
-	if k, ok := x.known[h.ID]; ok && k.created.Equal(h.Created) && b.From <= k.through+1 && b.Through > k.through {
+	if err := x.q.Add(b); err != nil {
+		// Refused (the queue holds as much as it may): the syncer indexes the range from the
+		// session files once it sees it missing.
+		if k, ok := x.known[h.ID]; ok && k.through >= b.From {
+			x.known[h.ID] = known{created: k.created, through: b.From - 1}
+		}
+		return
+	}
+	k, ok := x.known[h.ID]
+	switch {
+	case ok && k.created.Equal(h.Created) && b.From <= k.through+1 && b.Through > k.through:
+		x.known[h.ID] = known{created: h.Created, through: b.Through}
+	case !ok && b.From == 1:
+		// A session's first records, queued here: the syncer need not read them back from
+		// the files when the queue is slower than its look (it was, under load, for every
+		// session this process created).
 		x.known[h.ID] = known{created: h.Created, through: b.Through}
 	}
 }
@@ -311,341 +327,6 @@ func (x *searchIdx) close() error {
 	defer cancel()
 	err := q.Close(ctx)
 	return errors.Join(err, ix.Close())
-}
-
-// run is the syncer: a full pass at start, then one look every searchPoll.
-func (x *searchIdx) run() {
-	defer close(x.done)
-	t := time.NewTicker(searchPoll)
-	defer t.Stop()
-	full := true
-	for {
-		err := x.pass(x.ctx, full, nil)
-		switch {
-		case err == nil:
-			full = false
-		case x.ctx.Err() != nil:
-			return
-		default:
-			x.noteErr(err)
-			x.s.log.Warn("search: catch-up failed; retrying", "err", err)
-		}
-		select {
-		case <-x.ctx.Done():
-			return
-		case <-t.C:
-		case <-x.kick:
-			full = true
-		}
-	}
-}
-
-// pass brings the index up to date with the store. A full pass looks at every session
-// without grace and deletes from the index the sessions the store no longer has; it also
-// does the rebuild after a reset (taking the rebuild marker's lock). progress, when set,
-// is told about each session read (reindex).
-func (x *searchIdx) pass(ctx context.Context, full bool, progress func(sessions, total int, bytes int64)) error {
-	x.mu.Lock()
-	x.openLocked()
-	ix, corrupt := x.ix, x.corrupt
-	x.mu.Unlock()
-	if ix == nil {
-		return nil // unavailable; openLocked logged why
-	}
-	if corrupt {
-		if err := x.reset(ctx, ix); err != nil {
-			return err
-		}
-		full = true
-	}
-	// The file replaced under us (deleted by hand, or another process's reset): what this
-	// process knew is about the old one.
-	if _, err := ix.Size(ctx); err != nil {
-		return err
-	}
-	// x.file under x.mu: Reindex runs passes of its own beside the syncer's.
-	f := ix.File()
-	x.mu.Lock()
-	replaced, fresh := f != x.file, x.file != ""
-	if replaced {
-		x.file, x.known = f, map[string]known{}
-	}
-	x.mu.Unlock()
-	if replaced {
-		if fresh {
-			if ps, err := ix.Sessions(ctx); err == nil && len(ps) == 0 && x.storeHasRecords() {
-				x.markRebuild()
-			}
-		}
-		full = true
-	}
-	// A rebuild marker whose lock nobody holds: its rebuilder died, take it over.
-	var lock *os.File
-	x.mu.Lock()
-	keepOut := x.reindexing && progress == nil
-	x.mu.Unlock()
-	if keepOut {
-		return nil
-	}
-	if x.rebuilding() {
-		f, ok, err := tryLockPath(x.marker)
-		if err != nil {
-			return err
-		}
-		if !ok {
-			return nil // another process rebuilds
-		}
-		lock, full = f, true
-		defer lock.Close()
-		x.mu.Lock()
-		x.known = map[string]known{}
-		x.mu.Unlock()
-	}
-	var indexed []ftsindex.Progress
-	if full {
-		var err error
-		if indexed, err = ix.Sessions(ctx); err != nil {
-			return err
-		}
-	}
-	metas := x.candidates(full)
-	if full {
-		have := make(map[string]bool, len(metas))
-		for _, m := range metas {
-			have[m.ID] = true
-		}
-		for _, p := range indexed {
-			if !have[p.SessionID] && !x.s.exists(p.SessionID) {
-				if err := ix.DeleteSession(ctx, p.SessionID, p.Created); err != nil {
-					return err
-				}
-			}
-		}
-	}
-	var todo []feed
-	newBehind := map[string]uint64{}
-	var lagRecords, lagSessions int64
-	for _, m := range metas {
-		p, err := ix.Progress(ctx, m.ID)
-		if err != nil {
-			return err
-		}
-		from := p.Through + 1
-		if !p.Created.Equal(m.Created) || p.Through > m.LastSeq {
-			lagRecords, lagSessions = lagRecords+int64(m.LastSeq), lagSessions+1
-		} else if p.Through < m.LastSeq && !p.Deleted {
-			lagRecords, lagSessions = lagRecords+int64(m.LastSeq-p.Through), lagSessions+1
-		}
-		switch {
-		case p.Deleted && p.Created.Equal(m.Created):
-			x.setKnown(m.ID, m.Created, m.LastSeq) // deleted while we listed it
-			continue
-		case !p.Created.Equal(m.Created) && (p.Through > 0 || !p.Created.IsZero()):
-			from = 1 // another incarnation of the id; the batch replaces it
-		case p.Through > m.LastSeq:
-			// The session is shorter than what is indexed (restored from an older copy).
-			if err := ix.ForgetSession(ctx, m.ID); err != nil {
-				return err
-			}
-			from = 1
-		case p.Through >= m.LastSeq:
-			x.setKnown(m.ID, m.Created, p.Through)
-			continue
-		}
-		if !full {
-			x.mu.Lock()
-			seen := x.behind[m.ID]
-			x.mu.Unlock()
-			newBehind[m.ID] = m.LastSeq
-			if seen == 0 {
-				continue // give the writer's own queue time; index at the next look
-			}
-		}
-		todo = append(todo, feed{meta: m, from: from})
-	}
-	x.mu.Lock()
-	x.behind = newBehind
-	if progress == nil {
-		x.lag.records, x.lag.sessions = lagRecords, lagSessions
-	}
-	x.mu.Unlock()
-	if len(todo) > 0 {
-		if err := x.feed(ctx, ix, todo, progress); err != nil {
-			return err
-		}
-	}
-	if lock != nil {
-		os.Remove(x.marker) // while holding its lock: the rebuild is complete
-	}
-	return nil
-}
-
-// reset replaces a damaged index (or one that held rewritten text) by an empty one and
-// marks the rebuild.
-func (x *searchIdx) reset(ctx context.Context, ix *ftsindex.Index) error {
-	x.mu.Lock()
-	gen, q := x.gen, x.q
-	x.mu.Unlock()
-	if q != nil {
-		// Saves queued before a rewrite hold the old text: they go into the index being
-		// replaced, not into its successor.
-		_ = q.Flush(ctx)
-	}
-	x.markRebuild()
-	if err := ix.Reset(ctx); err != nil {
-		return err
-	}
-	x.mu.Lock()
-	x.corrupt = gen != x.gen // a rewrite meanwhile: once more
-	x.known = map[string]known{}
-	x.resetGen = gen
-	close(x.resetCh)
-	x.resetCh = make(chan struct{})
-	x.mu.Unlock()
-	x.s.log.Info("search: index replaced; rebuilding it from the sessions", "dir", x.dir)
-	return nil
-}
-
-func (x *searchIdx) setKnown(id string, created time.Time, through uint64) {
-	x.mu.Lock()
-	x.known[id] = known{created: created, through: through}
-	delete(x.behind, id)
-	x.mu.Unlock()
-}
-
-// candidates lists the sessions whose last seq is beyond what this process knows to be
-// indexed, oldest first for a full pass (a rebuild fills history in the order it was
-// written, and ids sort by time), by id otherwise.
-func (x *searchIdx) candidates(full bool) []storage.Meta {
-	xi := x.s.idx
-	xi.mu.Lock()
-	if err := xi.refresh(); err != nil {
-		xi.mu.Unlock()
-		return nil
-	}
-	var out []storage.Meta
-	x.mu.Lock()
-	for id, e := range xi.ents {
-		if e.lastSeq == 0 {
-			continue
-		}
-		m, ok := e.decode()
-		if !ok {
-			continue
-		}
-		if k, ok := x.known[id]; ok && k.created.Equal(m.Created) && k.through >= e.lastSeq {
-			continue
-		}
-		out = append(out, *m)
-	}
-	x.mu.Unlock()
-	xi.mu.Unlock()
-	// Most recently updated first: what agents look for is most often recent, and a
-	// rebuild that is interrupted has then indexed what matters most.
-	sort.Slice(out, func(i, j int) bool { return storage.NewerFirst(&out[i], &out[j]) })
-	return out
-}
-
-// exists reports whether the store has a session file for id.
-func (s *Store) exists(id string) bool {
-	_, err := os.Stat(s.zstPath(id))
-	return err == nil
-}
-
-// feed is one session to index from seq from on.
-type feed struct {
-	meta storage.Meta
-	from uint64
-}
-
-// feed indexes the sessions' missing records in large transactions (IndexAll), reading
-// each session a chunk at a time under its shared lock.
-func (x *searchIdx) feed(ctx context.Context, ix *ftsindex.Index, todo []feed, progress func(sessions, total int, bytes int64)) error {
-	var fed []known
-	var bytes int64
-	x.mu.Lock()
-	gen := x.gen
-	x.mu.Unlock()
-	batches := func(yield func(ftsindex.Batch, error) bool) {
-		guard := func(b ftsindex.Batch, err error) bool {
-			x.mu.Lock()
-			rewritten := x.gen != gen
-			x.mu.Unlock()
-			// What was read may be text a redaction removed: the reset redoes it all.
-			return !rewritten && yield(b, err)
-		}
-		for i, f := range todo {
-			through, ok := x.readSession(ctx, f, &bytes, guard)
-			if !ok {
-				return
-			}
-			fed = append(fed, known{created: f.meta.Created, through: through})
-			if progress != nil {
-				progress(i+1, len(todo), bytes)
-			}
-		}
-	}
-	if err := ix.IndexAll(ctx, prefetch(iter.Seq2[ftsindex.Batch, error](batches), 4), nil); err != nil {
-		return err
-	}
-	for i, k := range fed {
-		if k.through > 0 {
-			x.setKnown(todo[i].meta.ID, k.created, k.through)
-		}
-	}
-	return nil
-}
-
-// readSession yields f's records from f.from on as batches of at most a chunk each, and
-// returns the last seq covered (0 when the session was gone or unreadable: skipped). ok is
-// false when yield asked to stop.
-func (x *searchIdx) readSession(ctx context.Context, f feed, bytes *int64, yield func(ftsindex.Batch, error) bool) (uint64, bool) {
-	from, through := f.from, uint64(0)
-	for {
-		var b ftsindex.Batch
-		var last uint64
-		err := x.s.View(ctx, f.meta.ID, func(r storage.Reader) error {
-			h := r.Header()
-			last = r.LastSeq()
-			if from > last {
-				return nil
-			}
-			b = ftsindex.Batch{Session: ftsindex.Session{ID: h.ID, Created: h.Created, WorkingDir: h.WorkingDir, Name: f.meta.Name}, From: from}
-			size := 0
-			for rec, err := range r.Records(from) {
-				if err != nil {
-					return err
-				}
-				b.Docs = append(b.Docs, x.docs(h, rec)...)
-				b.Through = rec.Seq
-				size += len(rec.Data)
-				if b.Through-from+1 >= chunkRecords || size >= chunkBytes {
-					break
-				}
-			}
-			*bytes += int64(size)
-			return nil
-		})
-		switch {
-		case err != nil && (ctx.Err() != nil || errors.Is(err, storage.ErrClosed)):
-			return through, false
-		case err != nil:
-			if !errors.Is(err, storage.ErrNotFound) {
-				x.s.log.Warn("search: cannot index session; skipping it", "session", f.meta.ID, "err", err)
-				return f.meta.LastSeq, true // not retried every poll; a rebuild tries again
-			}
-			return 0, true
-		case b.Through == 0:
-			return through, true
-		}
-		if !yield(b, nil) {
-			return through, false
-		}
-		through, from = b.Through, b.Through+1
-		if through >= last {
-			return through, true
-		}
-	}
 }
 
 // searchUnavailable wraps storage.ErrSearchUnavailable with what to do.

@@ -16,6 +16,8 @@ type Writer struct {
 	// added and name are what the Appends of this Update stored, for the search index.
 	added []storage.Record
 	name  string
+	// idle: this seal is sealIdle's, which removes the emptied tail.
+	idle bool
 }
 
 // commit publishes the writer's view to the in-process cache; poison forgets it after a
@@ -165,6 +167,9 @@ func (w *Writer) writeTail(lines []byte, first uint64, ends []int, base int) err
 			buf = make([]byte, len(lines)+int(pad))
 			copy(buf, lines)
 		}
+		if isAbsent(w.tail) {
+			return w.firstLines(lines, buf, first, ends, base)
+		}
 		_, err := tailWriteAt(w.tail, buf, off)
 		if err != nil && len(buf) > len(lines) && errors.Is(err, syscall.ENOSPC) {
 			// No room for the padding: the lines alone, as an unpadded tail takes them, so a
@@ -193,6 +198,25 @@ func (w *Writer) writeTail(lines []byte, first uint64, ends []int, base int) err
 		}
 		v.padded, v.padChecked = len(buf) > len(lines), true
 	}
+	w.addLines(lines, off, first, ends, base)
+	return nil
+}
+
+// firstLines is writeTail into a missing tail: it writes the tail whole (createTail).
+func (w *Writer) firstLines(lines, buf []byte, first uint64, ends []int, base int) error {
+	buf, err := w.createTail(buf, len(lines))
+	if err != nil {
+		w.poison()
+		return err
+	}
+	w.v.padded, w.v.padChecked = len(buf) > len(lines), true
+	w.addLines(lines, w.v.tailEnd, first, ends, base)
+	return nil
+}
+
+// addLines records lines, written at off, in the writer's view and publishes it.
+func (w *Writer) addLines(lines []byte, off int64, first uint64, ends []int, base int) {
+	end := off + int64(len(lines))
 	w.v.lines = w.v.lines[:len(w.v.lines):len(w.v.lines)]
 	prev := base
 	for k, e := range ends {
@@ -203,7 +227,6 @@ func (w *Writer) writeTail(lines []byte, first uint64, ends []int, base int) err
 	w.v.tailBytes += int64(len(lines))
 	w.v.tailEnd = end
 	w.commit()
-	return nil
 }
 
 // markBatch returns a batch's lines (ends relative to base, as writeTail gets them) with a
@@ -256,6 +279,27 @@ func (w *Writer) Seal() error {
 	}
 	w.putIndex(storage.Meta{}, false)
 	return nil
+}
+
+// sealIdle seals the tail of a session nobody is writing to (the background sealer's and
+// Close's seal) and removes the emptied tail file: a session at rest keeps its .zst only
+// (notail.go).
+func (w *Writer) sealIdle() error {
+	if w.done {
+		return errReaderDone
+	}
+	w.idle = true
+	defer func() { w.idle = false }()
+	if len(w.v.lines) == 0 {
+		if w.v.tailID.size != w.v.tailHdrLen || isAbsent(w.tail) || w.v.staleFrom != 0 {
+			return nil // padding (trimPadding's), or nothing to do
+		}
+		w.emptyTail()
+		w.commit()
+		w.putIndex(storage.Meta{}, false)
+		return nil
+	}
+	return w.Seal()
 }
 
 // trimPadding cuts the zeros after the tail's data (the sealer's, once the session is idle).
@@ -360,6 +404,15 @@ func (w *Writer) sealWith(extra []byte, count int) error {
 // stale now, or the new one.
 func (w *Writer) emptyTail() {
 	v := &w.v
+	if w.idle {
+		if err := w.removeTail(); err == nil {
+			return
+		}
+		w.s.log.Warn("storage: could not remove the emptied tail", "session", w.id)
+	}
+	if isAbsent(w.tail) {
+		return
+	}
 	if v.tailVer < paddedTailVersion {
 		if err := w.recreateTail(); err == nil {
 			return
@@ -413,7 +466,7 @@ func (w *Writer) putIndex(m storage.Meta, fromCaller bool) {
 
 func (r *Reader) sizes() fileSizes {
 	t := int64(-1)
-	if r.v.hasTail {
+	if r.v.hasTail && !isAbsent(r.tail) {
 		t = r.v.tailDataEnd()
 	}
 	return fileSizes{Zst: r.v.zstID.size, Tail: t}

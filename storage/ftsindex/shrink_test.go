@@ -1,0 +1,84 @@
+package ftsindex
+
+import (
+	"context"
+	"database/sql"
+	"fmt"
+	"math/rand/v2"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/sessionmem/sessionmem/storage/fts"
+)
+
+// TestCloseTidiesIndex: Close merges the small segments the last saves made into one and
+// gives the pages that frees back to the file system, and the index reads the same
+// afterwards.
+func TestCloseTidiesIndex(t *testing.T) {
+	// A loaded machine may take more than Close's second for the merge (then left for a
+	// later Close); this test is about what it does.
+	defer func(d time.Duration) { closeTidyTimeout = d }(closeTidyTimeout)
+	closeTidyTimeout = time.Minute
+	dir := t.TempDir()
+	ix, err := Open(context.Background(), dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	// What a queue's flushes make of saves to many sessions: an Index call of a few
+	// sessions' messages every 100 ms, each a segment, every eighth a merge that frees the
+	// pages of the ones before.
+	rng := rand.New(rand.NewPCG(1, 2))
+	for call := range 60 {
+		var batches []Batch
+		for k := range 10 {
+			id := fmt.Sprintf("s%04d", call*10+k)
+			var docs []fts.Doc
+			for seq := uint64(1); seq <= 5; seq++ {
+				var text strings.Builder
+				for range 300 {
+					fmt.Fprintf(&text, "w%d ", rng.IntN(20000))
+				}
+				if seq == 5 {
+					text.WriteString("unique" + id)
+				}
+				docs = append(docs, doc(id, seq, "user", text.String()))
+				texts.Store(textKey{id, seq}, text.String())
+			}
+			batches = append(batches, Batch{Session: sess(id), From: 1, Through: 5, Docs: docs})
+		}
+		if _, err := ix.Index(context.Background(), batches...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	path := ix.File()
+	stat := func() (segs, pages, free int64) {
+		t.Helper()
+		db, err := sql.Open("sqlite", "file:"+escapePath(path)+"?_pragma=query_only(1)")
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer db.Close()
+		for q, v := range map[string]*int64{`SELECT count(*) FROM segments`: &segs, `PRAGMA page_count`: &pages, `PRAGMA freelist_count`: &free} {
+			if err := db.QueryRow(q).Scan(v); err != nil {
+				t.Fatal(err)
+			}
+		}
+		return segs, pages, free
+	}
+	segs0, pages0, free0 := stat()
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	segs1, pages1, free1 := stat()
+	t.Logf("before Close %d segments, %d pages (%d free); after %d segments, %d pages (%d free)", segs0, pages0, free0, segs1, pages1, free1)
+	if segs1 != 1 || free1 != 0 || 10*pages1 > 7*pages0 {
+		t.Fatalf("after Close %d segments, %d pages with %d free; want one segment, under 70%% of the %d pages, none free", segs1, pages1, free1, pages0)
+	}
+	ix = openTest(t, dir)
+	for _, id := range []string{"s0000", "s0300", "s0599"} {
+		if got := search(t, ix, Query{Match: mustParse(t, "unique"+id)}); len(got) != 1 {
+			t.Fatalf("search for %s after Close: %v", id, got)
+		}
+	}
+}

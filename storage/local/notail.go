@@ -1,0 +1,143 @@
+package local
+
+import (
+	"errors"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"syscall"
+	"time"
+)
+
+// A session at rest keeps no tail file: the seal the background sealer makes once a session
+// is idle (and Close's) removes the emptied tail instead of truncating it to its header line,
+// so a small session takes one file of data (its .zst) instead of two, each at least a disk
+// block (4 KiB on ext4: a sealed session of a few messages is 2-3 KiB). A missing tail reads
+// as an empty one of the current version (absentTail), and the first append writes the tail
+// whole, header, lines and padding, with one fsync of the file and one of the directory
+// (createTail). Seals made by an append (at SealRecords or SealBytes, or before a Barrier)
+// still empty the tail in place: the session is being written to.
+//
+// Removing the tail needs no sync. Until the removal reaches the disk the old tail may come
+// back after a power loss, and every line it holds is at or below the last sealed seq (the
+// seal was fsynced first), which readers skip and writers cut. A new tail is a new file, so
+// no page of the old one can end up inside a new append (which emptyTail's sync guards
+// against for a tail emptied in place), and an append into it is acknowledged only after the
+// directory's fsync, which makes the removal durable too.
+
+// absentTail stands for a session's missing tail file: its header line of the current
+// version and nothing else. It reads like that file would; writing to it is a bug (writers
+// create the tail first: createTail).
+type absentTail struct {
+	name string
+	hdr  []byte
+}
+
+func newAbsentTail(path, id string) *absentTail {
+	return &absentTail{name: path, hdr: encodeTailHeader(id)}
+}
+
+// isAbsent reports whether f stands for a missing tail.
+func isAbsent(f file) bool {
+	_, ok := f.(*absentTail)
+	return ok
+}
+
+var errAbsentTail = errors.New("write to a tail that does not exist")
+
+func (a *absentTail) Name() string { return a.name }
+
+func (a *absentTail) ReadAt(b []byte, off int64) (int, error) {
+	if len(b) == 0 {
+		return 0, nil
+	}
+	if off >= int64(len(a.hdr)) {
+		return 0, io.EOF
+	}
+	n := copy(b, a.hdr[off:])
+	if n < len(b) {
+		return n, io.EOF
+	}
+	return n, nil
+}
+
+func (a *absentTail) WriteAt([]byte, int64) (int, error) { return 0, errAbsentTail }
+func (a *absentTail) Write([]byte) (int, error)          { return 0, errAbsentTail }
+
+// Truncate to the header's length (emptyTail after a seal of nothing but extra lines) changes
+// nothing; any other size is a bug.
+func (a *absentTail) Truncate(size int64) error {
+	if size != int64(len(a.hdr)) {
+		return errAbsentTail
+	}
+	return nil
+}
+
+func (a *absentTail) Sync() error                { return nil }
+func (a *absentTail) Datasync() error            { return nil }
+func (a *absentTail) Stat() (os.FileInfo, error) { return absentInfo{a}, nil }
+func (a *absentTail) Lock(bool, bool) error      { return errAbsentTail }
+func (a *absentTail) Unlock() error              { return errAbsentTail }
+func (a *absentTail) Close() error               { return nil }
+
+// absentInfo is an absentTail's FileInfo: inode 0 (no real file has it), the header's size, no
+// mtime.
+type absentInfo struct{ a *absentTail }
+
+func (i absentInfo) Name() string       { return i.a.name }
+func (i absentInfo) Size() int64        { return int64(len(i.a.hdr)) }
+func (i absentInfo) Mode() fs.FileMode  { return 0o600 }
+func (i absentInfo) ModTime() time.Time { return time.Unix(0, 0) }
+func (i absentInfo) IsDir() bool        { return false }
+func (i absentInfo) Sys() any           { return i }
+func (i absentInfo) Ino() uint64        { return 0 }
+
+// createTail writes the tail whole where there was none: its header line followed by buf (an
+// append's lines and padding) in a new file, fsynced, renamed into place, and the directory
+// fsynced, after which the append is durable. Without room for the padding it writes the
+// header and lines alone (tail is buf's first n bytes). It returns what it wrote after the
+// header.
+func (w *Writer) createTail(buf []byte, n int) ([]byte, error) {
+	hdr := encodeTailHeader(w.id)
+	write := func(b []byte) error {
+		return writeFileAtomic(w.s.fs, w.s.sessDir, w.id+tailSuffix, append(append(make([]byte, 0, len(hdr)+len(b)), hdr...), b...), durableName)
+	}
+	err := write(buf)
+	if err != nil && len(buf) > n && errors.Is(err, syscall.ENOSPC) {
+		buf = buf[:n]
+		err = write(buf)
+	}
+	if err != nil {
+		return nil, fmt.Errorf("append session %s: %w", w.id, err)
+	}
+	f, tid, err := openID(w.s.fs, w.s.tailPath(w.id), os.O_RDWR)
+	if err != nil {
+		return nil, fmt.Errorf("open session %s tail: %w", w.id, err)
+	}
+	w.tail, w.tid = f, tid
+	v := &w.v
+	v.hasTail, v.tailVer, v.tailHdrLen, v.tailEnd = true, TailFormatVersion, int64(len(hdr)), int64(len(hdr))
+	v.tailID = tid
+	return buf, nil
+}
+
+// removeTail removes the emptied tail of an idle session (see above), leaving an absentTail in
+// its place.
+func (w *Writer) removeTail() error {
+	if isAbsent(w.tail) {
+		return nil
+	}
+	if err := w.s.fs.Remove(w.s.tailPath(w.id)); err != nil && !errors.Is(err, fs.ErrNotExist) {
+		return err
+	}
+	w.tail.Close()
+	a := newAbsentTail(w.s.tailPath(w.id), w.id)
+	fi, _ := a.Stat()
+	w.tail, w.tid = a, statID(fi)
+	v := &w.v
+	v.hasTail, v.lines, v.tailBytes, v.tailVer = true, nil, 0, TailFormatVersion
+	v.tailHdrLen, v.tailEnd, v.tailID = int64(len(a.hdr)), int64(len(a.hdr)), w.tid
+	v.padded, v.padChecked, v.staleFrom = false, true, 0
+	return nil
+}
