@@ -538,7 +538,14 @@ func TestCLIVerify(t *testing.T) {
 		}, true, 0, []string{"REPAIRED  sess-alpha: cut torn end of sealed log (7 bytes at offset ",
 			"Checked 2 sessions: 1 ok, 1 repaired, 0 damaged.\n"}, "", 7, ".zst"},
 		{"torn tail line is repaired", func(t *testing.T, store string) {
-			appendBytes(t, sessFile(store, seedAlpha, ".tail.jsonl"), []byte(`{"seq":99,"type":"mess`))
+			// A session at rest is its .zst alone; one being written has a tail too.
+			p := sessFile(store, seedAlpha, ".tail.jsonl")
+			if _, err := os.Stat(p); os.IsNotExist(err) {
+				if err := os.WriteFile(p, []byte("{\"v\":2,\"tail\":\"sess-alpha\"}\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			appendBytes(t, p, []byte(`{"seq":99,"type":"mess`))
 		}, true, 0, []string{"REPAIRED  sess-alpha: cut torn end of tail (22 bytes at offset ",
 			"1 ok, 1 repaired, 0 damaged"}, "", 22, ".tail.jsonl"},
 		{"damage in a frame", flipFrame, false, 1,
