@@ -71,7 +71,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	// Every log record, at every level and from every package, is redacted before it is
 	// written: a secret in a request must not reach the log file either.
 	logger := slog.New(redact.NewHandler(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}), red))
-	setServeMemoryLimit(e.getenv)
+	adaptMemoryLimit(ctx, e.getenv, serveMemoryFloor)
 	if path := e.getenv("SESSIONMEM_CPUPROFILE"); path != "" {
 		// For measuring the server under a real client (docs/BENCHMARKS.md); written when
 		// the server stops.
