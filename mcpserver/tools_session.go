@@ -6,7 +6,6 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
@@ -198,45 +197,15 @@ func resumeTool(svc *memory.Service) server.ServerTool {
 			if err := a.done(); err != nil {
 				return toolError(ctx, name, err), nil
 			}
-			limit := r.MaxTokens
-			if limit == 0 {
-				limit = memory.DefaultMaxTokens
+			// memory sizes the page so that it and what resumeResult adds around it
+			// (memory.ResumeFrameChars) stay within max_tokens.
+			res, err := svc.Resume(ctx, r)
+			if err != nil {
+				return toolError(ctx, name, err), nil
 			}
-			var out *mcp.CallToolResult
-			// memory sizes the page for max_tokens; should the whole result still come out
-			// larger (an envelope longer than allowed for), ask again for a smaller page.
-			for attempt := 0; attempt < 3; attempt++ {
-				res, err := svc.Resume(ctx, r)
-				if err != nil {
-					return toolError(ctx, name, err), nil
-				}
-				out = resumeResult(ctx, res)
-				// memory measured its part exactly; the text and the envelope are all that is
-				// added, so encoding the whole page again is needed only when that is close.
-				if res.Chars+resultTextChars(out)+200 <= limit*4 {
-					break
-				}
-				over := tokens(out) - limit
-				if over <= 0 || r.MaxTokens == memory.MinMaxTokens {
-					break
-				}
-				r.MaxTokens = max(memory.MinMaxTokens, limit-over-100*(attempt+1))
-			}
-			return out, nil
+			return resumeResult(ctx, res), nil
 		},
 	}
-}
-
-// resultTextChars is the length of a result's text blocks in characters, each counted as
-// JSON would escape it at worst (HTML characters grow to six).
-func resultTextChars(res *mcp.CallToolResult) int {
-	n := 0
-	for _, c := range res.Content {
-		if tc, ok := c.(mcp.TextContent); ok {
-			n += utf8.RuneCountInString(tc.Text) + 5*strings.Count(tc.Text, "<") + 5*strings.Count(tc.Text, ">") + 5*strings.Count(tc.Text, "&")
-		}
-	}
-	return n
 }
 
 // A resume page goes out with the messages as memory read them from the store
