@@ -220,4 +220,3 @@ func pruneToolOutputs(m *Message) bool {
 	}
 	return changed
 }
-

@@ -150,4 +150,3 @@ func outputChars(raw []byte, entryID string) int {
 	}
 	return n + len(`"entry_id":"",`) + len(entryID)
 }
-
