@@ -56,7 +56,8 @@ func compactTool(svc *memory.Service, o *Options) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("session_compact", compactDescription, in, out, hints{
 			// Open world: the llm and sampling summarizers send the conversation to a model.
-			title: "Compact a session", readOnly: false, destructive: false, idempotent: false, openWorld: true}),
+			title: "Compact a session", readOnly: false, destructive: false, idempotent: false, openWorld: true,
+			order: order{write: true, scope: scopeSession}}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_compact"
 			a := newArgs(ctx, name, req)

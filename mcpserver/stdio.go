@@ -355,7 +355,8 @@ func (c *stdioConn) handle(line []byte) *pending {
 	return nil
 }
 
-// classify sets what a request is about (its scope) and whether it writes.
+// classify sets what a request is about (its scope) and whether it writes: for a tool call,
+// as the tool declared it (hints.order).
 func (c *stdioConn) classify(p *pending, method string, env *envelope) {
 	switch method {
 	case string(mcp.MethodInitialize):
@@ -367,29 +368,20 @@ func (c *stdioConn) classify(p *pending, method string, env *envelope) {
 			p.write = true // refused by the tool; order it with everything to be safe
 			return
 		}
-		switch name {
-		case "session_list", "session_search":
-		case "session_resume":
-			if sid.Exists() {
-				p.scope = "s:" + sid.Str
-			}
-		case "session_save":
-			p.write = true
-			if sid.Exists() {
-				p.scope = "s:" + sid.Str
-			} else {
-				c.mu.Lock()
-				c.creates++
-				p.scope = "new:" + strconv.Itoa(c.creates) // a new session: only the whole-store requests care
-				c.mu.Unlock()
-			}
-		case "session_fork", "session_compact", "session_delete":
-			p.write = true
-			if sid.Exists() {
-				p.scope = "s:" + sid.Str
-			}
-		default:
-			p.write = true
+		o, known := toolOrder(name)
+		if !known {
+			p.write = true // unknown: in order with everything
+			return
+		}
+		p.write = o.write
+		switch {
+		case o.scope == scopeSession && sid.Exists():
+			p.scope = "s:" + sid.Str
+		case o.creates:
+			c.mu.Lock()
+			c.creates++
+			p.scope = "new:" + strconv.Itoa(c.creates) // a new session: only the whole-store requests care
+			c.mu.Unlock()
 		}
 	case string(mcp.MethodResourcesRead):
 		if id, ok := strings.CutPrefix(env.uri.String(), "session://"); ok {

@@ -49,7 +49,8 @@ func searchTool(svc *memory.Service, o *Options) server.ServerTool {
 	}, "matches", "next_cursor")
 	return server.ServerTool{
 		Tool: newTool("session_search", searchDescription+"\n\n"+queryLimits, in, out, hints{
-			title: "Search sessions", readOnly: true, destructive: false, idempotent: true, openWorld: false}),
+			title: "Search sessions", readOnly: true, destructive: false, idempotent: true, openWorld: false,
+			order: order{scope: scopeStore}}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_search"
 			a := newArgs(ctx, name, req)

@@ -47,7 +47,8 @@ func saveTool(svc *memory.Service) server.ServerTool {
 	}, "session_id", "saved", "message_count", "leaf_id", "context_tokens", "should_compact")
 	return server.ServerTool{
 		Tool: newTool("session_save", saveDescription+"\n\n"+saveLimits, in, out, hints{
-			title: "Save session messages", readOnly: false, destructive: false, idempotent: false, openWorld: false}),
+			title: "Save session messages", readOnly: false, destructive: false, idempotent: false, openWorld: false,
+			order: order{write: true, scope: scopeSession, creates: true}}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			r, bad := saveRequest(ctx, req)
 			if bad != nil {
@@ -182,7 +183,8 @@ func resumeTool(svc *memory.Service) server.ServerTool {
 	}, "session_id", "summary", "messages", "next_cursor")
 	return server.ServerTool{
 		Tool: newTool("session_resume", resumeDescription, in, out, hints{
-			title: "Resume a session", readOnly: true, destructive: false, idempotent: true, openWorld: false}),
+			title: "Resume a session", readOnly: true, destructive: false, idempotent: true, openWorld: false,
+			order: order{scope: scopeSession}}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_resume"
 			a := newArgs(ctx, name, req)
@@ -281,7 +283,8 @@ func listTool(svc *memory.Service, o *Options) server.ServerTool {
 	}, "sessions", "next_cursor")
 	return server.ServerTool{
 		Tool: newTool("session_list", listDescription+"\n\n"+queryLimits, in, out, hints{
-			title: "List sessions", readOnly: true, destructive: false, idempotent: true, openWorld: false}),
+			title: "List sessions", readOnly: true, destructive: false, idempotent: true, openWorld: false,
+			order: order{scope: scopeStore}}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_list"
 			a := newArgs(ctx, name, req)
@@ -357,7 +360,8 @@ func forkTool(svc *memory.Service) server.ServerTool {
 	}, "session_id", "parent_session_id", "message_count")
 	return server.ServerTool{
 		Tool: newTool("session_fork", forkDescription+"\n\n"+forkLimits, in, out, hints{
-			title: "Fork a session", readOnly: false, destructive: false, idempotent: false, openWorld: false}),
+			title: "Fork a session", readOnly: false, destructive: false, idempotent: false, openWorld: false,
+			order: order{write: true, scope: scopeSession}}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_fork"
 			a := newArgs(ctx, name, req)
@@ -394,7 +398,8 @@ func deleteTool(svc *memory.Service) server.ServerTool {
 	}, "deleted")
 	return server.ServerTool{
 		Tool: newTool("session_delete", deleteDescription, in, out, hints{
-			title: "Delete a session", readOnly: false, destructive: true, idempotent: true, openWorld: false}),
+			title: "Delete a session", readOnly: false, destructive: true, idempotent: true, openWorld: false,
+			order: order{write: true, scope: scopeSession}}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_delete"
 			a := newArgs(ctx, name, req)
