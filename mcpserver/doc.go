@@ -9,7 +9,8 @@
 // answers messages nested too deep for the parsers and requests whose id JSON-RPC does not
 // allow before anything reads them, CheckUTF8 refuses text that is not valid UTF-8 before
 // mcp-go's decoder replaces it, and FixResponse / WrapHTTP give a missing session's resource
-// the spec's error code. See docs/PROTOCOL.md. An Observer (Options.Observer, observe.go)
+// the spec's error code. NewHTTP wires the HTTP transports (streamable HTTP and legacy SSE)
+// behind those checks, so that cmd serves HTTP without importing mcp-go. See docs/PROTOCOL.md. An Observer (Options.Observer, observe.go)
 // is told about every tool call, whatever its transport: what operators' metrics count. It
 // serves the session viewer as an MCP App (app.go): the ui:// resource with viewer.AppHTML,
 // named in the read tools' _meta.

@@ -42,6 +42,11 @@ type Options struct {
 	// Middleware wraps every tool handler (outermost first), e.g. to track running calls for
 	// a graceful shutdown.
 	Middleware []server.ToolHandlerMiddleware
+	// Gate, when set, is asked before every tool call starts (inside Observer, outside
+	// Middleware): an error refuses the call with that text as its tool error; otherwise the
+	// call runs under the context it returns, and done is called when it ends. What a
+	// graceful shutdown needs: refuse new calls, wait for running ones.
+	Gate func(ctx context.Context, tool string) (run context.Context, done func(), err error)
 	// Observer, when set, is told about every tool call (observe.go), outside Middleware.
 	Observer Observer
 }
@@ -73,6 +78,9 @@ func New(svc *memory.Service, opts Options) *server.MCPServer {
 	if o.Observer != nil {
 		serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(observe(o.Observer)))
 	}
+	if o.Gate != nil {
+		serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(gate(o.Gate)))
+	}
 	for _, m := range o.Middleware {
 		serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(m))
 	}
@@ -103,5 +111,19 @@ func notificationFlush(next server.ToolHandlerFunc) server.ToolHandlerFunc {
 			}
 		}
 		return res, err
+	}
+}
+
+// gate makes Options.Gate a middleware.
+func gate(g func(context.Context, string) (context.Context, func(), error)) server.ToolHandlerMiddleware {
+	return func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			run, done, err := g(ctx, req.Params.Name)
+			if err != nil {
+				return mcp.NewToolResultError(err.Error()), nil
+			}
+			defer done()
+			return next(run, req)
+		}
 	}
 }
