@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/sessionmem/sessionmem/mcpserver/transport"
 	"github.com/sessionmem/sessionmem/memory"
 )
 
@@ -22,8 +23,6 @@ var instructions string
 const (
 	DefaultSamplingTimeout = 2 * time.Minute
 	DefaultMaxResultTokens = 20000
-	// notificationDelay is how long a tool that sent notifications waits before answering.
-	notificationDelay = 10 * time.Millisecond
 )
 
 // Options configure the MCP server. The zero value is usable.
@@ -84,7 +83,7 @@ func New(svc *memory.Service, opts Options) *server.MCPServer {
 	for _, m := range o.Middleware {
 		serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(m))
 	}
-	serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(notificationFlush),
+	serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(transport.NotificationFlush),
 		server.WithToolHandlerMiddleware(redactResults(svc)), server.WithToolHandlerMiddleware(refuseInvalidUTF8))
 	if o.Logger != nil {
 		serverOpts = append(serverOpts, server.WithLogger(o.Logger), server.WithToolHandlerMiddleware(withLogger(o.Logger)))
@@ -95,23 +94,6 @@ func New(svc *memory.Service, opts Options) *server.MCPServer {
 	addResources(s, svc, o.Logger)
 	addApp(s)
 	return s
-}
-
-// notificationFlush works around lost notifications (mcp-go v1.2.1, upstream #969): a
-// progress notification sent just before a handler returns is dropped or overtaken by the
-// response. Waiting 10 ms before answering delivered all of them in testing. Only calls that
-// can send notifications (they carry a progress token) pay for it.
-func notificationFlush(next server.ToolHandlerFunc) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		res, err := next(ctx, req)
-		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
-			select {
-			case <-time.After(notificationDelay):
-			case <-ctx.Done():
-			}
-		}
-		return res, err
-	}
 }
 
 // gate makes Options.Gate a middleware.

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/sessionmem/sessionmem/mcpserver/transport"
 	"github.com/sessionmem/sessionmem/memory"
 )
 
@@ -48,38 +49,20 @@ type hints struct {
 	destructive bool
 	idempotent  bool
 	openWorld   bool
-	order       order
+	order       transport.Order // how ServeStdio orders its calls
 }
-
-// order is how ServeStdio orders a tool's calls with the requests around them (stdio.go): a
-// call waits for every earlier request on the same scope when either of them writes.
-type order struct {
-	write bool // the call changes the store
-	scope scope
-	// creates: a call without session_id makes a new session, which no earlier request can
-	// be about: it waits only for writes on the whole store.
-	creates bool
-}
-
-// scope is what a tool's calls are about.
-type scope int
-
-const (
-	scopeStore   scope = iota // the whole store: every session
-	scopeSession              // the session named by session_id; the whole store without one
-)
 
 // toolOrders holds each tool's order by name, as newTool declared it. A tool not in it (an
 // unknown name) is ordered as a write on the whole store.
 var toolOrders sync.Map
 
 // toolOrder returns the order declared for tool name.
-func toolOrder(name string) (order, bool) {
+func toolOrder(name string) (transport.Order, bool) {
 	o, ok := toolOrders.Load(name)
 	if !ok {
-		return order{}, false
+		return transport.Order{}, false
 	}
-	return o.(order), true
+	return o.(transport.Order), true
 }
 
 func newTool(name, desc string, in, out schema, h hints) mcp.Tool {

@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/sessionmem/sessionmem/mcpserver/transport"
 	"github.com/sessionmem/sessionmem/memory"
 )
 
@@ -50,7 +51,7 @@ func searchTool(svc *memory.Service, o *Options) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("session_search", searchDescription+"\n\n"+queryLimits, in, out, hints{
 			title: "Search sessions", readOnly: true, destructive: false, idempotent: true, openWorld: false,
-			order: order{scope: scopeStore}}),
+			order: transport.Order{Scope: transport.ScopeStore}}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_search"
 			a := newArgs(ctx, name, req)

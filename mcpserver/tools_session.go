@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/tidwall/gjson"
 
+	"github.com/sessionmem/sessionmem/mcpserver/transport"
 	"github.com/sessionmem/sessionmem/memory"
 )
 
@@ -48,7 +49,7 @@ func saveTool(svc *memory.Service) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("session_save", saveDescription+"\n\n"+saveLimits, in, out, hints{
 			title: "Save session messages", readOnly: false, destructive: false, idempotent: false, openWorld: false,
-			order: order{write: true, scope: scopeSession, creates: true}}),
+			order: transport.Order{Write: true, Scope: transport.ScopeSession, Creates: true}}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			r, bad := saveRequest(ctx, req)
 			if bad != nil {
@@ -184,7 +185,7 @@ func resumeTool(svc *memory.Service) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("session_resume", resumeDescription, in, out, hints{
 			title: "Resume a session", readOnly: true, destructive: false, idempotent: true, openWorld: false,
-			order: order{scope: scopeSession}}),
+			order: transport.Order{Scope: transport.ScopeSession}}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_resume"
 			a := newArgs(ctx, name, req)
@@ -213,7 +214,7 @@ func resumeTool(svc *memory.Service) server.ServerTool {
 // A resume page goes out with the messages as memory read them from the store
 // (memory.ResumeRequest.Raw), the bytes a client saved plus entry_id: they are neither decoded
 // nor encoded again on their way out. The structured content is built once as JSON
-// (rawStructured: the page's other fields, then "messages"), and the stdio transport copies it
+// (transport.RawStructured: the page's other fields, then "messages"), and the stdio transport copies it
 // into the answer as it is (encodeMessage).
 
 // resumeResult shapes a resume page: structured content plus a short text (which repeats the
@@ -248,7 +249,7 @@ func resumeResult(ctx context.Context, res memory.ResumeResult) *mcp.CallToolRes
 		text += fmt.Sprintf(" More messages follow: call session_resume with session_id %q and cursor %q.", res.SessionID, res.NextCursor)
 	}
 	res.Messages, res.RawMessages = nil, nil
-	raw, err := rawStructured(resumeHead{ResumeResult: res}, "messages", msgs)
+	raw, err := transport.RawStructured(resumeHead{ResumeResult: res}, "messages", msgs)
 	if err != nil {
 		return toolError(ctx, "session_resume", fmt.Errorf("encode the page: %w", err))
 	}
@@ -257,7 +258,7 @@ func resumeResult(ctx context.Context, res memory.ResumeResult) *mcp.CallToolRes
 	return out
 }
 
-// resumeHead is a resume page without its messages (rawStructured appends them): the
+// resumeHead is a resume page without its messages (transport.RawStructured appends them): the
 // embedded result's own messages field is shadowed by one that is never written.
 type resumeHead struct {
 	memory.ResumeResult
@@ -284,7 +285,7 @@ func listTool(svc *memory.Service, o *Options) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("session_list", listDescription+"\n\n"+queryLimits, in, out, hints{
 			title: "List sessions", readOnly: true, destructive: false, idempotent: true, openWorld: false,
-			order: order{scope: scopeStore}}),
+			order: transport.Order{Scope: transport.ScopeStore}}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_list"
 			a := newArgs(ctx, name, req)
@@ -361,7 +362,7 @@ func forkTool(svc *memory.Service) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("session_fork", forkDescription+"\n\n"+forkLimits, in, out, hints{
 			title: "Fork a session", readOnly: false, destructive: false, idempotent: false, openWorld: false,
-			order: order{write: true, scope: scopeSession}}),
+			order: transport.Order{Write: true, Scope: transport.ScopeSession}}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_fork"
 			a := newArgs(ctx, name, req)
@@ -399,7 +400,7 @@ func deleteTool(svc *memory.Service) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("session_delete", deleteDescription, in, out, hints{
 			title: "Delete a session", readOnly: false, destructive: true, idempotent: true, openWorld: false,
-			order: order{write: true, scope: scopeSession}}),
+			order: transport.Order{Write: true, Scope: transport.ScopeSession}}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_delete"
 			a := newArgs(ctx, name, req)

@@ -1,4 +1,4 @@
-package mcpserver
+package transport
 
 import (
 	"context"
@@ -8,9 +8,6 @@ import (
 
 	"github.com/mark3labs/mcp-go/server"
 )
-
-// Server is the MCP server New returns, named here so that callers need not import mcp-go.
-type Server = server.MCPServer
 
 // httpSessionIdleTTL ends streamable HTTP sessions left idle this long: without a TTL,
 // sessions of clients that never send DELETE leak (mcp-go #723).
@@ -26,7 +23,7 @@ type HTTP struct {
 
 // NewHTTP returns the HTTP transports of s, logging to logger. The caller listens, puts its
 // own handlers and checks around it, and calls CloseSessions before shutting its server down.
-func NewHTTP(s *Server, logger *slog.Logger) *HTTP {
+func NewHTTP(s *server.MCPServer, logger *slog.Logger) *HTTP {
 	streamable := server.NewStreamableHTTPServer(s,
 		server.WithEndpointPath("/mcp"),
 		server.WithStateful(true),

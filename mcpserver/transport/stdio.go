@@ -1,4 +1,4 @@
-package mcpserver
+package transport
 
 import (
 	"bufio"
@@ -57,6 +57,9 @@ type StdioOptions struct {
 	// MaxMessageBytes bounds one message (default 128 MiB: a 32 MiB session_save batch,
 	// escaped).
 	MaxMessageBytes int
+	// Orders returns how a tool's calls are ordered; a tool it does not know (or a nil
+	// Orders) is ordered as a write on the whole store.
+	Orders func(tool string) (Order, bool)
 }
 
 // Defaults of StdioOptions, and how many tool calls run at once (calls on different sessions;
@@ -64,7 +67,7 @@ type StdioOptions struct {
 const (
 	DefaultMaxPending      = 1000
 	DefaultMaxMessageBytes = 128 << 20
-	stdioWorkers           = 16
+	StdioWorkers           = 16
 )
 
 // JSON-RPC error codes ServeStdio answers with itself.
@@ -89,8 +92,8 @@ func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.W
 	defer stop()
 	c.ctx = rctx
 	go c.sess.pumpNotifications(rctx)
-	c.running.Add(stdioWorkers)
-	for range stdioWorkers {
+	c.running.Add(StdioWorkers)
+	for range StdioWorkers {
 		go c.worker()
 	}
 	read := make(chan error, 1)
@@ -132,7 +135,7 @@ func newStdioConn(s *server.MCPServer, out io.Writer, o StdioOptions) *stdioConn
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &stdioConn{opts: o, out: out, byID: map[string]*pending{}, log: o.Logger, srv: s,
-		work: make(chan *pending, o.MaxPending+stdioWorkers), slots: make(chan struct{}, stdioWorkers), lead: make(chan struct{}, 1)}
+		work: make(chan *pending, o.MaxPending+StdioWorkers), slots: make(chan struct{}, StdioWorkers), lead: make(chan struct{}, 1)}
 	c.sess = newStdioSession(c)
 	return c
 }
@@ -146,9 +149,9 @@ type pending struct {
 	init      bool
 	line      []byte
 	done      chan struct{}
-	tool      bool       // a tools/call: runs on a worker
-	taken     bool       // a tools/call's arguments were taken out of line (takeArguments)
-	args      []argField // and these are they
+	tool      bool    // a tools/call: runs on a worker
+	taken     bool    // a tools/call's arguments were taken out of line (takeArguments)
+	args      []Field // and these are they
 	forwarded bool
 	cancelled bool
 }
@@ -172,11 +175,11 @@ type stdioConn struct {
 	sess *stdioSession
 	ctx  context.Context // the requests' context: server, session
 	out  io.Writer
-	// work feeds tool calls whose turn has come to stdioWorkers long-lived goroutines: they
+	// work feeds tool calls whose turn has come to StdioWorkers long-lived goroutines: they
 	// bound how many run at once, and a goroutine per call would grow a new stack each time
 	// (tens of µs a save). MaxPending bounds what is queued, so sending never blocks.
 	work  chan *pending
-	slots chan struct{} // a tool call runs holding one: at most stdioWorkers at once
+	slots chan struct{} // a tool call runs holding one: at most StdioWorkers at once
 
 	// Reading: whoever holds lead reads the next line (followers). A follower that read a
 	// tool call free to run passes lead on, then runs the call itself: the call starts on
@@ -356,7 +359,7 @@ func (c *stdioConn) handle(line []byte) *pending {
 }
 
 // classify sets what a request is about (its scope) and whether it writes: for a tool call,
-// as the tool declared it (hints.order).
+// as the tool declared it (StdioOptions.Orders).
 func (c *stdioConn) classify(p *pending, method string, env *envelope) {
 	switch method {
 	case string(mcp.MethodInitialize):
@@ -368,16 +371,20 @@ func (c *stdioConn) classify(p *pending, method string, env *envelope) {
 			p.write = true // refused by the tool; order it with everything to be safe
 			return
 		}
-		o, known := toolOrder(name)
+		var o Order
+		known := false
+		if c.opts.Orders != nil {
+			o, known = c.opts.Orders(name)
+		}
 		if !known {
 			p.write = true // unknown: in order with everything
 			return
 		}
-		p.write = o.write
+		p.write = o.Write
 		switch {
-		case o.scope == scopeSession && sid.Exists():
+		case o.Scope == ScopeSession && sid.Exists():
 			p.scope = "s:" + sid.Str
-		case o.creates:
+		case o.Creates:
 			c.mu.Lock()
 			c.creates++
 			p.scope = "new:" + strconv.Itoa(c.creates) // a new session: only the whole-store requests care

@@ -1,10 +1,12 @@
-package mcpserver
+package transport
 
 import (
 	"encoding/json"
 	"math/rand/v2"
 	"strings"
 	"testing"
+
+	"github.com/tidwall/gjson"
 
 	"github.com/sessionmem/sessionmem/internal/testcorpus"
 )
@@ -64,5 +66,27 @@ func BenchmarkCheckUTF8(b *testing.B) {
 			b.Fatal("changed")
 		}
 		i++
+	}
+}
+
+func TestCheckUTF8Paths(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{`{"a":"ok","b":["x","\udc00"]}`, "b[1]"},
+		{`{"m":[{"c":[{"t":"ok"},{"t":"\ud83d\ude00 fine"},{"t":"\ud83d alone"}]}]}`, "m[0].c[2].t"},
+		{"{\"k\xff\":1}", "k\uFFFD (a key)"},
+		{`{"a":"\ud83d\ude00"}`, ""},
+	}
+	for _, tc := range cases {
+		msg := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":` + tc.in + `}}`
+		out, changed := CheckUTF8([]byte(msg))
+		if tc.want == "" {
+			if changed {
+				t.Errorf("%s: changed to %s", tc.in, out)
+			}
+			continue
+		}
+		if got := gjson.GetBytes(out, `params._meta.sessionmem/invalid-utf8`).String(); got != tc.want {
+			t.Errorf("%q: path %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }
