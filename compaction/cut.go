@@ -4,13 +4,15 @@ import (
 	"fmt"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/sessionmem/sessionmem/message"
 )
 
 // toolInfo is what FindCut needs to know about one message.
 type toolInfo struct {
 	role      string
 	callIDs   []string // ids of tool_call blocks
-	resultIDs []string // tool_call_id of tool_result blocks
+	resultIDs []string // the ids of the calls its tool_result blocks answer
 }
 
 func scanTools(msg []byte) toolInfo {
@@ -27,7 +29,7 @@ func scanTools(msg []byte) toolInfo {
 				ti.callIDs = append(ti.callIDs, id)
 			}
 		case "tool_result":
-			ti.resultIDs = append(ti.resultIDs, b.Get("tool_call_id").Str)
+			ti.resultIDs = append(ti.resultIDs, b.Get(message.FieldToolCallID).Str)
 		}
 		return true
 	})

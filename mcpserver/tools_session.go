@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessionmem/sessionmem/mcpserver/transport"
 	"github.com/sessionmem/sessionmem/memory"
+	"github.com/sessionmem/sessionmem/message"
 )
 
 const idHint = "call session_list to see session ids"
@@ -23,7 +24,7 @@ Call it after every turn with the messages that are new since the last save (use
 
 Returns session_id (keep it for later calls), saved (new messages stored), message_count, leaf_id, context_tokens and should_compact (true when context_window was given and the context is close to it: then call session_compact).
 
-Example: {"working_dir":"/home/me/proj","name":"fix login bug","context_window":200000,"messages":[{"id":"u1","role":"user","content":"Why does login fail?"},{"id":"a1","role":"assistant","content":[{"type":"text","text":"Let me look."},{"type":"tool_call","id":"c1","name":"read","arguments":{"path":"auth.go"}}]},{"id":"t1","role":"tool_result","content":[{"type":"tool_result","tool_call_id":"c1","content":"package auth…"}]}]}`
+Example: {"working_dir":"/home/me/proj","name":"fix login bug","context_window":200000,"messages":[{"id":"u1","role":"user","content":"Why does login fail?"},{"id":"a1","role":"assistant","content":[{"type":"text","text":"Let me look."},{"type":"tool_call","id":"c1","name":"read","arguments":{"path":"auth.go"}}]},{"id":"t1","role":"tool_result","content":[{"type":"tool_result","` + message.FieldToolCallID + `":"c1","content":"package auth…"}]}]}`
 
 func saveTool(svc *memory.Service) server.ServerTool {
 	in := object("", schema{

@@ -215,8 +215,7 @@ func pruneToolOutputs(m *Message) bool {
 		for _, c := range b.Content {
 			n += utf8.RuneCountInString(c.Text) + len(c.Data)
 		}
-		b.Content = []Block{{Type: BlockText, Text: fmt.Sprintf("[tool output pruned from this view: %d characters; resume without prune to see it]", n)}}
-		b.absent &^= absentContent
+		b.SetContent([]Block{{Type: BlockText, Text: fmt.Sprintf("[tool output pruned from this view: %d characters; resume without prune to see it]", n)}})
 	}
 	return changed
 }

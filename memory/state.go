@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/sessionmem/sessionmem/compaction"
+	"github.com/sessionmem/sessionmem/message"
 	"github.com/sessionmem/sessionmem/storage"
 )
 
@@ -253,14 +254,7 @@ func kindName(s string) string {
 	return strings.Clone(s)
 }
 
-func roleName(s string) Role {
-	for _, r := range []Role{RoleUser, RoleAssistant, RoleToolResult, RoleSystem} {
-		if s == string(r) {
-			return r
-		}
-	}
-	return Role(strings.Clone(s))
-}
+func roleName(s string) Role { return message.RoleName(s) }
 
 // onPathIdx reports whether entry k is entry i or one of its ancestors.
 func (st *state) onPathIdx(i, k int32) bool {
