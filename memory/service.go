@@ -302,22 +302,11 @@ func (s *Service) Save(ctx context.Context, req SaveRequest) (SaveResult, error)
 			parent = pid
 		}
 		b := newBatch(st, parent, now)
-		name, model, provider := s.redact(req.Name), s.redact(req.Model), s.redact(req.Provider)
-		if name != "" && name != st.name {
-			b.add(Entry{Type: KindSessionInfo, SessionInfo: &SessionInfo{Name: name}})
-		}
-		if (model != "" && model != st.model) || (provider != "" && provider != st.provider) {
-			b.add(Entry{Type: KindModelChange, ModelChange: &ModelChange{Model: model, Provider: provider}})
-		}
-		seen := map[string]bool{}
+		s.addMetaChanges(b, req.Name, req.Model, req.Provider, time.Time{})
 		for i := range msgs {
 			m := msgs[i]
-			if m.ID != "" {
-				cid := s.gateID(salt, m.ID)
-				if _, dup := st.client[cid]; dup || seen[cid] {
-					continue
-				}
-				seen[cid] = true
+			if m.ID != "" && !b.claimClient(s.gateID(salt, m.ID)) {
+				continue
 			}
 			b.add(Entry{Type: KindMessage, Message: &m})
 			res.Saved++
@@ -368,6 +357,28 @@ type batch struct {
 
 func newBatch(st *state, parent string, now time.Time) *batch {
 	return &batch{st: st, parent: parent, now: now, taken: map[string]bool{}}
+}
+
+// claimClient reports whether a client id (a message's, an imported summary's key), as the
+// gate makes it, is new to the session and to the batch, and claims it for the batch.
+func (b *batch) claimClient(id string) bool {
+	if _, dup := b.st.client[id]; dup || b.taken["client:"+id] {
+		return false
+	}
+	b.taken["client:"+id] = true
+	return true
+}
+
+// addMetaChanges adds the entries that rename the session or change its model, when the
+// request's (redacted) values differ from the session's; at (zero: the batch's time) is when.
+func (s *Service) addMetaChanges(b *batch, name, model, provider string, at time.Time) {
+	name, model, provider = s.redact(name), s.redact(model), s.redact(provider)
+	if name != "" && name != b.st.name {
+		b.add(Entry{Type: KindSessionInfo, SessionInfo: &SessionInfo{Name: name}, Time: at})
+	}
+	if (model != "" && model != b.st.model) || (provider != "" && provider != b.st.provider) {
+		b.add(Entry{Type: KindModelChange, ModelChange: &ModelChange{Model: model, Provider: provider}, Time: at})
+	}
 }
 
 // add appends e as a child of the previous entry, assigning a fresh id unless e has one.
