@@ -17,8 +17,8 @@ type toolInfo struct {
 
 func scanTools(msg []byte) toolInfo {
 	var ti toolInfo
-	ti.role = gjson.Get(view(msg), "role").Str
-	content := gjson.Get(view(msg), "content")
+	ti.role = gjson.Get(unsafeString(msg), "role").Str
+	content := gjson.Get(unsafeString(msg), "content")
 	if !content.IsArray() {
 		return ti
 	}

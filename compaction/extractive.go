@@ -144,9 +144,9 @@ func parseWindow(entries []Entry) window {
 		default:
 			continue
 		}
-		m := xmsg{role: gjson.Get(view(e.Message), "role").Str}
+		m := xmsg{role: gjson.Get(unsafeString(e.Message), "role").Str}
 		idx := len(w.msgs)
-		content := gjson.Get(view(e.Message), "content")
+		content := gjson.Get(unsafeString(e.Message), "content")
 		var texts, thinking []string
 		if content.Type == gjson.String {
 			texts = append(texts, content.Str)

@@ -96,8 +96,8 @@ func tokens(res *mcp.CallToolResult) int {
 	return (utf8.RuneCount(b) + 3) / 4
 }
 
-// oneLine cuts s to one line of at most n runes for the short text.
-func oneLine(s string, n int) string {
+// clipLine cuts s to one line of at most n runes for the short text.
+func clipLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if utf8.RuneCountInString(s) <= n {
 		return s

@@ -109,10 +109,10 @@ func searchText(r memory.SearchRequest, res memory.SearchResult) string {
 		}
 		label := m.SessionID
 		if m.SessionName != "" {
-			label += " " + fmt.Sprintf("%q", oneLine(m.SessionName, 40))
+			label += " " + fmt.Sprintf("%q", clipLine(m.SessionName, 40))
 		}
 		fmt.Fprintf(&b, "\n- %s %s %s (%s, %s): %s", label, m.EntryID, m.Time.UTC().Format("2006-01-02 15:04"), who,
-			fmt.Sprintf("%.2f", m.Score), oneLine(m.Snippet, 160))
+			fmt.Sprintf("%.2f", m.Score), clipLine(m.Snippet, 160))
 	}
 	if res.NextCursor != "" {
 		fmt.Fprintf(&b, "\nMore matches: call session_search with the same arguments and cursor %q.", res.NextCursor)

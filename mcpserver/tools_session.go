@@ -335,7 +335,7 @@ func listText(res memory.ListResult) string {
 			label = s.Preview
 		}
 		fmt.Fprintf(&b, "\n- %s  %s  %s  %d msgs  %q", s.ID, s.UpdatedAt.UTC().Format("2006-01-02 15:04"),
-			s.WorkingDir, s.MessageCount, oneLine(label, 80))
+			s.WorkingDir, s.MessageCount, clipLine(label, 80))
 	}
 	if res.NextCursor != "" {
 		fmt.Fprintf(&b, "\nMore sessions: call session_list with cursor %q.", res.NextCursor)

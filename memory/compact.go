@@ -259,10 +259,10 @@ func (p *sessionPath) foldable(entries []compaction.Entry, from, to int) []compa
 // everything and answer nothing_to_compact to an explicit request. At 1 the cut counts at
 // least what context_tokens reports, so a session that should_compact can still be compacted.
 func (p *sessionPath) calibration() float64 {
-	if p.est <= 0 || p.ctx <= p.est {
+	if p.est <= 0 || p.ctxTokens <= p.est {
 		return 1
 	}
-	return float64(p.ctx) / float64(p.est)
+	return float64(p.ctxTokens) / float64(p.est)
 }
 
 // keepRecentTokens is the kept part compaction aims at, in context tokens: the request's (or

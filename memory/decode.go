@@ -30,7 +30,7 @@ func decodeRecord(data []byte) (Entry, string, error) {
 	}
 	var e Entry
 	var body gjson.Result
-	parseObject(view(data), func(k string, v gjson.Result) {
+	parseObject(unsafeString(data), func(k string, v gjson.Result) {
 		switch k {
 		case "type":
 			e.Type = v.String()
@@ -70,8 +70,8 @@ func decodeRecord(data []byte) (Entry, string, error) {
 	return e, "", nil
 }
 
-// view reads b as a string without copying; results that outlive the call go through str.
-func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+// unsafeString reads b as a string without copying; results that outlive the call go through str.
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // str returns a gjson string result as a string of its own (gjson returns escaped strings
 // unescaped in fresh memory, and others as slices of the input).

@@ -96,7 +96,7 @@ func (s *Service) redactJSONGeneral(raw json.RawMessage) json.RawMessage {
 // redaction itself. The strings are decoded as encoding/json decodes them (jsonscan), so
 // the hook sees the same text; input cleanJSON cannot read goes the general way.
 func (s *Service) cleanJSON(raw []byte) bool {
-	r := jsonscan.NewReader(view(raw), message.MaxReadDepth)
+	r := jsonscan.NewReader(unsafeString(raw), message.MaxReadDepth)
 	var buf []byte
 	r.OnString = func(t jsonscan.String) bool {
 		buf = t.AppendValue(buf[:0])

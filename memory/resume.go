@@ -117,7 +117,7 @@ func (s *Service) resumePage(r storage.Reader, id string, cur *resumeCursor, max
 	st.mu.Unlock()
 
 	res := ResumeResult{SessionID: id, WorkingDir: r.Header().WorkingDir, ReadFiles: []string{}, ModifiedFiles: []string{},
-		Pinned: []Message{}, Messages: []Message{}, ContextTokens: v.ctx}
+		Pinned: []Message{}, Messages: []Message{}, ContextTokens: v.ctxTokens}
 	if cur == nil && v.comp >= 0 {
 		if comp == nil {
 			if comp, err = s.readCompaction(r, st, v.comp); err != nil {

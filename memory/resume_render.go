@@ -34,7 +34,7 @@ func (pr pageRenderer) render(rec storage.Record, n *node) (pageItem, error) {
 		// The common case needs no decoding: the stored bytes are the output, unless prune
 		// may change them. A view into the record (add copies what is kept): GetBytes would
 		// copy the message twice over.
-		r := gjson.Get(view(rec.Data), KindMessage)
+		r := gjson.Get(unsafeString(rec.Data), KindMessage)
 		if r.IsObject() && r.Index > 0 && r.Index+len(r.Raw) <= len(rec.Data) {
 			js := rec.Data[r.Index : r.Index+len(r.Raw)]
 			if !pr.mayPrune(n) || !bytes.Contains(js, []byte(`"type":"tool_result"`)) {
@@ -112,7 +112,7 @@ func rawMessageJSON(e *pathEntry, m Message, changed bool) (json.RawMessage, err
 func withEntryID(raw []byte, entryID string) json.RawMessage {
 	at := 1
 	if bytes.HasPrefix(raw, []byte(`{"id":`)) {
-		r := gjson.Get(view(raw), "id")
+		r := gjson.Get(unsafeString(raw), "id")
 		at = r.Index + len(r.Raw)
 	}
 	out := make([]byte, 0, len(raw)+len(`,"entry_id":""`)+len(entryID))
