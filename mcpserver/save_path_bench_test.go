@@ -11,11 +11,11 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/sessionmem/sessionmem/internal/testcorpus"
 	"github.com/sessionmem/sessionmem/mcpserver/transport"
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/redact"
 	"github.com/sessionmem/sessionmem/storage/local"
+	"github.com/sessionmem/sessionmem/transcript/transcripttest"
 )
 
 // BenchmarkSavePath measures the server's own share of a session_save over stdio, all of it
@@ -29,7 +29,7 @@ import (
 //
 //	go test ./mcpserver -run '^$' -bench SavePath -count 10
 func BenchmarkSavePath(b *testing.B) {
-	msgs := testcorpus.Sized(b, 64, 1024, 4096)
+	msgs := transcripttest.Sized(b, 64, 1024, 4096)
 	lines := make([][]byte, len(msgs))
 	for i, m := range msgs {
 		m.ID = fmt.Sprintf("m%d", i)

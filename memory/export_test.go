@@ -7,7 +7,7 @@ import (
 )
 
 // SaveSteps exposes the CPU steps of a save to the external benchmarks (which alone may use
-// the corpus: internal/testcorpus imports memory), so each can be timed apart from the store.
+// the corpus: transcript/transcripttest imports transcript, which imports memory), so each can be timed apart from the store.
 type SaveSteps struct {
 	s  *Service
 	st *state

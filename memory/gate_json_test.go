@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/sessionmem/sessionmem/internal/jsonscan/jsontest"
-	"github.com/sessionmem/sessionmem/internal/testcorpus"
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/redact"
+	"github.com/sessionmem/sessionmem/transcript/transcripttest"
 )
 
 // The gate returns clean tool-call arguments as they are without decoding them into maps
@@ -63,7 +63,7 @@ func TestRedactJSONClean(t *testing.T) {
 	} {
 		checkRedactJSON(t, hooks, raw)
 	}
-	for _, m := range testcorpus.Sized(t, 3000, 0, 1<<30) {
+	for _, m := range transcripttest.Sized(t, 3000, 0, 1<<30) {
 		for _, b := range m.Content {
 			if len(b.Arguments) > 0 {
 				checkRedactJSON(t, hooks, string(b.Arguments))

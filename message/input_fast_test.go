@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/sessionmem/sessionmem/internal/jsonscan/jsontest"
-	"github.com/sessionmem/sessionmem/internal/testcorpus"
 	"github.com/sessionmem/sessionmem/message"
+	"github.com/sessionmem/sessionmem/transcript/transcripttest"
 )
 
 // The one-pass decoder (decodeInputFast) must give exactly the Message the general decoder
@@ -105,7 +105,7 @@ func TestDecodeInputFastShapes(t *testing.T) {
 // TestDecodeInputFastCorpus: every corpus message, as json.Marshal writes it and indented,
 // is read in one pass to the general decoder's Message.
 func TestDecodeInputFastCorpus(t *testing.T) {
-	for _, m := range testcorpus.Sized(t, 3000, 0, 1<<30) {
+	for _, m := range transcripttest.Sized(t, 3000, 0, 1<<30) {
 		raw, err := json.Marshal(m)
 		if err != nil {
 			t.Fatal(err)

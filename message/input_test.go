@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sessionmem/sessionmem/internal/testcorpus"
 	"github.com/sessionmem/sessionmem/message"
+	"github.com/sessionmem/sessionmem/transcript/transcripttest"
 )
 
 // TestDecodeInputMessageMatchesUnmarshal: the one-pass decoder gives the message
@@ -36,7 +36,7 @@ func TestDecodeInputMessageMatchesUnmarshal(t *testing.T) {
 		`{"entry_id":"e1","role":"system","content":"sys"}`,
 		`{"role":"assistant","content":"x","usage":{"input_tokens":-1,"output_tokens":0,"extra":5}}`,
 	}
-	for _, m := range testcorpus.Sized(t, 400, 0, 1<<30) {
+	for _, m := range transcripttest.Sized(t, 400, 0, 1<<30) {
 		b, err := json.Marshal(m)
 		if err != nil {
 			t.Fatal(err)

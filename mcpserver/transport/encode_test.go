@@ -12,8 +12,8 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/sessionmem/sessionmem/compaction"
-	"github.com/sessionmem/sessionmem/internal/testcorpus"
 	"github.com/sessionmem/sessionmem/memory"
+	"github.com/sessionmem/sessionmem/transcript/transcripttest"
 )
 
 // sameJSON decodes a and b (numbers kept as written) and reports whether they are the same
@@ -193,7 +193,7 @@ func TestRawStructuredMatchesMarshal(t *testing.T) {
 func BenchmarkEncodeResumePage(b *testing.B) {
 	var msgs []json.RawMessage
 	size := 0
-	for i, m := range testcorpus.Sized(b, 200, 1024, 4096) {
+	for i, m := range transcripttest.Sized(b, 200, 1024, 4096) {
 		m.EntryID = fmt.Sprintf("e%d", i)
 		raw, err := json.Marshal(m)
 		if err != nil {

@@ -8,7 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/sessionmem/sessionmem/internal/testcorpus"
+	"github.com/sessionmem/sessionmem/transcript/transcripttest"
 )
 
 // TestHasSurrogateEscape: the scan from backslash to backslash finds what testing every byte
@@ -52,7 +52,7 @@ func TestHasSurrogateEscape(t *testing.T) {
 // BenchmarkCheckUTF8: the check every message read goes through, on ~2 KB corpus messages
 // (JSON-encoded, so with their escapes).
 func BenchmarkCheckUTF8(b *testing.B) {
-	msgs := testcorpus.Sized(b, 64, 1024, 4096)
+	msgs := transcripttest.Sized(b, 64, 1024, 4096)
 	lines := make([][]byte, len(msgs))
 	for i, m := range msgs {
 		var err error
