@@ -296,38 +296,54 @@ func (c *stdioConn) handle(line []byte) *pending {
 	}
 	modern := env.meta.IsObject() && mcp.IsModernProtocol(env.meta.Get(gjsonEscape(mcp.MetaKeyProtocolVersion)).String())
 
+	ping := method.Str == string(mcp.MethodPing)
+	deps, ok := c.register(p, id.Raw, ping, modern)
+	if !ok {
+		return nil
+	}
+	return c.dispatch(p, deps, ping)
+}
+
+// register adds p to the requests in flight and returns the channels of those it must wait
+// for; a request that cannot be taken (its id is in use, it comes before initialize, too many
+// wait) is answered with an error instead, and ok is false.
+func (c *stdioConn) register(p *pending, rawID string, ping, modern bool) (deps []chan struct{}, ok bool) {
 	c.mu.Lock()
 	switch {
-	case c.byID[key] != nil:
+	case c.byID[p.key] != nil:
 		c.mu.Unlock()
-		c.reply(json.RawMessage(id.Raw), codeInvalidRequest, fmt.Sprintf("request id %s is already used by a request that has not been answered; use a new id", id.Raw))
-		return nil
-	case !c.initSeen && !p.init && method.Str != string(mcp.MethodPing) && !modern:
+		c.reply(json.RawMessage(rawID), codeInvalidRequest, fmt.Sprintf("request id %s is already used by a request that has not been answered; use a new id", rawID))
+		return nil, false
+	case !c.initSeen && !p.init && !ping && !modern:
 		c.mu.Unlock()
-		c.reply(json.RawMessage(id.Raw), codeInvalidRequest,
+		c.reply(json.RawMessage(rawID), codeInvalidRequest,
 			"server not initialized: send initialize first; only initialize and ping are served before it")
-		return nil
+		return nil, false
 	case len(c.byID) >= c.opts.MaxPending:
 		c.mu.Unlock()
-		c.reply(json.RawMessage(id.Raw), codeServerBusy, fmt.Sprintf("server busy: %d requests are waiting for an answer; retry later", len(c.byID)))
-		return nil
+		c.reply(json.RawMessage(rawID), codeServerBusy, fmt.Sprintf("server busy: %d requests are waiting for an answer; retry later", len(c.byID)))
+		return nil, false
 	}
 	if p.init {
 		c.initSeen = true
 	}
-	var deps []chan struct{}
 	for _, a := range c.inflight {
 		if conflicts(a, p) {
 			deps = append(deps, a.done)
 		}
 	}
 	c.inflight = append(c.inflight, p)
-	c.byID[key] = p
+	c.byID[p.key] = p
 	c.wg.Add(1)
 	c.mu.Unlock()
+	return deps, true
+}
 
+// dispatch serves p once the requests in deps are answered: a ping at once, a tool call free to
+// run is returned for the caller to run, anything else waits on a goroutine of its own.
+func (c *stdioConn) dispatch(p *pending, deps []chan struct{}, ping bool) *pending {
 	switch {
-	case method.Str == string(mcp.MethodPing):
+	case ping:
 		c.send(p) // nothing to wait for, and nothing waits for it
 	case p.tool && len(deps) == 0:
 		select {
