@@ -148,30 +148,7 @@ func (st *state) apply(rec storage.Record) error {
 	outTokens := 0
 	switch n.kind {
 	case KindMessage:
-		// One pass over the message's keys: usage and pinned follow the content, which a
-		// lookup per key would skip over again each time.
-		body.ForEach(func(k, v gjson.Result) bool {
-			switch k.Str {
-			case "role":
-				n.role = roleName(v.Str)
-			case "id":
-				n.clientID = strings.Clone(v.Str)
-			case "usage":
-				n.usage = int(v.Get("input_tokens").Int() + v.Get("output_tokens").Int())
-			case "pinned":
-				n.pinned = v.Bool()
-			}
-			return true
-		})
-		raw := unsafe.Slice(unsafe.StringData(body.Raw), len(body.Raw))
-		n.tokens = compaction.EstimateMessage(raw)
-		outTokens = n.tokens
-		if n.pinned {
-			st.pinnedCost += pinCost(raw, n.id)
-		}
-		if st.preview == "" && n.role == RoleUser {
-			st.preview = previewOf(body)
-		}
+		outTokens = st.applyMessage(&n, body)
 	case KindCompaction:
 		n.tokens = estimateText(body.Get("summary").Str)
 		n.clientID = strings.Clone(body.Get("key").Str)
@@ -209,6 +186,35 @@ func (st *state) apply(rec storage.Record) error {
 	st.lastSeq = rec.Seq
 	st.logBytes += int64(len(rec.Data))
 	return nil
+}
+
+// applyMessage fills n, a message entry, from its stored message, and returns what it adds to
+// the conversation resume returns.
+func (st *state) applyMessage(n *node, body gjson.Result) int {
+	// One pass over the message's keys: usage and pinned follow the content, which a
+	// lookup per key would skip over again each time.
+	body.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "role":
+			n.role = roleName(v.Str)
+		case "id":
+			n.clientID = strings.Clone(v.Str)
+		case "usage":
+			n.usage = int(v.Get("input_tokens").Int() + v.Get("output_tokens").Int())
+		case "pinned":
+			n.pinned = v.Bool()
+		}
+		return true
+	})
+	raw := unsafe.Slice(unsafe.StringData(body.Raw), len(body.Raw))
+	n.tokens = compaction.EstimateMessage(raw)
+	if n.pinned {
+		st.pinnedCost += pinCost(raw, n.id)
+	}
+	if st.preview == "" && n.role == RoleUser {
+		st.preview = previewOf(body)
+	}
+	return n.tokens
 }
 
 // totals fills n's running totals along its path from its parent's (n becomes entry i;
