@@ -239,33 +239,10 @@ func mapStoreErr(id string, err error) error {
 
 // Save appends messages, creating the session when SessionID is empty.
 func (s *Service) Save(ctx context.Context, req SaveRequest) (SaveResult, error) {
+	if err := checkSave(req); err != nil {
+		return SaveResult{}, err
+	}
 	creating := req.SessionID == ""
-	if creating {
-		if req.WorkingDir == "" {
-			return SaveResult{}, invalidf("pass working_dir (the project's absolute path) when creating a session, or pass session_id to add to an existing one",
-				"working_dir is required when session_id is omitted")
-		}
-		if req.ParentID != "" {
-			return SaveResult{}, invalidf("omit parent_id when creating a session", "parent_id given for a new session")
-		}
-	} else if err := checkSessionID("session_id", req.SessionID); err != nil {
-		return SaveResult{}, err
-	}
-	if err := checkWorkingDir(req.WorkingDir); err != nil {
-		return SaveResult{}, err
-	}
-	if req.ParentID != "" && !validID(req.ParentID) {
-		return SaveResult{}, invalidf("pass an entry id from leaf_id or a message's entry_id", "parent_id %q is not a valid id", clip(req.ParentID, 80))
-	}
-	if err := checkMeta(req.Name, req.Model, req.Provider); err != nil {
-		return SaveResult{}, err
-	}
-	if req.ContextWindow < 0 {
-		return SaveResult{}, invalidf("pass the model's context window in tokens, or omit it", "context_window is negative")
-	}
-	if err := validateMessages(req.Messages); err != nil {
-		return SaveResult{}, err
-	}
 	msgs := stripEntryIDs(req.Messages) // the gate redacts them in commit
 	if creating {
 		if err := s.preCheckPinned(msgs); err != nil {
@@ -331,6 +308,38 @@ func (s *Service) Save(ctx context.Context, req SaveRequest) (SaveResult, error)
 		return SaveResult{}, mapStoreErr(id, err)
 	}
 	return res, nil
+}
+
+// checkSave refuses a save request that is malformed, before anything is read or written.
+func checkSave(req SaveRequest) error {
+	creating := req.SessionID == ""
+	if creating {
+		if req.WorkingDir == "" {
+			return invalidf("pass working_dir (the project's absolute path) when creating a session, or pass session_id to add to an existing one",
+				"working_dir is required when session_id is omitted")
+		}
+		if req.ParentID != "" {
+			return invalidf("omit parent_id when creating a session", "parent_id given for a new session")
+		}
+	} else if err := checkSessionID("session_id", req.SessionID); err != nil {
+		return err
+	}
+	if err := checkWorkingDir(req.WorkingDir); err != nil {
+		return err
+	}
+	if req.ParentID != "" && !validID(req.ParentID) {
+		return invalidf("pass an entry id from leaf_id or a message's entry_id", "parent_id %q is not a valid id", clip(req.ParentID, 80))
+	}
+	if err := checkMeta(req.Name, req.Model, req.Provider); err != nil {
+		return err
+	}
+	if req.ContextWindow < 0 {
+		return invalidf("pass the model's context window in tokens, or omit it", "context_window is negative")
+	}
+	if err := validateMessages(req.Messages); err != nil {
+		return err
+	}
+	return nil
 }
 
 func checkMeta(name, model, provider string) error {
