@@ -42,7 +42,7 @@ func TestAppendMessageEntryMatchesEncodingJSON(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		want, err := marshalNoEscape(oracleEntry{Type: e.Type, ID: e.ID, ParentID: e.ParentID, Time: e.Time, Message: js})
+		want, err := message.MarshalNoEscape(oracleEntry{Type: e.Type, ID: e.ID, ParentID: e.ParentID, Time: e.Time, Message: js})
 		if err != nil {
 			t.Fatal(err)
 		}

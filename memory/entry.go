@@ -1,8 +1,6 @@
 package memory
 
 import (
-	"bytes"
-	"encoding/json"
 	"time"
 
 	"github.com/sessionmem/sessionmem/compaction"
@@ -39,18 +37,6 @@ const (
 
 // DecodeInputMessage decodes one message object as a client sent it (message.DecodeInput).
 func DecodeInputMessage(raw []byte) (Message, error) { return message.DecodeInput(raw) }
-
-// marshalNoEscape encodes v without HTML escaping, so stored text keeps <, > and & as written
-// (searchable, readable with zstdcat). Output encoders escape again as they see fit.
-func marshalNoEscape(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}
 
 // Entry kinds stored in a session log.
 const (

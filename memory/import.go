@@ -12,6 +12,7 @@ import (
 
 	"github.com/sessionmem/sessionmem/compaction"
 	"github.com/sessionmem/sessionmem/fileops"
+	"github.com/sessionmem/sessionmem/message"
 	"github.com/sessionmem/sessionmem/storage"
 )
 
@@ -165,7 +166,7 @@ func (im *importer) message(it ImportItem) error {
 	}
 	// The pinned cap holds for imports too: the first pins that fit stay pinned, the rest
 	// are stored unpinned and counted.
-	raw, err := marshalNoEscape(m)
+	raw, err := message.MarshalNoEscape(m)
 	if err != nil {
 		return err
 	}

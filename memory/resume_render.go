@@ -8,6 +8,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/sessionmem/sessionmem/message"
 	"github.com/sessionmem/sessionmem/storage"
 )
 
@@ -100,7 +101,7 @@ func rawMessageJSON(e *pathEntry, m Message, changed bool) (json.RawMessage, err
 	if e.raw != nil && !changed {
 		return withEntryID(e.raw, e.ID), nil
 	}
-	b, err := marshalNoEscape(m)
+	b, err := message.MarshalNoEscape(m)
 	if err != nil {
 		return nil, fmt.Errorf("encode message %s: %w", e.ID, err)
 	}

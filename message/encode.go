@@ -72,7 +72,7 @@ func (b *Block) appendJSON(out []byte) ([]byte, error) {
 	switch b.Type {
 	case BlockText, BlockThinking, BlockToolCall, BlockToolResult, BlockImage:
 	default: // not a valid block; validation keeps it from being stored
-		enc, err := marshalNoEscape(b.shape())
+		enc, err := MarshalNoEscape(b.shape())
 		if err != nil {
 			return nil, err
 		}
@@ -217,8 +217,9 @@ func AppendString(out []byte, s string) []byte {
 	return append(out, '"')
 }
 
-// marshalNoEscape encodes v without HTML escaping, as stored text keeps <, > and &.
-func marshalNoEscape(v any) ([]byte, error) {
+// MarshalNoEscape encodes v without HTML escaping, so stored text keeps <, > and & as written
+// (searchable, readable with zstdcat). Output encoders escape again as they see fit.
+func MarshalNoEscape(v any) ([]byte, error) {
 	var buf bytes.Buffer
 	enc := json.NewEncoder(&buf)
 	enc.SetEscapeHTML(false)

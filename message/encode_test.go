@@ -57,7 +57,7 @@ func oracleBlock(b Block) any {
 
 func oracleEncode(t *testing.T, m *Message) string {
 	t.Helper()
-	b, err := marshalNoEscape(oracleMessage{ID: m.ID, EntryID: m.EntryID, Role: m.Role, Content: oracleBlocks(m.Content), Usage: m.Usage, Pinned: m.Pinned})
+	b, err := MarshalNoEscape(oracleMessage{ID: m.ID, EntryID: m.EntryID, Role: m.Role, Content: oracleBlocks(m.Content), Usage: m.Usage, Pinned: m.Pinned})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -163,7 +163,7 @@ func TestAppendString(t *testing.T) {
 		all = append(all, randString(r))
 	}
 	for _, s := range all {
-		want, err := marshalNoEscape(s)
+		want, err := MarshalNoEscape(s)
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -211,7 +211,7 @@ func randJSON(r *rand.Rand, depth int) string {
 	case n == 0 || depth > 3:
 		return []string{"null", "true", "false", "0", "-12.5e+3", "7"}[r.IntN(6)]
 	case n < 3:
-		b, _ := marshalNoEscape(randString(r))
+		b, _ := MarshalNoEscape(randString(r))
 		return string(b)
 	case n == 3:
 		var parts []string
@@ -222,7 +222,7 @@ func randJSON(r *rand.Rand, depth int) string {
 	}
 	var parts []string
 	for range r.IntN(4) {
-		k, _ := marshalNoEscape(randString(r))
+		k, _ := MarshalNoEscape(randString(r))
 		parts = append(parts, sp()+string(k)+sp()+":"+sp()+randJSON(r, depth+1)+sp())
 	}
 	return "{" + strings.Join(parts, ",") + "}"
