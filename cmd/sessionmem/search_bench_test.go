@@ -11,9 +11,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessionmem/sessionmem/internal/testcorpus"
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/storage/local"
+	"github.com/sessionmem/sessionmem/transcript/transcripttest"
 )
 
 // Search benchmarks against the built binary over stdio, on a store of about
@@ -41,7 +41,7 @@ func searchBenchStore(b *testing.B) (string, int) {
 		return dir, mb
 	}
 	os.RemoveAll(dir)
-	pool := testcorpus.Sized(b, 5000, 1024, 4096)
+	pool := transcripttest.Sized(b, 5000, 1024, 4096)
 	store, err := local.Open(dir, local.Options{Summarize: memory.Summarize, Docs: memory.Docs})
 	if err != nil {
 		b.Fatal(err)
@@ -127,7 +127,7 @@ func BenchmarkStdioSearch(b *testing.B) {
 // with the index and without (SESSIONMEM_SEARCH_INDEX=off), one after the other
 // (repeat with -count and compare medians: the machine is shared).
 func BenchmarkStdioSaveIndex(b *testing.B) {
-	msgs := testcorpus.Sized(b, 30000, 1024, 4096)
+	msgs := transcripttest.Sized(b, 30000, 1024, 4096)
 	for _, index := range []string{"on", "off"} {
 		b.Run("index="+index, func(b *testing.B) {
 			dir := b.TempDir()

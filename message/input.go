@@ -1,4 +1,4 @@
-package memory
+package message
 
 import (
 	"fmt"
@@ -26,8 +26,8 @@ var (
 		BlockText:       {"type": true, "text": true},
 		BlockThinking:   {"type": true, "thinking": true},
 		BlockToolCall:   {"type": true, "id": true, "name": true, "arguments": true},
-		BlockToolResult: {"type": true, "tool_call_id": true, "content": true, "is_error": true},
-		BlockImage:      {"type": true, "media_type": true, "data": true},
+		BlockToolResult: {"type": true, FieldToolCallID: true, "content": true, "is_error": true},
+		BlockImage:      {"type": true, FieldMediaType: true, "data": true},
 	}
 	requiredInputField = map[string]string{BlockText: "text", BlockThinking: "thinking"}
 )
@@ -39,15 +39,15 @@ type InputError struct{ Detail, Hint string }
 
 func (e *InputError) Error() string { return e.Detail }
 
-// DecodeInputMessage decodes one message object as a client sent it (raw must be valid JSON;
+// DecodeInput decodes one message object as a client sent it (raw must be valid JSON;
 // the transports checked it). Field names are checked first: an unknown field, a text or
 // thinking block without its text, or an empty string content is an InputError, as is a
 // value of the wrong type. Everything else (roles, ids, sizes) is checked by Save.
-func DecodeInputMessage(raw []byte) (Message, error) {
-	if jsonscan.Deeper(raw, MaxMessageDepth) {
+func DecodeInput(raw []byte) (Message, error) {
+	if jsonscan.Deeper(raw, MaxDepth) {
 		// Before any reader: the general one would follow it, and what is refused here is
 		// never stored, so no reader of stored data meets it.
-		return Message{}, &InputError{Detail: fmt.Sprintf(" nests deeper than %d levels of JSON, the limit for one message (%s)", MaxMessageDepth, depthRule), Hint: depthHint}
+		return Message{}, &InputError{Detail: fmt.Sprintf(" nests deeper than %d levels of JSON, the limit for one message (%s)", MaxDepth, DepthRule), Hint: DepthHint}
 	}
 	if m, ok := decodeInputFast(raw); ok { // the common case, in one pass (input_fast.go)
 		return m, nil
@@ -225,14 +225,14 @@ func decodeInputBlock(b gjson.Result) (Block, error) {
 			blk.Name, err = inputString(v, "name", blk.Name)
 		case "arguments":
 			blk.Arguments = []byte(v.Raw)
-		case "tool_call_id":
-			blk.ToolCallID, err = inputString(v, "tool_call_id", blk.ToolCallID)
+		case FieldToolCallID:
+			blk.ToolCallID, err = inputString(v, FieldToolCallID, blk.ToolCallID)
 		case "content":
 			contentRaw, hasContent = v, true
 		case "is_error":
 			isErrorRaw, hasIsError = v, true
-		case "media_type":
-			blk.MediaType, err = inputString(v, "media_type", blk.MediaType)
+		case FieldMediaType:
+			blk.MediaType, err = inputString(v, FieldMediaType, blk.MediaType)
 		case "data":
 			blk.Data, err = inputString(v, "data", blk.Data)
 		}
@@ -263,7 +263,7 @@ func decodeInputBlock(b gjson.Result) (Block, error) {
 }
 
 // blockFieldNames are Block's JSON field names.
-var blockFieldNames = []string{"type", "text", "thinking", "id", "name", "arguments", "tool_call_id", "content", "is_error", "media_type", "data"}
+var blockFieldNames = []string{"type", "text", "thinking", "id", "name", "arguments", FieldToolCallID, "content", "is_error", FieldMediaType, "data"}
 
 // blockField returns the Block field a key names: an exact match, else one that differs only
 // in case; "" for none.

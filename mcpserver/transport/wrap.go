@@ -1,4 +1,4 @@
-package mcpserver
+package transport
 
 import (
 	"bytes"
@@ -14,16 +14,16 @@ import (
 // code into the right one. The replacement has the same length, so a Content-Length set
 // before it stays right.
 var (
-	internalNotFound = []byte(`"code":-32603,"message":"` + notFoundLegacy)
-	fixedNotFound    = []byte(`"code":-32002,"message":"` + notFoundLegacy)
-	internalUnknown  = []byte(`"code":-32603,"message":"` + notFoundModern)
-	fixedUnknown     = []byte(`"code":-32602,"message":"` + notFoundModern)
+	internalNotFound = []byte(`"code":-32603,"message":"` + NotFoundLegacy)
+	fixedNotFound    = []byte(`"code":-32002,"message":"` + NotFoundLegacy)
+	internalUnknown  = []byte(`"code":-32603,"message":"` + NotFoundModern)
+	fixedUnknown     = []byte(`"code":-32602,"message":"` + NotFoundModern)
 )
 
-// Prefixes of the resource handlers' not-found errors.
+// Prefixes the resource handlers' not-found errors must start with.
 const (
-	notFoundLegacy = "resource not found: "
-	notFoundModern = "invalid params: resource not found: "
+	NotFoundLegacy = "resource not found: "
+	NotFoundModern = "invalid params: resource not found: "
 )
 
 // FixResponse returns msg, one JSON-RPC message the server sends, with the error code of a

@@ -1,4 +1,4 @@
-package mcpserver
+package transport
 
 import (
 	"bufio"
@@ -57,6 +57,9 @@ type StdioOptions struct {
 	// MaxMessageBytes bounds one message (default 128 MiB: a 32 MiB session_save batch,
 	// escaped).
 	MaxMessageBytes int
+	// Orders returns how a tool's calls are ordered; a tool it does not know (or a nil
+	// Orders) is ordered as a write on the whole store.
+	Orders func(tool string) (Order, bool)
 }
 
 // Defaults of StdioOptions, and how many tool calls run at once (calls on different sessions;
@@ -64,7 +67,7 @@ type StdioOptions struct {
 const (
 	DefaultMaxPending      = 1000
 	DefaultMaxMessageBytes = 128 << 20
-	stdioWorkers           = 16
+	StdioWorkers           = 16
 )
 
 // JSON-RPC error codes ServeStdio answers with itself.
@@ -89,8 +92,8 @@ func ServeStdio(ctx context.Context, s *server.MCPServer, in io.Reader, out io.W
 	defer stop()
 	c.ctx = rctx
 	go c.sess.pumpNotifications(rctx)
-	c.running.Add(stdioWorkers)
-	for range stdioWorkers {
+	c.running.Add(StdioWorkers)
+	for range StdioWorkers {
 		go c.worker()
 	}
 	read := make(chan error, 1)
@@ -132,7 +135,7 @@ func newStdioConn(s *server.MCPServer, out io.Writer, o StdioOptions) *stdioConn
 		o.Logger = slog.New(slog.DiscardHandler)
 	}
 	c := &stdioConn{opts: o, out: out, byID: map[string]*pending{}, log: o.Logger, srv: s,
-		work: make(chan *pending, o.MaxPending+stdioWorkers), slots: make(chan struct{}, stdioWorkers), lead: make(chan struct{}, 1)}
+		work: make(chan *pending, o.MaxPending+StdioWorkers), slots: make(chan struct{}, StdioWorkers), lead: make(chan struct{}, 1)}
 	c.sess = newStdioSession(c)
 	return c
 }
@@ -146,9 +149,9 @@ type pending struct {
 	init      bool
 	line      []byte
 	done      chan struct{}
-	tool      bool       // a tools/call: runs on a worker
-	taken     bool       // a tools/call's arguments were taken out of line (takeArguments)
-	args      []argField // and these are they
+	tool      bool    // a tools/call: runs on a worker
+	taken     bool    // a tools/call's arguments were taken out of line (takeArguments)
+	args      []Field // and these are they
 	forwarded bool
 	cancelled bool
 }
@@ -172,11 +175,11 @@ type stdioConn struct {
 	sess *stdioSession
 	ctx  context.Context // the requests' context: server, session
 	out  io.Writer
-	// work feeds tool calls whose turn has come to stdioWorkers long-lived goroutines: they
+	// work feeds tool calls whose turn has come to StdioWorkers long-lived goroutines: they
 	// bound how many run at once, and a goroutine per call would grow a new stack each time
 	// (tens of µs a save). MaxPending bounds what is queued, so sending never blocks.
 	work  chan *pending
-	slots chan struct{} // a tool call runs holding one: at most stdioWorkers at once
+	slots chan struct{} // a tool call runs holding one: at most StdioWorkers at once
 
 	// Reading: whoever holds lead reads the next line (followers). A follower that read a
 	// tool call free to run passes lead on, then runs the call itself: the call starts on
@@ -293,38 +296,54 @@ func (c *stdioConn) handle(line []byte) *pending {
 	}
 	modern := env.meta.IsObject() && mcp.IsModernProtocol(env.meta.Get(gjsonEscape(mcp.MetaKeyProtocolVersion)).String())
 
+	ping := method.Str == string(mcp.MethodPing)
+	deps, ok := c.register(p, id.Raw, ping, modern)
+	if !ok {
+		return nil
+	}
+	return c.dispatch(p, deps, ping)
+}
+
+// register adds p to the requests in flight and returns the channels of those it must wait
+// for; a request that cannot be taken (its id is in use, it comes before initialize, too many
+// wait) is answered with an error instead, and ok is false.
+func (c *stdioConn) register(p *pending, rawID string, ping, modern bool) (deps []chan struct{}, ok bool) {
 	c.mu.Lock()
 	switch {
-	case c.byID[key] != nil:
+	case c.byID[p.key] != nil:
 		c.mu.Unlock()
-		c.reply(json.RawMessage(id.Raw), codeInvalidRequest, fmt.Sprintf("request id %s is already used by a request that has not been answered; use a new id", id.Raw))
-		return nil
-	case !c.initSeen && !p.init && method.Str != string(mcp.MethodPing) && !modern:
+		c.reply(json.RawMessage(rawID), codeInvalidRequest, fmt.Sprintf("request id %s is already used by a request that has not been answered; use a new id", rawID))
+		return nil, false
+	case !c.initSeen && !p.init && !ping && !modern:
 		c.mu.Unlock()
-		c.reply(json.RawMessage(id.Raw), codeInvalidRequest,
+		c.reply(json.RawMessage(rawID), codeInvalidRequest,
 			"server not initialized: send initialize first; only initialize and ping are served before it")
-		return nil
+		return nil, false
 	case len(c.byID) >= c.opts.MaxPending:
 		c.mu.Unlock()
-		c.reply(json.RawMessage(id.Raw), codeServerBusy, fmt.Sprintf("server busy: %d requests are waiting for an answer; retry later", len(c.byID)))
-		return nil
+		c.reply(json.RawMessage(rawID), codeServerBusy, fmt.Sprintf("server busy: %d requests are waiting for an answer; retry later", len(c.byID)))
+		return nil, false
 	}
 	if p.init {
 		c.initSeen = true
 	}
-	var deps []chan struct{}
 	for _, a := range c.inflight {
 		if conflicts(a, p) {
 			deps = append(deps, a.done)
 		}
 	}
 	c.inflight = append(c.inflight, p)
-	c.byID[key] = p
+	c.byID[p.key] = p
 	c.wg.Add(1)
 	c.mu.Unlock()
+	return deps, true
+}
 
+// dispatch serves p once the requests in deps are answered: a ping at once, a tool call free to
+// run is returned for the caller to run, anything else waits on a goroutine of its own.
+func (c *stdioConn) dispatch(p *pending, deps []chan struct{}, ping bool) *pending {
 	switch {
-	case method.Str == string(mcp.MethodPing):
+	case ping:
 		c.send(p) // nothing to wait for, and nothing waits for it
 	case p.tool && len(deps) == 0:
 		select {
@@ -355,7 +374,8 @@ func (c *stdioConn) handle(line []byte) *pending {
 	return nil
 }
 
-// classify sets what a request is about (its scope) and whether it writes.
+// classify sets what a request is about (its scope) and whether it writes: for a tool call,
+// as the tool declared it (StdioOptions.Orders).
 func (c *stdioConn) classify(p *pending, method string, env *envelope) {
 	switch method {
 	case string(mcp.MethodInitialize):
@@ -367,29 +387,24 @@ func (c *stdioConn) classify(p *pending, method string, env *envelope) {
 			p.write = true // refused by the tool; order it with everything to be safe
 			return
 		}
-		switch name {
-		case "session_list", "session_search":
-		case "session_resume":
-			if sid.Exists() {
-				p.scope = "s:" + sid.Str
-			}
-		case "session_save":
-			p.write = true
-			if sid.Exists() {
-				p.scope = "s:" + sid.Str
-			} else {
-				c.mu.Lock()
-				c.creates++
-				p.scope = "new:" + strconv.Itoa(c.creates) // a new session: only the whole-store requests care
-				c.mu.Unlock()
-			}
-		case "session_fork", "session_compact", "session_delete":
-			p.write = true
-			if sid.Exists() {
-				p.scope = "s:" + sid.Str
-			}
-		default:
-			p.write = true
+		var o Order
+		known := false
+		if c.opts.Orders != nil {
+			o, known = c.opts.Orders(name)
+		}
+		if !known {
+			p.write = true // unknown: in order with everything
+			return
+		}
+		p.write = o.Write
+		switch {
+		case o.Scope == ScopeSession && sid.Exists():
+			p.scope = "s:" + sid.Str
+		case o.Creates:
+			c.mu.Lock()
+			c.creates++
+			p.scope = "new:" + strconv.Itoa(c.creates) // a new session: only the whole-store requests care
+			c.mu.Unlock()
 		}
 	case string(mcp.MethodResourcesRead):
 		if id, ok := strings.CutPrefix(env.uri.String(), "session://"); ok {

@@ -1,9 +1,10 @@
-package mcpserver
+package transport
 
 import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strings"
 	"testing"
 
@@ -126,11 +127,18 @@ func BenchmarkNormalizeID(b *testing.B) {
 	}
 }
 
-// TestSentArgumentsReadAsRaw: a tool reads the arguments ServeStdio took out of a message
-// (their fields, read by parseEnvelope) exactly as it reads them from RawArguments (HTTP):
-// of duplicate keys the last counts, a key sent twice is named once among unknown ones,
-// escaped keys and null values are what they decode to.
+// TestSentArgumentsReadAsRaw: a tool gets the arguments ServeStdio took out of a message
+// (their fields, read by parseEnvelope) exactly as it gets them from RawArguments (HTTP):
+// of duplicate keys the last counts, escaped keys and null values are what they decode to.
 func TestSentArgumentsReadAsRaw(t *testing.T) {
+	show := func(fs []Field, err error) string {
+		var b strings.Builder
+		for _, f := range fs {
+			fmt.Fprintf(&b, "%q=%s(%v) ", f.Key, f.Value.Raw, f.Value.Type)
+		}
+		fmt.Fprint(&b, err)
+		return b.String()
+	}
 	for _, sentArgs := range []string{
 		`{}`,
 		`{"session_id":"a","max_tokens":2000,"messages":[{"role":"user","content":"x"}]}`,
@@ -141,31 +149,28 @@ func TestSentArgumentsReadAsRaw(t *testing.T) {
 		`{"session\u005fid":"s","max\u005ftokens":1.5}`,
 		`{"messages":{"role":"user"},"max_tokens":"many"}`,
 	} {
-		read := func(a *args) string {
-			s := a.str("session_id", false, "")
-			n := a.integer("max_tokens", 1)
-			m, _ := a.get("messages")
-			return fmt.Sprintf("%q %d %s %v", s, n, m.Raw, a.done())
-		}
 		env := parseEnvelope(gjson.Parse(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":` + sentArgs + `}}`))
-		sent := read(newArgs(withSentArguments(context.Background(), env.argFields), "t", mcp.CallToolRequest{}))
+		sent := show(Arguments(withSentArguments(context.Background(), env.argFields), mcp.CallToolRequest{}))
 		var req mcp.CallToolRequest
 		req.Params.RawArguments = json.RawMessage(sentArgs)
-		if raw := read(newArgs(context.Background(), "t", req)); sent != raw {
+		if raw := show(Arguments(context.Background(), req)); sent != raw {
 			t.Errorf("%s: taken by ServeStdio %s, from RawArguments %s", sentArgs, sent, raw)
 		}
 	}
-	a := newArgs(withSentArguments(context.Background(), parseEnvelope(gjson.Parse(
-		`{"params":{"arguments":{"session_id":"a","session_id":"b","x":1,"x":2}}}`)).argFields), "t", mcp.CallToolRequest{})
-	if s, err := a.str("session_id", false, ""), a.done(); s != "b" || err == nil || err.Error() != `unknown argument(s) "x"; t accepts session_id` {
-		t.Errorf("duplicates: %q, %v", s, err)
+	fs, err := Arguments(withSentArguments(context.Background(), parseEnvelope(gjson.Parse(
+		`{"params":{"arguments":{"session_id":"a","session_id":"b","x":1,"x":2}}}`)).argFields), mcp.CallToolRequest{})
+	if s, _ := Last(fs, "session_id"); s.Str != "b" || err != nil || len(fs) != 4 {
+		t.Errorf("duplicates: %q, %v", s.Str, err)
 	}
 }
 
 // TestSequencerScopeIsToolSession: a tools/call is ordered (classify's scope) by the session
-// its tool reads from the same arguments, duplicate keys included: ordered by another one, a
-// save could run beside a save of the session it writes.
+// its tool reads from the same arguments (Last), duplicate keys included: ordered by another
+// one, a save could run beside a save of the session it writes.
 func TestSequencerScopeIsToolSession(t *testing.T) {
+	save := func(tool string) (Order, bool) {
+		return Order{Write: true, Scope: ScopeSession, Creates: true}, tool == "session_save"
+	}
 	for _, sentArgs := range []string{
 		`{"session_id":"a"}`,
 		`{"session_id":"a","session_id":"b"}`,
@@ -176,12 +181,35 @@ func TestSequencerScopeIsToolSession(t *testing.T) {
 		`{"working_dir":"/p"}`,
 	} {
 		env := parseEnvelope(gjson.Parse(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"session_save","arguments":` + sentArgs + `}}`))
-		a := newArgs(withSentArguments(context.Background(), env.argFields), "session_save", mcp.CallToolRequest{})
-		sid := a.str("session_id", false, "")
+		fs, _ := Arguments(withSentArguments(context.Background(), env.argFields), mcp.CallToolRequest{})
+		sid := ""
+		if v, _ := Last(fs, "session_id"); v.Type == gjson.String {
+			sid = v.Str
+		}
 		p := &pending{}
-		(&stdioConn{}).classify(p, string(mcp.MethodToolsCall), &env)
+		(&stdioConn{opts: StdioOptions{Orders: save}}).classify(p, string(mcp.MethodToolsCall), &env)
 		if sid != "" && p.scope != "s:"+sid || sid == "" && strings.HasPrefix(p.scope, "s:") {
 			t.Errorf("%s: ordered as %q, the tool writes session %q", sentArgs, p.scope, sid)
 		}
+	}
+}
+
+// TestTakeArguments: ServeStdio takes a tools/call's arguments out of the message mcp-go
+// decodes, as sent (every digit, key order, escapes).
+func TestTakeArguments(t *testing.T) {
+	line := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"session_save","arguments":{"working_dir":"/p","messages":[{"role":"assistant","content":[{"type":"tool_call","id":"c","name":"n","arguments":{"z":12345678901234567890123,"a":"\u003c&>"}}]}]}}}`
+	p := &pending{line: []byte(line)}
+	env := parseEnvelope(gjson.Parse(line))
+	(&stdioConn{}).takeArguments(p, &env)
+	var taken []string
+	for _, f := range p.args {
+		taken = append(taken, f.Key+"="+f.Value.Raw)
+	}
+	want := []string{"working_dir=" + gjson.Get(line, "params.arguments.working_dir").Raw, "messages=" + gjson.Get(line, "params.arguments.messages").Raw}
+	if !p.taken || !slices.Equal(taken, want) {
+		t.Fatalf("arguments taken: %q, want %q", taken, want)
+	}
+	if got := gjson.GetBytes(p.line, "params.arguments").Raw; got != "{}" || gjson.GetBytes(p.line, "params.name").Str != "session_save" {
+		t.Fatalf("message left: %s", p.line)
 	}
 }

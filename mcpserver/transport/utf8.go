@@ -1,16 +1,13 @@
-package mcpserver
+package transport
 
 import (
 	"bytes"
-	"context"
 	"encoding/json"
-	"fmt"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
 	"github.com/tidwall/gjson"
 )
 
@@ -19,10 +16,10 @@ import (
 // handler sees the arguments, so the check has to read the message as received: the
 // transports (ServeStdio, WrapHTTP) pass every message through CheckUTF8, which turns a
 // tools/call carrying such text into one with no arguments and a _meta marker naming the
-// first bad field; refuseInvalidUTF8 answers it with a tool error. Nothing is written.
+// first bad field; the server answers it with a tool error (mcpserver's refuseInvalidUTF8). Nothing is written.
 
-// metaInvalidUTF8 is the _meta key of that marker.
-const metaInvalidUTF8 = "sessionmem/invalid-utf8"
+// MetaInvalidUTF8 is the _meta key of that marker.
+const MetaInvalidUTF8 = "sessionmem/invalid-utf8"
 
 // CheckUTF8 returns msg unchanged (and false) unless it is a tools/call whose arguments hold
 // a string (or key) that is not valid UTF-8: raw bytes that are not UTF-8, or a \u escape of
@@ -49,7 +46,7 @@ func CheckUTF8(msg []byte) ([]byte, bool) {
 		"params": map[string]any{
 			"name":      strings.ToValidUTF8(gjson.GetBytes(msg, "params.name").String(), "\uFFFD"),
 			"arguments": map[string]any{},
-			"_meta":     map[string]any{metaInvalidUTF8: path},
+			"_meta":     map[string]any{MetaInvalidUTF8: path},
 		},
 	}
 	if id.Exists() {
@@ -60,24 +57,6 @@ func CheckUTF8(msg []byte) ([]byte, bool) {
 		return msg, false
 	}
 	return b, true
-}
-
-// refuseInvalidUTF8 answers a call CheckUTF8 marked.
-func refuseInvalidUTF8(next server.ToolHandlerFunc) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		if m := req.Params.Meta; m != nil {
-			if path, ok := m.AdditionalFields[metaInvalidUTF8].(string); ok {
-				if n := noteOf(ctx); n != nil {
-					n.err = &argError{msg: path + " is not valid UTF-8"}
-				}
-				return mcp.NewToolResultError(sanitize(fmt.Sprintf(
-					"%s: %s is not valid UTF-8 text (bytes that are not UTF-8, or a \\u escape of a lone surrogate); "+
-						"send every string as UTF-8, e.g. decode tool output as UTF-8 and replace what does not decode; nothing was stored",
-					req.Params.Name, path))), nil
-			}
-		}
-		return next(ctx, req)
-	}
 }
 
 // hasSurrogateEscape reports whether b holds a \u escape in the surrogate range D800-DFFF

@@ -1,4 +1,4 @@
-package memory
+package message
 
 import (
 	"bytes"
@@ -6,21 +6,12 @@ import (
 	"math/rand/v2"
 	"strings"
 	"testing"
-	"time"
 
 	"github.com/sessionmem/sessionmem/internal/jsonscan/jsontest"
 )
 
-// The oracle: encoding/json over plain structs mirroring Entry, Message and each block
-// type's wire form, so it shares no code with the functions it checks.
-type oracleEntry struct {
-	Type     string         `json:"type"`
-	ID       string         `json:"id"`
-	ParentID string         `json:"parent_id,omitempty"`
-	Time     time.Time      `json:"ts"`
-	Message  *oracleMessage `json:"message,omitempty"`
-}
-
+// The oracle: encoding/json over plain structs mirroring Message and each block type's wire
+// form, so it shares no code with the functions it checks.
 type oracleMessage struct {
 	ID      string `json:"id,omitempty"`
 	EntryID string `json:"entry_id,omitempty"`
@@ -64,13 +55,9 @@ func oracleBlock(b Block) any {
 	return v
 }
 
-func oracleEncode(t *testing.T, e Entry) string {
+func oracleEncode(t *testing.T, m *Message) string {
 	t.Helper()
-	o := oracleEntry{Type: e.Type, ID: e.ID, ParentID: e.ParentID, Time: e.Time}
-	if m := e.Message; m != nil {
-		o.Message = &oracleMessage{ID: m.ID, EntryID: m.EntryID, Role: m.Role, Content: oracleBlocks(m.Content), Usage: m.Usage, Pinned: m.Pinned}
-	}
-	b, err := marshalNoEscape(o)
+	b, err := MarshalNoEscape(oracleMessage{ID: m.ID, EntryID: m.EntryID, Role: m.Role, Content: oracleBlocks(m.Content), Usage: m.Usage, Pinned: m.Pinned})
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -118,42 +105,40 @@ func randBlock(r *rand.Rand, depth int) Block {
 	return b
 }
 
-func TestAppendMessageEntryMatchesEncodingJSON(t *testing.T) {
+// randMessage returns a random message with every escaping rule and UTF-8 case in its strings
+// and blocks of every type, absent optional fields included.
+func randMessage(r *rand.Rand) *Message {
+	m := &Message{Role: []Role{RoleUser, RoleAssistant, RoleToolResult, RoleSystem, Role(randString(r))}[r.IntN(5)], Pinned: r.IntN(4) == 0}
+	if r.IntN(2) == 0 {
+		m.ID = randString(r)
+	}
+	if r.IntN(5) == 0 {
+		m.EntryID = randString(r)
+	}
+	if r.IntN(3) == 0 {
+		m.Usage = &Usage{InputTokens: r.IntN(1 << 20), OutputTokens: -r.IntN(5)}
+	}
+	if r.IntN(20) > 0 {
+		m.Content = []Block{}
+		for range r.IntN(4) {
+			m.Content = append(m.Content, randBlock(r, 0))
+		}
+	}
+	return m
+}
+
+func TestAppendMatchesEncodingJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(7, 8))
-	zones := []*time.Location{time.UTC, time.FixedZone("x", 5*3600+30*60), time.FixedZone("y", -7*3600)}
 	for i := range 3000 {
-		m := &Message{Role: []Role{RoleUser, RoleAssistant, RoleToolResult, RoleSystem, Role(randString(r))}[r.IntN(5)], Pinned: r.IntN(4) == 0}
-		if r.IntN(2) == 0 {
-			m.ID = randString(r)
+		m := randMessage(r)
+		got, err := Append(nil, m)
+		if err != nil {
+			t.Fatalf("case %d: %v", i, err)
 		}
-		if r.IntN(5) == 0 {
-			m.EntryID = randString(r)
-		}
-		if r.IntN(3) == 0 {
-			m.Usage = &Usage{InputTokens: r.IntN(1 << 20), OutputTokens: -r.IntN(5)}
-		}
-		if r.IntN(20) > 0 {
-			m.Content = []Block{}
-			for range r.IntN(4) {
-				m.Content = append(m.Content, randBlock(r, 0))
-			}
-		}
-		e := Entry{Type: KindMessage, ID: randString(r), Message: m,
-			Time: time.Unix(r.Int64N(1<<33), r.Int64N(1e9)*int64(r.IntN(2))).In(zones[r.IntN(len(zones))])}
-		if r.IntN(2) == 0 {
-			e.ParentID = randString(r)
-		}
-		got, ok := appendMessageEntry(nil, &e)
-		if !ok {
-			t.Fatalf("case %d: not encoded", i)
-		}
-		if want := oracleEncode(t, e); string(got) != want {
+		if want := oracleEncode(t, m); string(got) != want {
 			t.Fatalf("case %d:\n got %s\nwant %s", i, got, want)
 		}
-		if enc, err := encodeEntry(e); err != nil || string(enc) != string(got) {
-			t.Fatalf("case %d: encodeEntry %s, %v", i, enc, err)
-		}
-		// A block encodes alone as it does inside the entry.
+		// A block encodes alone as it does inside the message.
 		for _, b := range m.Content {
 			got, err := json.Marshal(b)
 			if err != nil {
@@ -167,20 +152,7 @@ func TestAppendMessageEntryMatchesEncodingJSON(t *testing.T) {
 	}
 }
 
-func TestAppendMessageEntryLeavesOthers(t *testing.T) {
-	for _, e := range []Entry{
-		{Type: KindLabel, ID: "l", Label: &Label{}},
-		{Type: KindMessage, ID: "m"}, // no message
-		{Type: KindMessage, ID: "m", Message: &Message{Role: RoleUser}, Label: &Label{}},
-		{Type: KindMessage, ID: "m", Message: &Message{Role: RoleUser}, Time: time.Date(10000, 1, 1, 0, 0, 0, 0, time.UTC)},
-	} {
-		if _, ok := appendMessageEntry(nil, &e); ok {
-			t.Errorf("%+v: encoded by the fast path", e)
-		}
-	}
-}
-
-func TestAppendJSONString(t *testing.T) {
+func TestAppendString(t *testing.T) {
 	var all []string
 	for c := range 256 {
 		all = append(all, string([]byte{byte(c)}), "x"+string([]byte{byte(c)})+"y")
@@ -191,18 +163,18 @@ func TestAppendJSONString(t *testing.T) {
 		all = append(all, randString(r))
 	}
 	for _, s := range all {
-		want, err := marshalNoEscape(s)
+		want, err := MarshalNoEscape(s)
 		if err != nil {
 			t.Fatal(err)
 		}
-		if got := appendJSONString(nil, s); string(got) != string(want) {
+		if got := AppendString(nil, s); string(got) != string(want) {
 			t.Fatalf("%q: got %s, want %s", s, got, want)
 		}
 	}
 }
 
 // TestAppendCompactJSON: arguments are compacted as json.Compact compacts them, and fail where
-// it fails (and isJSONObject agrees with json.Valid), on valid values (compact, spaced, with strings holding what looks like white
+// it fails (and IsJSONObject agrees with json.Valid), on valid values (compact, spaced, with strings holding what looks like white
 // space and quotes) and damaged ones.
 func TestAppendCompactJSON(t *testing.T) {
 	r := rand.New(rand.NewPCG(5, 6))
@@ -215,10 +187,10 @@ func TestAppendCompactJSON(t *testing.T) {
 		inputs = append(inputs, v[:i]+v[i+1:], v[:i]+" "+v[i:], v[:i]+`"`+v[i:])
 	}
 	for _, in := range inputs {
-		// isJSONObject reads arguments with the same reader: it must keep json.Valid's verdict.
+		// IsJSONObject reads arguments with the same reader: it must keep json.Valid's verdict.
 		t0 := bytes.TrimLeft([]byte(in), " \t\r\n")
-		if want := len(t0) > 0 && t0[0] == '{' && json.Valid([]byte(in)); isJSONObject([]byte(in)) != want {
-			t.Fatalf("%q: isJSONObject = %v, want %v", in, !want, want)
+		if want := len(t0) > 0 && t0[0] == '{' && json.Valid([]byte(in)); IsJSONObject([]byte(in)) != want {
+			t.Fatalf("%q: IsJSONObject = %v, want %v", in, !want, want)
 		}
 		var want bytes.Buffer
 		werr := json.Compact(&want, []byte(in))
@@ -239,7 +211,7 @@ func randJSON(r *rand.Rand, depth int) string {
 	case n == 0 || depth > 3:
 		return []string{"null", "true", "false", "0", "-12.5e+3", "7"}[r.IntN(6)]
 	case n < 3:
-		b, _ := marshalNoEscape(randString(r))
+		b, _ := MarshalNoEscape(randString(r))
 		return string(b)
 	case n == 3:
 		var parts []string
@@ -250,7 +222,7 @@ func randJSON(r *rand.Rand, depth int) string {
 	}
 	var parts []string
 	for range r.IntN(4) {
-		k, _ := marshalNoEscape(randString(r))
+		k, _ := MarshalNoEscape(randString(r))
 		parts = append(parts, sp()+string(k)+sp()+":"+sp()+randJSON(r, depth+1)+sp())
 	}
 	return "{" + strings.Join(parts, ",") + "}"

@@ -1,4 +1,4 @@
-package mcpserver
+package transport
 
 import (
 	"encoding/json"
@@ -6,7 +6,9 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sessionmem/sessionmem/internal/testcorpus"
+	"github.com/tidwall/gjson"
+
+	"github.com/sessionmem/sessionmem/transcript/transcripttest"
 )
 
 // TestHasSurrogateEscape: the scan from backslash to backslash finds what testing every byte
@@ -50,7 +52,7 @@ func TestHasSurrogateEscape(t *testing.T) {
 // BenchmarkCheckUTF8: the check every message read goes through, on ~2 KB corpus messages
 // (JSON-encoded, so with their escapes).
 func BenchmarkCheckUTF8(b *testing.B) {
-	msgs := testcorpus.Sized(b, 64, 1024, 4096)
+	msgs := transcripttest.Sized(b, 64, 1024, 4096)
 	lines := make([][]byte, len(msgs))
 	for i, m := range msgs {
 		var err error
@@ -64,5 +66,27 @@ func BenchmarkCheckUTF8(b *testing.B) {
 			b.Fatal("changed")
 		}
 		i++
+	}
+}
+
+func TestCheckUTF8Paths(t *testing.T) {
+	cases := []struct{ in, want string }{
+		{`{"a":"ok","b":["x","\udc00"]}`, "b[1]"},
+		{`{"m":[{"c":[{"t":"ok"},{"t":"\ud83d\ude00 fine"},{"t":"\ud83d alone"}]}]}`, "m[0].c[2].t"},
+		{"{\"k\xff\":1}", "k\uFFFD (a key)"},
+		{`{"a":"\ud83d\ude00"}`, ""},
+	}
+	for _, tc := range cases {
+		msg := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":` + tc.in + `}}`
+		out, changed := CheckUTF8([]byte(msg))
+		if tc.want == "" {
+			if changed {
+				t.Errorf("%s: changed to %s", tc.in, out)
+			}
+			continue
+		}
+		if got := gjson.GetBytes(out, `params._meta.sessionmem/invalid-utf8`).String(); got != tc.want {
+			t.Errorf("%q: path %q, want %q", tc.in, got, tc.want)
+		}
 	}
 }

@@ -1,4 +1,4 @@
-package mcpserver
+package transport
 
 import (
 	"encoding/json"
@@ -8,7 +8,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/sessionmem/sessionmem/internal/jsonscan"
-	"github.com/sessionmem/sessionmem/memory"
+	"github.com/sessionmem/sessionmem/message"
 )
 
 // Messages both transports refuse as received, before anything else reads them, and the
@@ -18,7 +18,7 @@ import (
 // with which mcp-go decodes every message, so nothing it could serve is refused. The readers
 // in front of mcp-go (gjson's validator, CheckUTF8) recurse without a limit of their own: a
 // 40 MB line of brackets overflowed the stack and killed the server. The messages inside a
-// session_save have a far lower limit of their own (memory.MaxMessageDepth), which the tool
+// session_save have a far lower limit of their own (message.MaxDepth), which the tool
 // refuses with a tool error; this one only guards the parsers.
 const maxEnvelopeDepth = 10000
 
@@ -58,7 +58,7 @@ func refuseDeep(msg []byte) (rpcError, bool) {
 		return rpcError{}, false
 	}
 	text := fmt.Sprintf("the message nests deeper than %d levels of JSON, more than this server reads; nothing of it was processed "+
-		"(one message of a session_save may nest %d levels)", maxEnvelopeDepth, memory.MaxMessageDepth)
+		"(one message of a session_save may nest %d levels)", maxEnvelopeDepth, message.MaxDepth)
 	if id := gjson.GetBytes(msg, "id"); id.Type == gjson.String || id.Type == gjson.Number {
 		return rpcError{json.RawMessage(id.Raw), codeInvalidRequest, "invalid request: " + text}, true
 	}

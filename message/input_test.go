@@ -1,4 +1,4 @@
-package memory_test
+package message_test
 
 import (
 	"encoding/json"
@@ -6,8 +6,8 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/sessionmem/sessionmem/internal/testcorpus"
-	"github.com/sessionmem/sessionmem/memory"
+	"github.com/sessionmem/sessionmem/message"
+	"github.com/sessionmem/sessionmem/transcript/transcripttest"
 )
 
 // TestDecodeInputMessageMatchesUnmarshal: the one-pass decoder gives the message
@@ -36,7 +36,7 @@ func TestDecodeInputMessageMatchesUnmarshal(t *testing.T) {
 		`{"entry_id":"e1","role":"system","content":"sys"}`,
 		`{"role":"assistant","content":"x","usage":{"input_tokens":-1,"output_tokens":0,"extra":5}}`,
 	}
-	for _, m := range testcorpus.Sized(t, 400, 0, 1<<30) {
+	for _, m := range transcripttest.Sized(t, 400, 0, 1<<30) {
 		b, err := json.Marshal(m)
 		if err != nil {
 			t.Fatal(err)
@@ -45,7 +45,7 @@ func TestDecodeInputMessageMatchesUnmarshal(t *testing.T) {
 	}
 	for _, in := range inputs {
 		want, werr := unmarshalChecked(in)
-		got, gerr := memory.DecodeInputMessage([]byte(in))
+		got, gerr := message.DecodeInput([]byte(in))
 		if (werr != nil) != (gerr != nil) {
 			t.Errorf("%.200s: error %v, json.Unmarshal: %v", in, gerr, werr)
 			continue
@@ -85,7 +85,7 @@ func TestDecodeInputMessageErrors(t *testing.T) {
 		{`{"role":"tool_result","content":[{"type":"tool_result","tool_call_id":"c","is_error":"no"}]}`, "tool_result block is_error"},
 		{`{"role":"tool_result","content":[{"type":"tool_result","tool_call_id":"c","content":5}]}`, "tool_result block content: must be a string"},
 	} {
-		_, err := memory.DecodeInputMessage([]byte(tc.in))
+		_, err := message.DecodeInput([]byte(tc.in))
 		if err == nil || !strings.Contains(err.Error(), tc.want) {
 			t.Errorf("%s: error %v, want %q", tc.in, err, tc.want)
 		}
@@ -97,25 +97,25 @@ func TestDecodeInputMessageErrors(t *testing.T) {
 
 // unmarshalChecked is how a save decoded a message before DecodeInputMessage: the field-name
 // checks, then json.Unmarshal.
-func unmarshalChecked(in string) (memory.Message, error) {
+func unmarshalChecked(in string) (message.Message, error) {
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal([]byte(in), &m); err != nil {
-		return memory.Message{}, err
+		return message.Message{}, err
 	}
 	for k := range m {
 		switch k {
 		case "id", "entry_id", "role", "content", "usage", "pinned":
 		default:
-			return memory.Message{}, &memory.InputError{Detail: "unknown field " + k}
+			return message.Message{}, &message.InputError{Detail: "unknown field " + k}
 		}
 	}
 	if string(m["content"]) == `""` {
-		return memory.Message{}, &memory.InputError{Detail: "empty"}
+		return message.Message{}, &message.InputError{Detail: "empty"}
 	}
 	if err := checkFields(m["content"]); err != nil {
-		return memory.Message{}, err
+		return message.Message{}, err
 	}
-	var msg memory.Message
+	var msg message.Message
 	err := json.Unmarshal([]byte(in), &msg)
 	return msg, err
 }
@@ -139,11 +139,11 @@ func checkFields(raw json.RawMessage) error {
 		}
 		for k := range b {
 			if !strings.Contains(" "+fields+" ", " "+k+" ") {
-				return &memory.InputError{Detail: "unknown " + k}
+				return &message.InputError{Detail: "unknown " + k}
 			}
 		}
 		if (typ == "text" || typ == "thinking") && b[typ] == nil {
-			return &memory.InputError{Detail: "lacks"}
+			return &message.InputError{Detail: "lacks"}
 		}
 		if typ == "tool_result" {
 			if err := checkFields(b["content"]); err != nil {
@@ -155,7 +155,7 @@ func checkFields(raw json.RawMessage) error {
 }
 
 // exported is m without its blocks' unexported bookkeeping (compared through the encoding).
-func exported(m memory.Message) any {
+func exported(m message.Message) any {
 	b, _ := json.Marshal(m)
 	var v any
 	_ = json.Unmarshal(b, &v)

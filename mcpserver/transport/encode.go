@@ -1,4 +1,4 @@
-package mcpserver
+package transport
 
 import (
 	"bytes"
@@ -16,23 +16,23 @@ import (
 // compacting the result's bytes again. A resume page is megabytes of messages that were
 // stored as compact JSON and read back as such: most of a full resume's CPU went into copying
 // them through the encoder's scanner; and a save's answer, small, took about 5 µs. So
-// encodeMessage writes the answer of a tools/call itself, with the same fields as
+// EncodeMessage writes the answer of a tools/call itself, with the same fields as
 // CallToolResult.MarshalJSON in the same order (a map's: sorted keys), the id and text
 // content without reflection (but for strings with something to escape), and the
 // structured content either encoded once by json.Marshal or, when it is RawStructuredContent,
 // copied as it is; every other message goes through json.Marshal. Only our tools set
 // RawStructuredContent, and only to JSON they built from json.Marshal output and stored
-// messages (see rawStructured).
+// messages (see RawStructured).
 //
 // Without RawStructuredContent the answer is byte for byte what json.Marshal gives (a test
 // compares them). With it, it is the same JSON value; the bytes differ only in that <, > and
 // & inside the raw structured content are not escaped as \u003c, \u003e and \u0026, which
 // JSON readers decode to the same text.
 
-// encodeMessage returns msg as one line of JSON, without the newline, in pieces to be written
+// EncodeMessage returns msg as one line of JSON, without the newline, in pieces to be written
 // one after the other: a tool answer's raw structured content (a resume page: megabytes) is
 // written from where it lies, not copied into one buffer with the rest.
-func encodeMessage(msg any) ([][]byte, error) {
+func EncodeMessage(msg any) ([][]byte, error) {
 	if r, ok := msg.(mcp.JSONRPCResponse); ok {
 		if res, ok := r.Result.(*mcp.CallToolResult); ok && res != nil {
 			return encodeToolAnswer(r, res)
@@ -65,7 +65,7 @@ func encodeToolAnswer(r mcp.JSONRPCResponse, res *mcp.CallToolResult) ([][]byte,
 		head = append(head, `,"structuredContent":`...)
 		head = append(head, sc...)
 	}
-	// As encodeMessage does for what json.Marshal wrote, so that the bytes stay the same.
+	// As EncodeMessage does for what json.Marshal wrote, so that the bytes stay the same.
 	return [][]byte{FixResponse(append(head, "}}"...))}, nil
 }
 
@@ -186,19 +186,19 @@ func plainJSON(s string) bool {
 	return true
 }
 
-// rawStructured returns the JSON object of head (a value that encodes to a JSON object) with
+// RawStructured returns the JSON object of head (a value that encodes to a JSON object) with
 // one more field, key, whose value is the array of items: what json.Marshal of a struct with
 // head's fields followed by key gives, without validating and copying the items through the
 // encoder again. Each item must be valid JSON (stored messages, checked when they were read);
 // an item with a line break outside a string (not written by json.Marshal, but valid JSON) is
 // compacted, so the answer stays one line on stdio.
-func rawStructured(head any, key string, items []json.RawMessage) ([]byte, error) {
+func RawStructured(head any, key string, items []json.RawMessage) ([]byte, error) {
 	h, err := json.Marshal(head)
 	if err != nil {
 		return nil, err
 	}
 	if len(h) < 2 || h[0] != '{' || h[len(h)-1] != '}' {
-		return nil, fmt.Errorf("rawStructured: %T does not encode to an object", head)
+		return nil, fmt.Errorf("RawStructured: %T does not encode to an object", head)
 	}
 	h = h[:len(h)-1]
 	size := len(h) + len(key) + 8

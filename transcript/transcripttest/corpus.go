@@ -1,4 +1,4 @@
-package testcorpus
+package transcripttest
 
 import (
 	"encoding/json"
@@ -6,7 +6,7 @@ import (
 	"testing"
 
 	"github.com/sessionmem/sessionmem/internal/testpaths"
-	"github.com/sessionmem/sessionmem/memory"
+	"github.com/sessionmem/sessionmem/message"
 	"github.com/sessionmem/sessionmem/transcript"
 )
 
@@ -15,7 +15,7 @@ type Transcript struct {
 	Name     string // file name
 	Path     string
 	Format   transcript.Format
-	Messages []memory.Message
+	Messages []message.Message
 }
 
 // corpusFiles are the full transcripts of the shared corpus.
@@ -78,7 +78,7 @@ func load(tb testing.TB, path string) Transcript {
 // order from the full corpus when present, else from the excerpts, and cycled as needed. Ids
 // are cleared, so callers can give their own. Benchmarks use it for "realistic ~2 KB
 // messages" (1,024 to 4,096 bytes average about 2 KB on the corpus).
-func Sized(tb testing.TB, n, minBytes, maxBytes int) []memory.Message {
+func Sized(tb testing.TB, n, minBytes, maxBytes int) []message.Message {
 	tb.Helper()
 	var ts []Transcript
 	if dir := testpaths.CorpusDir(); dir != "" {
@@ -88,7 +88,7 @@ func Sized(tb testing.TB, n, minBytes, maxBytes int) []memory.Message {
 	} else {
 		ts = Excerpts(tb)
 	}
-	var pool []memory.Message
+	var pool []message.Message
 	for _, t := range ts {
 		for _, m := range t.Messages {
 			b, err := json.Marshal(m)
@@ -101,7 +101,7 @@ func Sized(tb testing.TB, n, minBytes, maxBytes int) []memory.Message {
 	if len(pool) == 0 {
 		tb.Fatalf("no corpus message of %d to %d bytes", minBytes, maxBytes)
 	}
-	out := make([]memory.Message, n)
+	out := make([]message.Message, n)
 	for i := range out {
 		out[i] = pool[i%len(pool)]
 	}

@@ -1,4 +1,4 @@
-package mcpserver
+package transport
 
 import "github.com/tidwall/gjson"
 
@@ -12,9 +12,9 @@ type envelope struct {
 	// From params, when it is an object.
 	name, args, uri, requestID, meta gjson.Result
 	// The fields of args, when it is an object: read here once for both the sequencer
-	// (session_id) and the tool (newArgs), instead of a Get that skips a save's messages and a
+	// (session_id) and the tool (Arguments), instead of a Get that skips a save's messages and a
 	// second pass in the tool.
-	argFields []argField
+	argFields []Field
 	// dup is the first key read above that the message (or its params) sends twice, "" when
 	// none is. mcp-go decodes the message with encoding/json, where the last of duplicate keys
 	// counts, so the envelope could route a request (its method, tool, id, arguments) other
@@ -37,7 +37,7 @@ func parseEnvelope(msg gjson.Result) envelope {
 			e.dup = "params." + dup
 		}
 		if e.args.IsObject() {
-			e.argFields = argFields(e.args)
+			e.argFields = fields(e.args)
 		}
 	}
 	return e
@@ -69,8 +69,8 @@ func readFirst(obj gjson.Result, fields []field) (dup string) {
 }
 
 // sessionID is a tools/call's arguments.session_id (not Exists when absent). Unlike the
-// envelope's own fields, of duplicate keys the last counts: the one the tool reads (args.get).
+// envelope's own fields, of duplicate keys the last counts: the one the tool reads (Last).
 func (e *envelope) sessionID() gjson.Result {
-	v, _ := lastField(e.argFields, "session_id")
+	v, _ := Last(e.argFields, "session_id")
 	return v
 }

@@ -1,4 +1,4 @@
-package memory
+package message
 
 import (
 	"strings"
@@ -20,13 +20,13 @@ import (
 // Anything else (an error to report, field names in another case, an unknown block type,
 // repeated keys) is left to the general decoder, which finds the error or decodes it.
 
-// maxReadDepth bounds the nesting memory's readers follow (encoding/json allows 10,000);
+// MaxReadDepth bounds the nesting memory's readers follow (encoding/json allows 10,000);
 // deeper input is left to the general code.
-const maxReadDepth = 512
+const MaxReadDepth = 512
 
 // newJSONReader returns jsonscan's strict reader over b, which must not change while it reads.
 func newJSONReader(b []byte) jsonscan.Reader {
-	return jsonscan.NewReader(unsafe.String(unsafe.SliceData(b), len(b)), maxReadDepth)
+	return jsonscan.NewReader(unsafe.String(unsafe.SliceData(b), len(b)), MaxReadDepth)
 }
 
 // validJSON reports whether the reader reads raw as one JSON value: then json.Valid does too,
@@ -165,7 +165,7 @@ func (d *inputDecoder) content(depth int) ([]Block, bool) {
 		t, ok := d.r.Str()
 		return []Block{{Type: BlockText, Text: d.text(t)}}, ok
 	}
-	if depth > maxReadDepth/2 || !d.r.Consume('[') {
+	if depth > MaxReadDepth/2 || !d.r.Consume('[') {
 		return nil, false
 	}
 	blocks := []Block{}
@@ -198,8 +198,8 @@ const (
 )
 
 var blockFieldBits = map[string]int{"type": bfType, "text": bfText, "thinking": bfThinking,
-	"id": bfID, "name": bfName, "arguments": bfArguments, "tool_call_id": bfToolCallID,
-	"content": bfContent, "is_error": bfIsError, "media_type": bfMediaType, "data": bfData}
+	"id": bfID, "name": bfName, "arguments": bfArguments, FieldToolCallID: bfToolCallID,
+	"content": bfContent, "is_error": bfIsError, FieldMediaType: bfMediaType, "data": bfData}
 
 // blockFieldsOf are the fields each block type allows and, in need, the one it requires, as
 // bits: the general decoder's inputBlockFields and requiredInputField, so the two cannot drift.

@@ -1,4 +1,4 @@
-package memory
+package message
 
 import "testing"
 

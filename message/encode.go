@@ -1,10 +1,9 @@
-package memory
+package message
 
 import (
 	"bytes"
 	"encoding/json"
 	"strconv"
-	"time"
 	"unicode/utf8"
 
 	"github.com/sessionmem/sessionmem/internal/jsonscan"
@@ -13,53 +12,25 @@ import (
 // Encoding message entries without reflection. Every save encodes its messages, and
 // encoding/json spends about 50 µs on a ~2 KB message (each block's MarshalJSON runs a
 // second encoder, and its output is scanned again to compact it): a twentieth of a save.
-// The functions here write the same bytes as marshalNoEscape of the same value (a test
-// compares them on random input); anything they do not cover goes through encoding/json.
+// The functions here write the same bytes as encoding/json without HTML escaping of the same
+// value (a test compares them on random input); anything they do not cover goes through
+// encoding/json.
 
-// appendMessageEntry appends e's stored JSON if e is a message entry, and reports whether it
-// did; other entries (and times outside what RFC 3339 allows) are left to encodeEntry's
-// general path.
-func appendMessageEntry(dst []byte, e *Entry) ([]byte, bool) {
-	if e.Type != KindMessage || e.Message == nil || e.Compaction != nil || e.BranchSummary != nil ||
-		e.Label != nil || e.SessionInfo != nil || e.ModelChange != nil {
-		return dst, false
-	}
-	if y := e.Time.Year(); y < 0 || y > 9999 {
-		return dst, false
-	}
-	out := append(dst, `{"type":`...)
-	out = appendJSONString(out, e.Type)
-	out = append(out, `,"id":`...)
-	out = appendJSONString(out, e.ID)
-	if e.ParentID != "" {
-		out = append(out, `,"parent_id":`...)
-		out = appendJSONString(out, e.ParentID)
-	}
-	out = append(out, `,"ts":"`...)
-	out = e.Time.AppendFormat(out, time.RFC3339Nano)
-	out = append(out, `","message":`...)
-	out, err := appendMessage(out, e.Message)
-	if err != nil {
-		return dst, false
-	}
-	return append(out, '}'), true
-}
-
-// appendMessage writes m as Message's struct tags do.
-func appendMessage(out []byte, m *Message) ([]byte, error) {
+// Append appends m's JSON as Message's struct tags write it, without HTML escaping.
+func Append(out []byte, m *Message) ([]byte, error) {
 	out = append(out, '{')
 	if m.ID != "" {
 		out = append(out, `"id":`...)
-		out = appendJSONString(out, m.ID)
+		out = AppendString(out, m.ID)
 		out = append(out, ',')
 	}
 	if m.EntryID != "" {
 		out = append(out, `"entry_id":`...)
-		out = appendJSONString(out, m.EntryID)
+		out = AppendString(out, m.EntryID)
 		out = append(out, ',')
 	}
 	out = append(out, `"role":`...)
-	out = appendJSONString(out, string(m.Role))
+	out = AppendString(out, string(m.Role))
 	out = append(out, `,"content":`...)
 	if m.Content == nil {
 		out = append(out, "null"...)
@@ -101,26 +72,26 @@ func (b *Block) appendJSON(out []byte) ([]byte, error) {
 	switch b.Type {
 	case BlockText, BlockThinking, BlockToolCall, BlockToolResult, BlockImage:
 	default: // not a valid block; validation keeps it from being stored
-		enc, err := marshalNoEscape(b.shape())
+		enc, err := MarshalNoEscape(b.shape())
 		if err != nil {
 			return nil, err
 		}
 		return append(out, enc...), nil
 	}
 	out = append(out, `{"type":`...)
-	out = appendJSONString(out, b.Type)
+	out = AppendString(out, b.Type)
 	switch b.Type {
 	case BlockText:
 		out = append(out, `,"text":`...)
-		out = appendJSONString(out, b.Text)
+		out = AppendString(out, b.Text)
 	case BlockThinking:
 		out = append(out, `,"thinking":`...)
-		out = appendJSONString(out, b.Thinking)
+		out = AppendString(out, b.Thinking)
 	case BlockToolCall:
 		out = append(out, `,"id":`...)
-		out = appendJSONString(out, b.ID)
+		out = AppendString(out, b.ID)
 		out = append(out, `,"name":`...)
-		out = appendJSONString(out, b.Name)
+		out = AppendString(out, b.Name)
 		switch {
 		case len(b.Arguments) > 0:
 			out = append(out, `,"arguments":`...)
@@ -132,8 +103,8 @@ func (b *Block) appendJSON(out []byte) ([]byte, error) {
 			out = append(out, `,"arguments":{}`...)
 		}
 	case BlockToolResult:
-		out = append(out, `,"tool_call_id":`...)
-		out = appendJSONString(out, b.ToolCallID)
+		out = append(out, `,"`+FieldToolCallID+`":`...)
+		out = AppendString(out, b.ToolCallID)
 		if b.absent&absentContent == 0 || len(b.Content) > 0 {
 			out = append(out, `,"content":`...)
 			var err error
@@ -146,10 +117,10 @@ func (b *Block) appendJSON(out []byte) ([]byte, error) {
 			out = strconv.AppendBool(out, b.IsError)
 		}
 	case BlockImage:
-		out = append(out, `,"media_type":`...)
-		out = appendJSONString(out, b.MediaType)
+		out = append(out, `,"`+FieldMediaType+`":`...)
+		out = AppendString(out, b.MediaType)
 		out = append(out, `,"data":`...)
-		out = appendJSONString(out, b.Data)
+		out = AppendString(out, b.Data)
 	}
 	return append(out, '}'), nil
 }
@@ -190,11 +161,11 @@ func appendUnspaced(out, raw []byte) []byte {
 	return out
 }
 
-// appendJSONString appends s as a JSON string the way encoding/json does with HTML escaping
+// AppendString appends s as a JSON string the way encoding/json does with HTML escaping
 // off: quote, backslash and control characters escaped (\b \f \n \r \t by their short forms,
 // the others as \u00XX), invalid UTF-8 replaced by \ufffd, and U+2028 and U+2029 escaped
 // (JavaScript treats them as line ends).
-func appendJSONString(out []byte, s string) []byte {
+func AppendString(out []byte, s string) []byte {
 	const hex = "0123456789abcdef"
 	out = append(out, '"')
 	start := 0
@@ -244,4 +215,16 @@ func appendJSONString(out []byte, s string) []byte {
 	}
 	out = append(out, s[start:]...)
 	return append(out, '"')
+}
+
+// MarshalNoEscape encodes v without HTML escaping, so stored text keeps <, > and & as written
+// (searchable, readable with zstdcat). Output encoders escape again as they see fit.
+func MarshalNoEscape(v any) ([]byte, error) {
+	var buf bytes.Buffer
+	enc := json.NewEncoder(&buf)
+	enc.SetEscapeHTML(false)
+	if err := enc.Encode(v); err != nil {
+		return nil, err
+	}
+	return bytes.TrimRight(buf.Bytes(), "\n"), nil
 }

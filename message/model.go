@@ -1,12 +1,9 @@
-package memory
+package message
 
 import (
 	"bytes"
 	"encoding/json"
 	"fmt"
-	"time"
-
-	"github.com/sessionmem/sessionmem/compaction"
 )
 
 // Role is who produced a message.
@@ -138,6 +135,13 @@ func (b *Block) UnmarshalJSON(data []byte) error {
 	return nil
 }
 
+// SetContent replaces a tool result's content; its encoding then writes the content even if
+// the block was decoded without any.
+func (b *Block) SetContent(content []Block) {
+	b.Content = content
+	b.absent &^= absentContent
+}
+
 // optional returns the fields a block of b's type may leave out.
 func (b *Block) optional() absentFields {
 	switch b.Type {
@@ -230,99 +234,4 @@ func (b Block) shape() any {
 	}
 	type plain Block
 	return plain(b)
-}
-
-// marshalNoEscape encodes v without HTML escaping, so stored text keeps <, > and & as written
-// (searchable, readable with zstdcat). Output encoders escape again as they see fit.
-func marshalNoEscape(v any) ([]byte, error) {
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(v); err != nil {
-		return nil, err
-	}
-	return bytes.TrimRight(buf.Bytes(), "\n"), nil
-}
-
-// Entry kinds stored in a session log.
-const (
-	KindMessage       = "message"
-	KindCompaction    = "compaction"
-	KindBranchSummary = "branch_summary"
-	KindLabel         = "label"
-	KindSessionInfo   = "session_info"
-	KindModelChange   = "model_change"
-)
-
-// Entry is one node of a session's tree, stored as one record. Exactly one of the payload
-// pointers is set, matching Type.
-type Entry struct {
-	Type     string    `json:"type"`
-	ID       string    `json:"id" gate:"id"`
-	ParentID string    `json:"parent_id,omitempty" gate:"id"`
-	Time     time.Time `json:"ts"`
-
-	Message       *Message       `json:"message,omitempty"`
-	Compaction    *Compaction    `json:"compaction,omitempty"`
-	BranchSummary *BranchSummary `json:"branch_summary,omitempty"`
-	Label         *Label         `json:"label,omitempty"`
-	SessionInfo   *SessionInfo   `json:"session_info,omitempty"`
-	ModelChange   *ModelChange   `json:"model_change,omitempty"`
-}
-
-// Compaction replaces the path before FirstKeptID with Summary.
-type Compaction struct {
-	// Summary is the summary text followed by the <read-files>/<modified-files> blocks.
-	Summary       string   `json:"summary"`
-	FirstKeptID   string   `json:"first_kept_id" gate:"id"`
-	TokensBefore  int      `json:"tokens_before"`
-	TokensAfter   int      `json:"tokens_after"`
-	ReadFiles     []string `json:"read_files"`
-	ModifiedFiles []string `json:"modified_files"`
-	// Summarizer names who wrote the summary: agent, sampling, llm, extractive or import.
-	Summarizer string `json:"summarizer"`
-	// Facts is the durable-facts ledger, cumulative over the session's compactions; its blocks
-	// end Summary. Nil for compactions stored before it existed and for imported ones.
-	Facts *compaction.Ledger `json:"facts,omitempty"`
-	// Key is an imported compaction's idempotency key, so importing it again adds nothing.
-	Key string `json:"key,omitempty" gate:"id"`
-}
-
-// BranchSummary summarizes an abandoned branch when the leaf moves back in the tree.
-type BranchSummary struct {
-	FromID  string `json:"from_id" gate:"id"`
-	Summary string `json:"summary"`
-}
-
-// Label names (or, when empty, un-names) an entry.
-type Label struct {
-	TargetID string `json:"target_id" gate:"id"`
-	Label    string `json:"label"`
-}
-
-// SessionInfo renames the session.
-type SessionInfo struct {
-	Name string `json:"name"`
-}
-
-// ModelChange records a switch of model or provider.
-type ModelChange struct {
-	Model    string `json:"model,omitempty"`
-	Provider string `json:"provider,omitempty"`
-}
-
-// Session is a session's metadata as tools report it.
-type Session struct {
-	ID              string    `json:"session_id"`
-	Name            string    `json:"name"`
-	WorkingDir      string    `json:"working_dir"`
-	Model           string    `json:"model"`
-	Provider        string    `json:"provider,omitempty"`
-	ParentSessionID string    `json:"parent_session_id,omitempty"`
-	CreatedAt       time.Time `json:"created_at"`
-	UpdatedAt       time.Time `json:"updated_at"`
-	MessageCount    int       `json:"message_count"`
-	Compactions     int       `json:"compactions"`
-	ContextTokens   int       `json:"context_tokens"`
-	Preview         string    `json:"preview"`
 }

@@ -1,4 +1,4 @@
-package mcpserver
+package transport
 
 import (
 	"bufio"
@@ -90,7 +90,7 @@ func (c *stdioConn) send(p *pending) {
 }
 
 // takeArguments moves a tools/call's arguments out of the message mcp-go decodes into the
-// context the tool reads them from (newArgs), as the fields parseEnvelope read. mcp-go would
+// context the tool reads them from (Arguments), as the fields parseEnvelope read. mcp-go would
 // decode them into a map[string]any (allocations for every string of a save's messages, and
 // several scans of the line) that no tool uses: each reads its arguments from the JSON as
 // sent.
@@ -158,7 +158,7 @@ func (c *stdioConn) unordered(line []byte) {
 // writeMessage writes one message to the client: answers, notifications, the server's own
 // requests.
 func (c *stdioConn) writeMessage(msg any) {
-	parts, err := encodeMessage(msg)
+	parts, err := EncodeMessage(msg)
 	if err != nil {
 		c.log.Warn("stdio: encode answer", "err", err)
 		return

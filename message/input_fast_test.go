@@ -1,4 +1,4 @@
-package memory_test
+package message_test
 
 import (
 	"bytes"
@@ -9,8 +9,8 @@ import (
 	"testing"
 
 	"github.com/sessionmem/sessionmem/internal/jsonscan/jsontest"
-	"github.com/sessionmem/sessionmem/internal/testcorpus"
-	"github.com/sessionmem/sessionmem/memory"
+	"github.com/sessionmem/sessionmem/message"
+	"github.com/sessionmem/sessionmem/transcript/transcripttest"
 )
 
 // The one-pass decoder (decodeInputFast) must give exactly the Message the general decoder
@@ -20,7 +20,7 @@ import (
 
 func checkDecodeBoth(t *testing.T, raw string, wantFast bool) {
 	t.Helper()
-	fast, diff := memory.DecodeInputBoth([]byte(raw))
+	fast, diff := message.DecodeInputBoth([]byte(raw))
 	if diff != "" {
 		t.Fatalf("%q:\n%s", raw, diff)
 	}
@@ -105,7 +105,7 @@ func TestDecodeInputFastShapes(t *testing.T) {
 // TestDecodeInputFastCorpus: every corpus message, as json.Marshal writes it and indented,
 // is read in one pass to the general decoder's Message.
 func TestDecodeInputFastCorpus(t *testing.T) {
-	for _, m := range testcorpus.Sized(t, 3000, 0, 1<<30) {
+	for _, m := range transcripttest.Sized(t, 3000, 0, 1<<30) {
 		raw, err := json.Marshal(m)
 		if err != nil {
 			t.Fatal(err)
@@ -125,7 +125,7 @@ func TestDecodeInputFastRandom(t *testing.T) {
 	fast := 0
 	for range 20000 {
 		raw := randomInput(rng)
-		if ok, _ := memory.DecodeInputBoth([]byte(raw)); ok {
+		if ok, _ := message.DecodeInputBoth([]byte(raw)); ok {
 			fast++
 		}
 		checkDecodeBoth(t, raw, false)
@@ -142,14 +142,14 @@ func TestDecodeInputFastRandom(t *testing.T) {
 func TestDecodeInputFastOwnsItsStrings(t *testing.T) {
 	raw := []byte(`{"id":"u1","role":"assistant","content":[{"type":"tool_call","id":"c1","name":"read",` +
 		`"arguments":{"path":"a.go"}},{"type":"text","text":"after the arguments \u00e9"}],"usage":{"input_tokens":3}}`)
-	if fast, diff := memory.DecodeInputBoth(raw); !fast || diff != "" {
+	if fast, diff := message.DecodeInputBoth(raw); !fast || diff != "" {
 		t.Fatalf("the one-pass decoder did not read it: %s", diff)
 	}
-	want, err := memory.DecodeInputMessage(bytes.Clone(raw))
+	want, err := message.DecodeInput(bytes.Clone(raw))
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := memory.DecodeInputMessage(raw)
+	m, err := message.DecodeInput(raw)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -182,11 +182,11 @@ func TestDecodeInputFastDeep(t *testing.T) {
 		{args(400), true, false},
 		{args(600), false, true},
 	} {
-		fast, diff := memory.DecodeInputBoth([]byte(tt.raw))
+		fast, diff := message.DecodeInputBoth([]byte(tt.raw))
 		if diff != "" || fast != tt.fast {
 			t.Fatalf("%.80q...: one pass read it: %v, want %v; %s", tt.raw, fast, tt.fast, diff)
 		}
-		_, err := memory.DecodeInputMessage([]byte(tt.raw))
+		_, err := message.DecodeInput([]byte(tt.raw))
 		if deep := err != nil && strings.Contains(err.Error(), "nests deeper than 512 levels"); deep != tt.deep || (err != nil && !deep) {
 			t.Fatalf("%.80q...: %v; want refused as too deep: %v", tt.raw, err, tt.deep)
 		}
@@ -219,7 +219,7 @@ func randomInput(rng *rand.Rand) string {
 		case "pinned":
 			v = jsontest.Pick(rng, "true", "false", "null", `"yes"`)
 		default:
-			v = randomInputString(rng)
+			v = jsontest.InputString(rng)
 		}
 		members = append(members, `"`+k+`":`+v)
 	}
@@ -232,7 +232,7 @@ func randomInput(rng *rand.Rand) string {
 func randomInputContent(rng *rand.Rand, depth int) string {
 	switch rng.IntN(12) {
 	case 0:
-		return randomInputString(rng)
+		return jsontest.InputString(rng)
 	case 1:
 		return jsontest.Pick(rng, `null`, `""`, `5`, `{}`, `[null]`, `["x"]`)
 	}
@@ -263,7 +263,7 @@ func randomInputBlock(rng *rand.Rand, depth int) string {
 		switch {
 		case k == "arguments":
 			v = jsontest.Pick(rng, `{"path":"a.go"}`, `{ "cmd" : "ls -l" , "n" : [1, 2.5e3, true, null] }`, `null`, `"{}"`, `-1`,
-				`{"s":`+randomInputString(rng)+`}`)
+				`{"s":`+jsontest.InputString(rng)+`}`)
 		case k == "content" && depth < 2:
 			v = randomInputContent(rng, depth+1)
 		case k == "is_error":
@@ -271,7 +271,7 @@ func randomInputBlock(rng *rand.Rand, depth int) string {
 		case rng.IntN(20) == 0:
 			v = jsontest.Pick(rng, "null", "7", "[]")
 		default:
-			v = randomInputString(rng)
+			v = jsontest.InputString(rng)
 		}
 		members = append(members, `"`+k+`":`+v)
 	}
@@ -279,16 +279,4 @@ func randomInputBlock(rng *rand.Rand, depth int) string {
 		members = append(members, jsontest.Pick(rng, `"Text":"x"`, `"extra":"x"`, `"type":"text"`, `"content":"x"`))
 	}
 	return jsontest.Object(rng, members)
-}
-
-var inputStringParts = append(append([]string{
-	"a", "Z", " ", "é", "€", "😀", "\xff", "\xe2\x82", "\x80", "\xed\xa0\x80", "{", "]", ":",
-}, jsontest.Escapes...), "<>&", "\u2028")
-
-func randomInputString(rng *rand.Rand) string {
-	s := jsontest.Pieces(rng, inputStringParts, 10)
-	if rng.IntN(4) == 0 {
-		s += strings.Repeat("plain text runs ", rng.IntN(8))
-	}
-	return `"` + s + `"`
 }
