@@ -110,24 +110,13 @@ func (osFS) Rename(oldpath, newpath string) error {
 	})
 }
 
-// Remove deletes name with POSIX semantics where the file system has them (the name goes at
-// once, while open handles keep the file), retrying a brief sharing violation (Rename).
+// Remove deletes name with DeleteFileW, which takes POSIX semantics where the file system has
+// them (Windows 10 1809 and later on NTFS: the name goes at once, while open handles keep the
+// file) and otherwise leaves the name until the last handle closes. (os.Root's Remove asks for
+// them explicitly, and fails where they are missing in a way Go does not fall back from,
+// Wine among them.) A brief sharing violation is retried (Rename).
 func (osFS) Remove(name string) error {
-	return retryShared(func() error {
-		r, err := os.OpenRoot(filepath.Dir(name))
-		if err != nil {
-			return os.Remove(name)
-		}
-		defer r.Close()
-		if err := r.Remove(filepath.Base(name)); err != nil {
-			var pe *os.PathError
-			if errors.As(err, &pe) {
-				err = pe.Err
-			}
-			return &os.PathError{Op: "remove", Path: name, Err: err}
-		}
-		return nil
-	})
+	return retryShared(func() error { return os.Remove(name) })
 }
 
 // SyncDir does nothing: Windows has no directory fsync (FlushFileBuffers takes a handle open
@@ -135,12 +124,12 @@ func (osFS) Remove(name string) error {
 // own journal.
 func (osFS) SyncDir(name string) error { return nil }
 
-// retryShared runs op again, for up to about a second, while it fails with a sharing
+// retryShared runs op again, for up to a quarter of a second, while it fails with a sharing
 // violation or access denied: what Windows answers while another program holds the file
 // without sharing delete, or while a file deleted under legacy semantics is still open.
 func retryShared(op func() error) error {
 	delay := time.Millisecond
-	deadline := time.Now().Add(time.Second)
+	deadline := time.Now().Add(250 * time.Millisecond)
 	for {
 		err := op()
 		if err == nil || !(errors.Is(err, windows.ERROR_SHARING_VIOLATION) || errors.Is(err, windows.ERROR_ACCESS_DENIED)) ||
@@ -148,6 +137,6 @@ func retryShared(op func() error) error {
 			return err
 		}
 		time.Sleep(delay)
-		delay = min(2*delay, 100*time.Millisecond)
+		delay = min(2*delay, 50*time.Millisecond)
 	}
 }
