@@ -4,8 +4,10 @@ package local
 
 import (
 	"errors"
+	"fmt"
 	"os"
 	"path/filepath"
+	"strings"
 	"time"
 
 	"golang.org/x/sys/windows"
@@ -84,30 +86,61 @@ func (osFS) SameFile(a, b os.FileInfo) bool {
 }
 
 // Rename replaces newpath with POSIX semantics (os.Root's rename asks for them, and falls
-// back where the file system has none, such as FAT): the name changes at once even while
-// other processes hold the old file open, as they may (every open shares delete). A brief
-// sharing violation, from a program that opened the file without sharing delete (an
-// antivirus scanner, a search indexer, a backup), is retried for a while.
+// back where the file system has none): the name changes at once even while other processes
+// hold the old file open, as they may (every open shares delete). A brief sharing violation,
+// from a program that opened the file without sharing delete (an antivirus scanner, a search
+// indexer, a backup), is retried for a while.
+//
+// Where there are no POSIX semantics (FAT, exFAT, network shares; Wine), a file open anywhere
+// cannot be replaced, and every process keeps index.jsonl open: an index rewrite would fail
+// for as long as another process has the store open, and so would the Open that needs one.
+// For the index and the state snapshots alone, both rebuilt when missing, the replacement
+// then takes two renames: the old file moves aside (a rename of an open file is allowed when
+// every handle shares delete) and is deleted, and the new one takes its name. A crash between
+// the two leaves no index (Open rebuilds it) or no snapshot (a cache miss); a reader between
+// them finds none and keeps what it has. Session files never take this path: their
+// replacement happens under the session's lock, where no handle of the store is open on them.
 func (osFS) Rename(oldpath, newpath string) error {
+	err := retryShared(func() error { return renamePOSIX(oldpath, newpath) })
+	if err == nil || !errors.Is(err, windows.ERROR_ACCESS_DENIED) || !rebuildable(newpath) {
+		return err
+	}
+	aside := fmt.Sprintf("%s.old-%d", oldpath, time.Now().UnixNano())
+	if os.Rename(newpath, aside) != nil {
+		return err
+	}
+	if err2 := os.Rename(oldpath, newpath); err2 != nil {
+		os.Rename(aside, newpath) // put it back; if that fails too, it is rebuilt
+		return err2
+	}
+	os.Remove(aside) // gone when the last handle on it closes
+	return nil
+}
+
+// rebuildable reports whether the file at path may be missing for a moment (Rename).
+func rebuildable(path string) bool {
+	base := filepath.Base(path)
+	return base == indexName || strings.HasSuffix(base, stateSuffix)
+}
+
+func renamePOSIX(oldpath, newpath string) error {
 	dir := filepath.Dir(oldpath)
 	if filepath.Dir(newpath) != dir {
-		return retryShared(func() error { return os.Rename(oldpath, newpath) })
+		return os.Rename(oldpath, newpath)
 	}
-	return retryShared(func() error {
-		r, err := os.OpenRoot(dir)
-		if err != nil {
-			return os.Rename(oldpath, newpath)
+	r, err := os.OpenRoot(dir)
+	if err != nil {
+		return os.Rename(oldpath, newpath)
+	}
+	defer r.Close()
+	if err := r.Rename(filepath.Base(oldpath), filepath.Base(newpath)); err != nil {
+		var le *os.LinkError
+		if errors.As(err, &le) {
+			err = le.Err
 		}
-		defer r.Close()
-		if err := r.Rename(filepath.Base(oldpath), filepath.Base(newpath)); err != nil {
-			var le *os.LinkError
-			if errors.As(err, &le) {
-				err = le.Err
-			}
-			return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
-		}
-		return nil
-	})
+		return &os.LinkError{Op: "rename", Old: oldpath, New: newpath, Err: err}
+	}
+	return nil
 }
 
 // Remove deletes name with DeleteFileW, which takes POSIX semantics where the file system has
