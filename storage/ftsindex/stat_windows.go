@@ -4,6 +4,7 @@ package ftsindex
 
 import (
 	"os"
+	"path/filepath"
 
 	"golang.org/x/sys/windows"
 )
@@ -28,4 +29,26 @@ func statID(path string) (dev, ino uint64, err error) {
 		return 0, 0, &os.PathError{Op: "stat", Path: path, Err: err}
 	}
 	return uint64(d.VolumeSerialNumber), uint64(d.FileIndexHigh)<<32 | uint64(d.FileIndexLow), nil
+}
+
+// supersededOnDisk reports whether a newer database file than path's is in its directory.
+// SQLite opens its files without FILE_SHARE_DELETE, so a file another process has open cannot
+// be deleted on Windows (removeOlder retries at every open): its path keeps naming the same
+// file after a Reset, and only the newer name tells that it was replaced. One directory
+// listing per acquire.
+func supersededOnDisk(path string) bool {
+	own, ok := fileStamp(filepath.Base(path))
+	if !ok {
+		return false
+	}
+	entries, err := os.ReadDir(filepath.Dir(path))
+	if err != nil {
+		return false
+	}
+	for _, e := range entries {
+		if n, ok := fileStamp(e.Name()); ok && n > own {
+			return true
+		}
+	}
+	return false
 }
