@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -538,7 +539,14 @@ func TestCLIVerify(t *testing.T) {
 		}, true, 0, []string{"REPAIRED  sess-alpha: cut torn end of sealed log (7 bytes at offset ",
 			"Checked 2 sessions: 1 ok, 1 repaired, 0 damaged.\n"}, "", 7, ".zst"},
 		{"torn tail line is repaired", func(t *testing.T, store string) {
-			appendBytes(t, sessFile(store, seedAlpha, ".tail.jsonl"), []byte(`{"seq":99,"type":"mess`))
+			p := sessFile(store, seedAlpha, ".tail.jsonl")
+			if _, err := os.Stat(p); errors.Is(err, os.ErrNotExist) {
+				// A session at rest has no tail file: start one as a save would.
+				if err := os.WriteFile(p, []byte("{\"v\":2,\"tail\":\"sess-alpha\"}\n"), 0o600); err != nil {
+					t.Fatal(err)
+				}
+			}
+			appendBytes(t, p, []byte(`{"seq":99,"type":"mess`))
 		}, true, 0, []string{"REPAIRED  sess-alpha: cut torn end of tail (22 bytes at offset ",
 			"1 ok, 1 repaired, 0 damaged"}, "", 22, ".tail.jsonl"},
 		{"damage in a frame", flipFrame, false, 1,
