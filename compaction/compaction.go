@@ -7,7 +7,7 @@ package compaction
 // compaction never imports memory: it sees messages as JSON in the contract's block form
 // (../shared/CONTRACT.md, "Message shape"), read with gjson, e.g.
 //   {"role":"assistant","content":[{"type":"text","text":"…"},{"type":"tool_call","id":"c1","name":"read","arguments":{"path":"a.go"}}],"usage":{"input_tokens":1200,"output_tokens":80}}
-//   {"role":"tool_result","content":[{"type":"tool_result","tool_call_id":"c1","content":[{"type":"text","text":"…"}],"is_error":false}]}
+//   {"role":"tool_result","content":[{"type":"tool_result",…the call's id…,"content":[{"type":"text","text":"…"}],"is_error":false}]}
 
 import (
 	"context"

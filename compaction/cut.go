@@ -4,19 +4,21 @@ import (
 	"fmt"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/sessionmem/sessionmem/message"
 )
 
 // toolInfo is what FindCut needs to know about one message.
 type toolInfo struct {
 	role      string
 	callIDs   []string // ids of tool_call blocks
-	resultIDs []string // tool_call_id of tool_result blocks
+	resultIDs []string // the ids of the calls its tool_result blocks answer
 }
 
 func scanTools(msg []byte) toolInfo {
 	var ti toolInfo
-	ti.role = gjson.Get(view(msg), "role").Str
-	content := gjson.Get(view(msg), "content")
+	ti.role = gjson.Get(unsafeString(msg), "role").Str
+	content := gjson.Get(unsafeString(msg), "content")
 	if !content.IsArray() {
 		return ti
 	}
@@ -27,7 +29,7 @@ func scanTools(msg []byte) toolInfo {
 				ti.callIDs = append(ti.callIDs, id)
 			}
 		case "tool_result":
-			ti.resultIDs = append(ti.resultIDs, b.Get("tool_call_id").Str)
+			ti.resultIDs = append(ti.resultIDs, b.Get(message.FieldToolCallID).Str)
 		}
 		return true
 	})
@@ -72,29 +74,7 @@ func FindCutWeighted(path []Entry, weights []int, keepRecentTokens int, prevFirs
 		return nothing, false
 	}
 
-	infos := make([]toolInfo, n)
-	for i := start; i < n; i++ {
-		if path[i].Kind == KindMessage {
-			infos[i] = scanTools(path[i].Message)
-		}
-	}
-	// unsafe[i] > 0 when a cut at i would put a tool call before i and its result at i or later.
-	callAt := make(map[string]int)
-	unsafe := make([]int, n+1)
-	for i := start; i < n; i++ {
-		for _, id := range infos[i].resultIDs {
-			if c, found := callAt[id]; found && c < i {
-				unsafe[c+1]++
-				unsafe[i+1]--
-			}
-		}
-		for _, id := range infos[i].callIDs {
-			callAt[id] = i
-		}
-	}
-	for i := 1; i <= n; i++ {
-		unsafe[i] += unsafe[i-1]
-	}
+	infos, unsafe := pairedTools(path, start)
 	valid := func(i int) bool {
 		if unsafe[i] > 0 {
 			return false
@@ -160,6 +140,36 @@ func FindCutWeighted(path []Entry, weights []int, keepRecentTokens int, prevFirs
 		return nothing, false
 	}
 	return cut, true
+}
+
+// pairedTools scans the tool calls and results of path from start, and returns each entry's
+// and, for each position i, unsafe[i] > 0 when a cut at i would put a tool call before i and
+// its result at i or later.
+func pairedTools(path []Entry, start int) (infos []toolInfo, unsafe []int) {
+	n := len(path)
+	infos = make([]toolInfo, n)
+	for i := start; i < n; i++ {
+		if path[i].Kind == KindMessage {
+			infos[i] = scanTools(path[i].Message)
+		}
+	}
+	callAt := make(map[string]int)
+	unsafe = make([]int, n+1)
+	for i := start; i < n; i++ {
+		for _, id := range infos[i].resultIDs {
+			if c, found := callAt[id]; found && c < i {
+				unsafe[c+1]++
+				unsafe[i+1]--
+			}
+		}
+		for _, id := range infos[i].callIDs {
+			callAt[id] = i
+		}
+	}
+	for i := 1; i <= n; i++ {
+		unsafe[i] += unsafe[i-1]
+	}
+	return infos, unsafe
 }
 
 func isTurnStart(e Entry, ti toolInfo) bool {

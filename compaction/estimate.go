@@ -10,9 +10,9 @@ import (
 // EstimateMessage estimates the tokens of one message (chars/4 rounded up over text, thinking,
 // tool-call name + JSON arguments, tool-result content; ImageTokens per image).
 func EstimateMessage(msg []byte) int {
-	chars, images, ok := scanMessageChars(view(msg)) // one pass (estimate_scan.go)
+	chars, images, ok := scanMessageChars(unsafeString(msg)) // one pass (estimate_scan.go)
 	if !ok {
-		chars, images = messageChars(gjson.Get(view(msg), "content"))
+		chars, images = messageChars(gjson.Get(unsafeString(msg), "content"))
 	}
 	return ceilDiv4(chars) + images*ImageTokens
 }
@@ -125,7 +125,7 @@ func ContextTokensFrom(path []Entry, trustFrom int) int {
 
 // reportedUsage returns input+output tokens of an assistant message that carries usage.
 func reportedUsage(msg []byte) (int, bool) {
-	r := gjson.GetMany(view(msg), "role", "usage.input_tokens", "usage.output_tokens")
+	r := gjson.GetMany(unsafeString(msg), "role", "usage.input_tokens", "usage.output_tokens")
 	if r[0].Str != "assistant" || (!r[1].Exists() && !r[2].Exists()) {
 		return 0, false
 	}
@@ -146,10 +146,10 @@ func ShouldCompact(contextTokens, window int) bool {
 	return contextTokens > window-min(ReserveTokens, window/4)
 }
 
-// view reads msg as a string without copying, for gjson lookups whose results do not outlive
+// unsafeString reads msg as a string without copying, for gjson lookups whose results do not outlive
 // the call (gjson.GetBytes copies every result to be safe; on long paths that copying was most
 // of the cost). Callers must not modify msg while a view of it is in use.
-func view(msg []byte) string { return unsafe.String(unsafe.SliceData(msg), len(msg)) }
+func unsafeString(msg []byte) string { return unsafe.String(unsafe.SliceData(msg), len(msg)) }
 
 // CalibrationFactor is how much the reported usage exceeds the character estimate for a
 // context: ContextTokensFrom(context, trustFrom) divided by the sum of EstimateEntry over

@@ -9,6 +9,8 @@ import (
 	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/sessionmem/sessionmem/message"
 )
 
 // Limits of the extractive summary. ExtractiveMaxChars keeps it near 2,000 tokens however many
@@ -142,9 +144,9 @@ func parseWindow(entries []Entry) window {
 		default:
 			continue
 		}
-		m := xmsg{role: gjson.Get(view(e.Message), "role").Str}
+		m := xmsg{role: gjson.Get(unsafeString(e.Message), "role").Str}
 		idx := len(w.msgs)
-		content := gjson.Get(view(e.Message), "content")
+		content := gjson.Get(unsafeString(e.Message), "content")
 		var texts, thinking []string
 		if content.Type == gjson.String {
 			texts = append(texts, content.Str)
@@ -165,7 +167,7 @@ func parseWindow(entries []Entry) window {
 				}
 			case "tool_result":
 				r := &xresult{text: headTail(resultText(b.Get("content"))), isError: b.Get("is_error").Bool(), msg: idx}
-				if c := byID[b.Get("tool_call_id").Str]; c != nil && c.result == nil {
+				if c := byID[b.Get(message.FieldToolCallID).Str]; c != nil && c.result == nil {
 					c.result = r
 					if c.shell && !r.isError && shellFailed(r.text) {
 						r.isError = true

@@ -64,8 +64,19 @@ func isWordByte(c byte) bool {
 func extractSections(w window) sections {
 	s := sections{}
 	users := userMessages(w)
+	s.addGoal(users)
+	s.addConstraints(users)
+	s.addDone(w)
+	s.addInProgress(w)
+	s.addBlocked(w)
+	s.addDecisions(w)
+	s.addNext(w, users)
+	s.addCritical(w)
+	return s
+}
 
-	// Goal: the first request, the longest later one, the latest one.
+// addGoal: the first request, the longest later one, the latest one.
+func (s sections) addGoal(users []string) {
 	if len(users) > 0 {
 		s.add(secGoal, clip(users[0], requestChars))
 		longest := ""
@@ -81,7 +92,10 @@ func extractSections(w window) sections {
 			s.add(secGoal, clip(last, requestChars))
 		}
 	}
+}
 
+// addConstraints: the user's rules; without explicit rules, their direct instructions.
+func (s sections) addConstraints(users []string) {
 	var rules []string
 	for _, re := range []matcher{constraintRe, imperativeRe} {
 		// Without explicit rules, the user's direct instructions are the constraints there are.
@@ -99,8 +113,10 @@ func extractSections(w window) sections {
 	for _, r := range lastN(dedup(rules), 10) {
 		s.add(secConstraints, r)
 	}
+}
 
-	// Done: changed files, successful builds and tests, the agent's own reports of finished work.
+// addDone: changed files, successful builds and tests, the agent's own reports of finished work.
+func (s sections) addDone(w window) {
 	var changed []string
 	for _, c := range w.calls {
 		if c.modifies && c.key != "" && c.result != nil && !c.result.isError && !slices.Contains(changed, c.key) {
@@ -137,8 +153,10 @@ func extractSections(w window) sections {
 	for _, r := range lastN(dedup(reports), 6) {
 		s.add(secDone, r)
 	}
+}
 
-	// In Progress: the last turn — its request and where the agent had got to.
+// addInProgress: the last turn — its request and where the agent had got to.
+func (s sections) addInProgress(w window) {
 	lastUser := -1
 	for i, m := range w.msgs {
 		if m.role == "user" && m.text != "" {
@@ -161,8 +179,10 @@ func extractSections(w window) sections {
 			}
 		}
 	}
+}
 
-	// Blocked: failures no later successful call with the same tool and argument resolved.
+// addBlocked: failures no later successful call with the same tool and argument resolved.
+func (s sections) addBlocked(w window) {
 	var blocked []string
 	for _, c := range unresolvedFailures(w) {
 		blocked = append(blocked, blockedBullet(c))
@@ -170,9 +190,11 @@ func extractSections(w window) sections {
 	for _, b := range lastN(dedup(blocked), 5) {
 		s.add(secBlocked, b)
 	}
+}
 
-	// Key Decisions: the agent's sentences that choose or justify; its reasoning when it said
-	// none aloud.
+// addDecisions: the agent's sentences that choose or justify; its reasoning when it said
+// none aloud.
+func (s sections) addDecisions(w window) {
 	var decisions []string
 	for _, text := range []func(xmsg) string{func(m xmsg) string { return m.text }, func(m xmsg) string { return m.thinking }} {
 		for _, m := range w.msgs {
@@ -192,8 +214,10 @@ func extractSections(w window) sections {
 	for _, d := range lastN(dedup(decisions), 8) {
 		s.add(secDecisions, d)
 	}
+}
 
-	// Next Steps: the latest request, then plans the agent stated in its last messages.
+// addNext: the latest request, then plans the agent stated in its last messages.
+func (s sections) addNext(w window, users []string) {
 	if len(users) > 0 {
 		s.add(secNext, clip(users[len(users)-1], bulletChars))
 	}
@@ -216,8 +240,10 @@ func extractSections(w window) sections {
 	for _, p := range lastN(dedup(plans), 4) {
 		s.add(secNext, p)
 	}
+}
 
-	// Critical Context: commands, errors, numbers.
+// addCritical: commands, errors, numbers.
+func (s sections) addCritical(w window) {
 	var cmds []string
 	for _, c := range w.calls {
 		if c.shell && c.key != "" {
@@ -252,7 +278,6 @@ func extractSections(w window) sections {
 	for _, n := range lastN(dedup(nums), 5) {
 		s.add(secCritical, n)
 	}
-	return s
 }
 
 // extractTurnPrefix summarizes the beginning of a split turn in the split-turn layout, in at

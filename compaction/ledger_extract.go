@@ -76,7 +76,7 @@ func callEvent(c *xcall, wd string) (ledgerEvent, bool) {
 	}
 	out := c.result.text
 	if !c.shell {
-		ev := ledgerEvent{tool: c.name, target: oneLine(clip(c.key, 200)), modifies: c.modifies, ok: !c.result.isError, complete: true}
+		ev := ledgerEvent{tool: c.name, target: joinLines(clip(c.key, 200)), modifies: c.modifies, ok: !c.result.isError, complete: true}
 		if !ev.ok {
 			ev.errors = errorLines(out, true)
 		}

@@ -68,7 +68,7 @@ func (l *Ledger) Render() string {
 	}
 	var lines []string
 	for _, n := range l.Constraints {
-		lines = append(lines, "- "+oneLine(n.Text))
+		lines = append(lines, "- "+joinLines(n.Text))
 	}
 	block(TagConstraints, lines)
 	lines = nil
@@ -77,7 +77,7 @@ func (l *Ledger) Render() string {
 		if n.Superseded {
 			prefix = "- (superseded) "
 		}
-		lines = append(lines, prefix+oneLine(n.Text))
+		lines = append(lines, prefix+joinLines(n.Text))
 	}
 	block(TagValues, lines)
 	lines = nil
@@ -86,7 +86,7 @@ func (l *Ledger) Render() string {
 		if c.Runs > 1 {
 			runs = fmt.Sprintf(" (%d runs)", c.Runs)
 		}
-		lines = append(lines, "- "+c.Status+runs+": "+oneLine(c.Command))
+		lines = append(lines, "- "+c.Status+runs+": "+joinLines(c.Command))
 	}
 	block(TagCommands, lines)
 	lines = nil
@@ -99,11 +99,11 @@ func (l *Ledger) Render() string {
 	}
 	for _, src := range sources {
 		if src != "" {
-			lines = append(lines, "from "+oneLine(src)+":")
+			lines = append(lines, "from "+joinLines(src)+":")
 		}
 		for _, e := range l.Errors {
 			if e.Source == src {
-				lines = append(lines, "- "+e.Status+": "+oneLine(e.Error))
+				lines = append(lines, "- "+e.Status+": "+joinLines(e.Error))
 			}
 		}
 	}
@@ -123,8 +123,8 @@ func (l *Ledger) Render() string {
 	return b.String()
 }
 
-// oneLine keeps a fact on one line: line breaks become spaces.
-func oneLine(s string) string {
+// joinLines keeps a fact on one line: line breaks become spaces.
+func joinLines(s string) string {
 	if !strings.ContainsAny(s, "\r\n") {
 		return s
 	}

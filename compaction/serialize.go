@@ -43,8 +43,8 @@ func serializeEntry(e Entry) string {
 }
 
 func serializeMessage(msg []byte) string {
-	role := gjson.Get(view(msg), "role").Str
-	content := gjson.Get(view(msg), "content")
+	role := gjson.Get(unsafeString(msg), "role").Str
+	content := gjson.Get(unsafeString(msg), "content")
 	var paras []string
 	add := func(label, text string) {
 		if text = strings.TrimSpace(text); text != "" {

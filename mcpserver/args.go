@@ -1,9 +1,8 @@
 package mcpserver
 
 import (
-	"bytes"
 	"context"
-	"encoding/json"
+	"errors"
 	"fmt"
 	"math"
 	"slices"
@@ -13,6 +12,8 @@ import (
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/tidwall/gjson"
+
+	"github.com/sessionmem/sessionmem/mcpserver/transport"
 )
 
 // args decodes one call's arguments with messages a model can act on. mcp-go's own schema
@@ -21,70 +22,24 @@ import (
 // problem wins; err returns it.
 //
 // The arguments are read from the JSON the client sent (one gjson pass; a save's messages are
-// passed on as raw JSON): over stdio ServeStdio hands them over in the context, already
-// checked and split into fields with the message they came in (withSentArguments), and
-// mcp-go never decodes them; elsewhere mcp-go kept them in RawArguments. Only a request built
-// in Go without JSON falls back to the decoded map.
+// passed on as raw JSON), as transport.Arguments returns them on every transport.
 type args struct {
 	tool   string
-	fields []argField // in the order sent; of a key sent twice, the last one counts
+	fields []transport.Field // in the order sent; of a key sent twice, the last one counts
 	seen   []string
 	err    error
 }
 
-// argField is one of a call's arguments.
-type argField struct {
-	key   string
-	value gjson.Result
-}
-
-// argFields returns the fields of obj, a JSON object, in order.
-func argFields(obj gjson.Result) []argField {
-	var fields []argField
-	obj.ForEach(func(k, v gjson.Result) bool {
-		fields = append(fields, argField{k.Str, v})
-		return true
-	})
-	return fields
-}
-
-// sentArgumentsKey carries the fields of a tools/call's arguments, for a request whose
-// arguments ServeStdio took out of the message before mcp-go decoded it.
-type sentArgumentsKey struct{}
-
-// withSentArguments gives the tool fields, the arguments of its call: a JSON object that was
-// valid (ServeStdio checks each message before it reads it) and read into fields in order.
-func withSentArguments(ctx context.Context, fields []argField) context.Context {
-	return context.WithValue(ctx, sentArgumentsKey{}, fields)
-}
-
 func newArgs(ctx context.Context, tool string, req mcp.CallToolRequest) *args {
 	a := &args{tool: tool, seen: make([]string, 0, 8)}
-	if fields, ok := ctx.Value(sentArgumentsKey{}).([]argField); ok {
-		a.fields = fields
-		return a
-	}
-	raw := []byte(req.Params.RawArguments)
-	if raw == nil && req.Params.Arguments != nil {
-		// No HTML escaping: text such as "a && b" in a tool call's arguments is stored as
-		// written.
-		var buf bytes.Buffer
-		enc := json.NewEncoder(&buf)
-		enc.SetEscapeHTML(false)
-		if err := enc.Encode(req.Params.Arguments); err != nil {
-			a.fail(fmt.Sprintf("arguments cannot be encoded: %v", err), "")
-			return a
-		}
-		raw = buf.Bytes()
-	}
-	v := gjson.ParseBytes(raw)
+	fields, err := transport.Arguments(ctx, req)
 	switch {
-	case len(bytes.TrimSpace(raw)) == 0 || v.Type == gjson.Null:
-	case !v.IsObject() || !gjson.ValidBytes(raw):
+	case errors.Is(err, transport.ErrNotObject):
 		a.fail("arguments must be a JSON object", "send named arguments, e.g. {\"session_id\":\"…\"}")
-	default:
-		a.fields = argFields(v)
+	case err != nil:
+		a.fail(err.Error(), "")
 	}
+	a.fields = fields
 	return a
 }
 
@@ -94,21 +49,9 @@ func (a *args) fail(msg, hint string) {
 	}
 }
 
-// lastField returns the value of key in fields; of a key sent twice the last one counts, as
-// for encoding/json. The sequencer (envelope.sessionID) and the tool (args.get) both read
-// through it, so a request is ordered by the session it writes.
-func lastField(fields []argField, key string) (gjson.Result, bool) {
-	for i := len(fields) - 1; i >= 0; i-- {
-		if fields[i].key == key {
-			return fields[i].value, true
-		}
-	}
-	return gjson.Result{}, false
-}
-
 func (a *args) get(key string) (gjson.Result, bool) {
 	a.seen = append(a.seen, key)
-	v, ok := lastField(a.fields, key)
+	v, ok := transport.Last(a.fields, key)
 	if !ok || v.Type == gjson.Null {
 		return gjson.Result{}, false
 	}
@@ -184,8 +127,8 @@ func (a *args) done() error {
 	}
 	var unknown []string
 	for _, f := range a.fields {
-		if !slices.Contains(a.seen, f.key) {
-			unknown = append(unknown, f.key)
+		if !slices.Contains(a.seen, f.Key) {
+			unknown = append(unknown, f.Key)
 		}
 	}
 	if len(unknown) > 0 {

@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/sessionmem/sessionmem/compaction"
+	"github.com/sessionmem/sessionmem/mcpserver/transport"
 	"github.com/sessionmem/sessionmem/memory"
 )
 
@@ -56,7 +57,8 @@ func compactTool(svc *memory.Service, o *Options) server.ServerTool {
 	return server.ServerTool{
 		Tool: newTool("session_compact", compactDescription, in, out, hints{
 			// Open world: the llm and sampling summarizers send the conversation to a model.
-			title: "Compact a session", readOnly: false, destructive: false, idempotent: false, openWorld: true}),
+			title: "Compact a session", readOnly: false, destructive: false, idempotent: false, openWorld: true,
+			order: transport.Order{Write: true, Scope: transport.ScopeSession}}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_compact"
 			a := newArgs(ctx, name, req)

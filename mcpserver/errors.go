@@ -10,6 +10,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/sessionmem/sessionmem/mcpserver/transport"
 	"github.com/sessionmem/sessionmem/memory"
 )
 
@@ -154,4 +155,22 @@ func (e *argError) Error() string {
 		return e.msg
 	}
 	return e.msg + "; " + e.hint
+}
+
+// refuseInvalidUTF8 answers a call CheckUTF8 marked.
+func refuseInvalidUTF8(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+		if m := req.Params.Meta; m != nil {
+			if path, ok := m.AdditionalFields[transport.MetaInvalidUTF8].(string); ok {
+				if n := noteOf(ctx); n != nil {
+					n.err = &argError{msg: path + " is not valid UTF-8"}
+				}
+				return mcp.NewToolResultError(sanitize(fmt.Sprintf(
+					"%s: %s is not valid UTF-8 text (bytes that are not UTF-8, or a \\u escape of a lone surrogate); "+
+						"send every string as UTF-8, e.g. decode tool output as UTF-8 and replace what does not decode; nothing was stored",
+					req.Params.Name, path))), nil
+			}
+		}
+		return next(ctx, req)
+	}
 }

@@ -3,6 +3,7 @@ package mcpserver
 import (
 	"bytes"
 	"context"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io/fs"
@@ -10,6 +11,8 @@ import (
 	"strings"
 	"syscall"
 	"testing"
+
+	"github.com/mark3labs/mcp-go/mcp"
 
 	"github.com/sessionmem/sessionmem/memory"
 )
@@ -68,5 +71,16 @@ func TestScrubPaths(t *testing.T) {
 		if got := scrubPaths(in); got != want {
 			t.Errorf("scrubPaths(%q) = %q, want %q", in, got, want)
 		}
+	}
+}
+
+// TestArgsDuplicateKeys: of a key sent twice the last counts, and an unknown key sent twice is
+// named once (transport.TestSentArgumentsReadAsRaw: the fields are the same on every transport).
+func TestArgsDuplicateKeys(t *testing.T) {
+	var req mcp.CallToolRequest
+	req.Params.RawArguments = json.RawMessage(`{"session_id":"a","session_id":"b","x":1,"x":2}`)
+	a := newArgs(context.Background(), "t", req)
+	if s, err := a.str("session_id", false, ""), a.done(); s != "b" || err == nil || err.Error() != `unknown argument(s) "x"; t accepts session_id` {
+		t.Errorf("duplicates: %q, %v", s, err)
 	}
 }

@@ -169,3 +169,11 @@ func (f *fixture) newSession(dir, name string, pairs int, body string) string {
 }
 
 func idf(prefix string, i int) string { return fmt.Sprintf("%s%04d", prefix, i) }
+
+// What the transport answers with (mcpserver/transport): JSON-RPC's error codes, and
+// the deepest message it reads.
+const (
+	codeParseError     = -32700
+	codeInvalidRequest = -32600
+	maxEnvelopeDepth   = 10000
+)

@@ -12,6 +12,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/tidwall/gjson"
 
+	"github.com/sessionmem/sessionmem/mcpserver/transport"
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/storage/local"
 )
@@ -103,9 +104,9 @@ func TestHTTPRefusesBadIDsAndDeepMessages(t *testing.T) {
 	s := New(svc, Options{})
 	sse := server.NewSSEServer(s)
 	mux := http.NewServeMux()
-	mux.Handle("/mcp", WrapHTTP(server.NewStreamableHTTPServer(s, server.WithStateful(true))))
-	mux.Handle("/sse", WrapHTTP(sse.SSEHandler()))
-	mux.Handle("/message", WrapHTTP(sse.MessageHandler()))
+	mux.Handle("/mcp", transport.WrapHTTP(server.NewStreamableHTTPServer(s, server.WithStateful(true))))
+	mux.Handle("/sse", transport.WrapHTTP(sse.SSEHandler()))
+	mux.Handle("/message", transport.WrapHTTP(sse.MessageHandler()))
 	ts := httptest.NewServer(mux)
 	defer ts.Close()
 

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/sessionmem/sessionmem/mcpserver/transport"
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/prompts"
 )
@@ -109,9 +110,9 @@ func addResources(s *server.MCPServer, svc *memory.Service, logger *slog.Logger)
 // every handler error as -32603; the transports turn this one into resource-not-found).
 func transcript(ctx context.Context, svc *memory.Service, logger *slog.Logger, req mcp.ReadResourceRequest) (memory.Transcript, error) {
 	notFound := func(detail string) error {
-		prefix := notFoundLegacy
+		prefix := transport.NotFoundLegacy
 		if server.IsModernRequest(ctx) {
-			prefix = notFoundModern
+			prefix = transport.NotFoundModern
 		}
 		return &resourceError{msg: prefix + svc.RedactText(req.Params.URI) + ": " + detail}
 	}

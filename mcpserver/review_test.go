@@ -1,9 +1,13 @@
 package mcpserver
 
 import (
+	"encoding/json"
 	"fmt"
 	"strings"
 	"testing"
+	"unicode/utf8"
+
+	"github.com/sessionmem/sessionmem/memory"
 )
 
 // Whole tool results of session_resume stay within max_tokens even for messages far larger
@@ -106,4 +110,29 @@ func TestSearchFindsEscapableText(t *testing.T) {
 			t.Errorf("search %q: %+v", q, out.Matches)
 		}
 	}
+}
+
+// What resumeResult sends around a page (its text and the envelope) stays within what memory
+// allows for when it sizes the page: memory.ResumeFrameChars and one copy of next_cursor.
+func TestResumeFrameWithinAllowance(t *testing.T) {
+	id := strings.Repeat("s", memory.MaxIDBytes)
+	cursor := strings.Repeat("c", 400)
+	many := make([]string, 123456)
+	msgs := make([]json.RawMessage, 123456)
+	for i := range msgs {
+		msgs[i] = json.RawMessage(`{}`)
+	}
+	page := memory.ResumeResult{SessionID: id, WorkingDir: "/" + strings.Repeat("w", 3000), Summary: strings.Repeat("x", 1234567),
+		ReadFiles: many, ModifiedFiles: many, RawMessages: msgs, ContextTokens: 1 << 40, NextCursor: cursor,
+		Pinned: make([]memory.Message, 0)}
+	out := resumeResult(t.Context(), page)
+	whole, err := json.Marshal(out)
+	if err != nil {
+		t.Fatal(err)
+	}
+	frame := utf8.RuneCount(whole) - utf8.RuneCount(out.RawStructuredContent) - len(cursor)
+	if frame > memory.ResumeFrameChars {
+		t.Fatalf("resumeResult adds %d characters around a page, memory allows for %d", frame, memory.ResumeFrameChars)
+	}
+	t.Logf("frame %d of %d characters", frame, memory.ResumeFrameChars)
 }

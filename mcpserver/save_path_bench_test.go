@@ -11,15 +11,16 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
-	"github.com/sessionmem/sessionmem/internal/testcorpus"
+	"github.com/sessionmem/sessionmem/mcpserver/transport"
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/redact"
 	"github.com/sessionmem/sessionmem/storage/local"
+	"github.com/sessionmem/sessionmem/transcript/transcripttest"
 )
 
 // BenchmarkSavePath measures the server's own share of a session_save over stdio, all of it
 // but memory.Service.Save (whose answer is made up), for ~2 KB corpus messages sent as
-// BenchmarkStdioSaveAB in cmd/sessionmem sends them. Its steps: sequencer (stdioConn.handle,
+// BenchmarkStdioSaveAB in cmd/sessionmem sends them. Its steps: sequencer (the transport's routing,
 // from the line read to the call ready to run), arguments (saveRequest: the call's arguments
 // and messages), answer (saveAnswer and encodeMessage); serve is the whole path (sequencer,
 // mcp-go's HandleMessage with our middlewares and a logger like that of `sessionmem serve`,
@@ -28,7 +29,7 @@ import (
 //
 //	go test ./mcpserver -run '^$' -bench SavePath -count 10
 func BenchmarkSavePath(b *testing.B) {
-	msgs := testcorpus.Sized(b, 64, 1024, 4096)
+	msgs := transcripttest.Sized(b, 64, 1024, 4096)
 	lines := make([][]byte, len(msgs))
 	for i, m := range msgs {
 		m.ID = fmt.Sprintf("m%d", i)
@@ -61,21 +62,21 @@ func BenchmarkSavePath(b *testing.B) {
 		c := newBenchConn(b, New(svc, Options{}))
 		i := 0
 		for b.Loop() {
-			c.release(c.mustHandle(b, lines[i%len(lines)]))
+			c.Release(mustRoute(b, c, lines[i%len(lines)]))
 			i++
 		}
 	})
 	b.Run("arguments", func(b *testing.B) {
 		c := newBenchConn(b, New(svc, Options{}))
-		args := make([][]argField, len(lines))
+		args := make([][]transport.Field, len(lines))
 		for i, l := range lines {
-			p := c.handle(l)
-			args[i] = p.args
-			c.release(p)
+			call := mustRoute(b, c, l)
+			args[i] = call.Arguments()
+			c.Release(call)
 		}
 		i := 0
 		for b.Loop() {
-			r, bad := saveRequest(withSentArguments(context.Background(), args[i%len(args)]), mcp.CallToolRequest{})
+			r, bad := saveRequest(transport.WithArguments(context.Background(), args[i%len(args)]), mcp.CallToolRequest{})
 			i++
 			if bad != nil || len(r.Messages) != 1 {
 				b.Fatalf("%v", bad)
@@ -85,7 +86,7 @@ func BenchmarkSavePath(b *testing.B) {
 	b.Run("answer", func(b *testing.B) {
 		for b.Loop() {
 			resp := mcp.JSONRPCResponse{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(float64(1234)), Result: saveAnswer(made, 1)}
-			if _, err := encodeMessage(resp); err != nil {
+			if _, err := transport.EncodeMessage(resp); err != nil {
 				b.Fatal(err)
 			}
 		}
@@ -108,42 +109,30 @@ func BenchmarkSavePath(b *testing.B) {
 			c := newBenchConn(b, s)
 			i := 0
 			for b.Loop() {
-				p := c.mustHandle(b, lines[i%len(lines)])
+				call := mustRoute(b, c, lines[i%len(lines)])
 				i++
-				c.send(p)
-				<-c.slots
-				c.running.Done()
+				c.Serve(call)
 			}
 		})
 	}
 }
 
 // newBenchConn is a stdio connection to s, initialized, that writes to io.Discard and has no
-// reader: handle and send are called by the benchmark.
-func newBenchConn(b *testing.B, s *server.MCPServer) *stdioConn {
-	c := newStdioConn(s, io.Discard, StdioOptions{})
-	c.sess.Initialize()
-	c.initSeen = true
-	if err := s.RegisterSession(context.Background(), c.sess); err != nil {
+// reader: Route and Serve are called by the benchmark.
+func newBenchConn(b *testing.B, s *server.MCPServer) *transport.BenchConn {
+	c, closeConn, err := transport.NewBenchConn(s, io.Discard, StdioOptions{Orders: toolOrder})
+	if err != nil {
 		b.Fatal(err)
 	}
-	b.Cleanup(func() { s.UnregisterSession(context.Background(), c.sess.SessionID()) })
-	c.ctx = s.WithContext(context.Background(), c.sess)
+	b.Cleanup(closeConn)
 	return c
 }
 
-// mustHandle routes line, a tools/call that must be free to run at once.
-func (c *stdioConn) mustHandle(b *testing.B, line []byte) *pending {
-	p := c.handle(line)
-	if p == nil {
+// mustRoute routes line, a tools/call that must be free to run at once.
+func mustRoute(b *testing.B, c *transport.BenchConn, line []byte) transport.BenchCall {
+	call, ok := c.Route(line)
+	if !ok {
 		b.Fatal("the call was not run at once")
 	}
-	return p
-}
-
-// release ends a call handle returned to run without running it.
-func (c *stdioConn) release(p *pending) {
-	<-c.slots
-	c.running.Done()
-	c.finish(p.key)
+	return call
 }

@@ -3,6 +3,8 @@ package mcpserver
 import (
 	"encoding/json"
 	"fmt"
+
+	"github.com/sessionmem/sessionmem/message"
 )
 
 // Schemas are written by hand rather than derived from Go structs: a message's content is a
@@ -78,16 +80,16 @@ func blockSchema(out bool) schema {
 	props := schema{
 		"type": schema{"type": "string", "enum": blockTypes,
 			"description": "Block type; decides which other fields apply."},
-		"text":         str("type text: the text."),
-		"thinking":     str("type thinking: the model's reasoning text."),
-		"id":           str("type tool_call: the call id that the matching tool_result names."),
-		"name":         str("type tool_call: the tool name, e.g. \"read\" or \"Edit\"."),
-		"arguments":    schema{"type": "object", "description": "type tool_call: the call's arguments as a JSON object, e.g. {\"path\":\"main.go\"}."},
-		"tool_call_id": str("type tool_result: the id of the tool_call this answers."),
-		"content":      nested,
-		"is_error":     boolean("type tool_result: true when the tool failed."),
-		"media_type":   str("type image: MIME type, e.g. image/png."),
-		"data":         str("type image: base64-encoded bytes."),
+		"text":                  str("type text: the text."),
+		"thinking":              str("type thinking: the model's reasoning text."),
+		"id":                    str("type tool_call: the call id that the matching tool_result names."),
+		"name":                  str("type tool_call: the tool name, e.g. \"read\" or \"Edit\"."),
+		"arguments":             schema{"type": "object", "description": "type tool_call: the call's arguments as a JSON object, e.g. {\"path\":\"main.go\"}."},
+		message.FieldToolCallID: str("type tool_result: the id of the tool_call this answers."),
+		"content":               nested,
+		"is_error":              boolean("type tool_result: true when the tool failed."),
+		message.FieldMediaType:  str("type image: MIME type, e.g. image/png."),
+		"data":                  str("type image: base64-encoded bytes."),
 	}
 	if out {
 		return outObject("", props, "type")

@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/sessionmem/sessionmem/mcpserver/transport"
 	"github.com/sessionmem/sessionmem/memory"
 )
 
@@ -22,8 +23,6 @@ var instructions string
 const (
 	DefaultSamplingTimeout = 2 * time.Minute
 	DefaultMaxResultTokens = 20000
-	// notificationDelay is how long a tool that sent notifications waits before answering.
-	notificationDelay = 10 * time.Millisecond
 )
 
 // Options configure the MCP server. The zero value is usable.
@@ -42,6 +41,11 @@ type Options struct {
 	// Middleware wraps every tool handler (outermost first), e.g. to track running calls for
 	// a graceful shutdown.
 	Middleware []server.ToolHandlerMiddleware
+	// Gate, when set, is asked before every tool call starts (inside Observer, outside
+	// Middleware): an error refuses the call with that text as its tool error; otherwise the
+	// call runs under the context it returns, and done is called when it ends. What a
+	// graceful shutdown needs: refuse new calls, wait for running ones.
+	Gate func(ctx context.Context, tool string) (run context.Context, done func(), err error)
 	// Observer, when set, is told about every tool call (observe.go), outside Middleware.
 	Observer Observer
 }
@@ -73,10 +77,13 @@ func New(svc *memory.Service, opts Options) *server.MCPServer {
 	if o.Observer != nil {
 		serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(observe(o.Observer)))
 	}
+	if o.Gate != nil {
+		serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(gate(o.Gate)))
+	}
 	for _, m := range o.Middleware {
 		serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(m))
 	}
-	serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(notificationFlush),
+	serverOpts = append(serverOpts, server.WithToolHandlerMiddleware(transport.NotificationFlush),
 		server.WithToolHandlerMiddleware(redactResults(svc)), server.WithToolHandlerMiddleware(refuseInvalidUTF8))
 	if o.Logger != nil {
 		serverOpts = append(serverOpts, server.WithLogger(o.Logger), server.WithToolHandlerMiddleware(withLogger(o.Logger)))
@@ -89,19 +96,16 @@ func New(svc *memory.Service, opts Options) *server.MCPServer {
 	return s
 }
 
-// notificationFlush works around lost notifications (mcp-go v1.2.1, upstream #969): a
-// progress notification sent just before a handler returns is dropped or overtaken by the
-// response. Waiting 10 ms before answering delivered all of them in testing. Only calls that
-// can send notifications (they carry a progress token) pay for it.
-func notificationFlush(next server.ToolHandlerFunc) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		res, err := next(ctx, req)
-		if req.Params.Meta != nil && req.Params.Meta.ProgressToken != nil {
-			select {
-			case <-time.After(notificationDelay):
-			case <-ctx.Done():
+// gate makes Options.Gate a middleware.
+func gate(g func(context.Context, string) (context.Context, func(), error)) server.ToolHandlerMiddleware {
+	return func(next server.ToolHandlerFunc) server.ToolHandlerFunc {
+		return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
+			run, done, err := g(ctx, req.Params.Name)
+			if err != nil {
+				return mcp.NewToolResultError(err.Error()), nil
 			}
+			defer done()
+			return next(run, req)
 		}
-		return res, err
 	}
 }

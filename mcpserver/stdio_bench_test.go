@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/tidwall/gjson"
 
+	"github.com/sessionmem/sessionmem/mcpserver/transport"
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/storage/local"
 )
@@ -80,7 +81,7 @@ func BenchmarkStdioParallel(b *testing.B) {
 		}},
 		{"mcp-go-16-workers", func(ctx context.Context, svc *memory.Service, in io.Reader, out io.Writer) error {
 			std := server.NewStdioServer(New(svc, Options{}))
-			server.WithWorkerPoolSize(stdioWorkers)(std)
+			server.WithWorkerPoolSize(transport.StdioWorkers)(std)
 			return std.Listen(ctx, in, out)
 		}},
 		{"ordered", func(ctx context.Context, svc *memory.Service, in io.Reader, out io.Writer) error {
@@ -154,7 +155,7 @@ func BenchmarkStdioRoundTrip(b *testing.B) {
 						ServeStdio(context.Background(), New(svc, Options{}), inR, outW, StdioOptions{})
 					} else {
 						std := server.NewStdioServer(New(svc, Options{}))
-						server.WithWorkerPoolSize(stdioWorkers)(std)
+						server.WithWorkerPoolSize(transport.StdioWorkers)(std)
 						std.Listen(context.Background(), inR, outW)
 					}
 					outW.Close()

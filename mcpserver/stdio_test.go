@@ -6,7 +6,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -320,47 +319,10 @@ func TestStdioDuplicateKeys(t *testing.T) {
 	}
 }
 
-func TestCheckUTF8Paths(t *testing.T) {
-	cases := []struct{ in, want string }{
-		{`{"a":"ok","b":["x","\udc00"]}`, "b[1]"},
-		{`{"m":[{"c":[{"t":"ok"},{"t":"\ud83d\ude00 fine"},{"t":"\ud83d alone"}]}]}`, "m[0].c[2].t"},
-		{"{\"k\xff\":1}", "k\uFFFD (a key)"},
-		{`{"a":"\ud83d\ude00"}`, ""},
-	}
-	for _, tc := range cases {
-		msg := `{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"t","arguments":` + tc.in + `}}`
-		out, changed := CheckUTF8([]byte(msg))
-		if tc.want == "" {
-			if changed {
-				t.Errorf("%s: changed to %s", tc.in, out)
-			}
-			continue
-		}
-		if got := gjson.GetBytes(out, `params._meta.sessionmem/invalid-utf8`).String(); got != tc.want {
-			t.Errorf("%q: path %q, want %q", tc.in, got, tc.want)
-		}
-	}
-}
-
 // TestStdioTakesArguments: a tools/call's arguments reach the tool as sent (every digit, key
 // order, escapes), without mcp-go decoding them: ServeStdio takes them out of the message.
 func TestStdioTakesArguments(t *testing.T) {
 	line := `{"jsonrpc":"2.0","id":7,"method":"tools/call","params":{"name":"session_save","arguments":{"working_dir":"/p","messages":[{"role":"assistant","content":[{"type":"tool_call","id":"c","name":"n","arguments":{"z":12345678901234567890123,"a":"\u003c&>"}}]}]}}}`
-	p := &pending{line: []byte(line)}
-	env := parseEnvelope(gjson.Parse(line))
-	(&stdioConn{}).takeArguments(p, &env)
-	var taken []string
-	for _, f := range p.args {
-		taken = append(taken, f.key+"="+f.value.Raw)
-	}
-	want := []string{"working_dir=" + gjson.Get(line, "params.arguments.working_dir").Raw, "messages=" + gjson.Get(line, "params.arguments.messages").Raw}
-	if !p.taken || !slices.Equal(taken, want) {
-		t.Fatalf("arguments taken: %q, want %q", taken, want)
-	}
-	if got := gjson.GetBytes(p.line, "params.arguments").Raw; got != "{}" || gjson.GetBytes(p.line, "params.name").Str != "session_save" {
-		t.Fatalf("message left: %s", p.line)
-	}
-
 	r := newRawStdio(t)
 	r.send(initLine(1, false))
 	r.next()

@@ -5,11 +5,13 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/sessionmem/sessionmem/mcpserver/transport"
 	"github.com/sessionmem/sessionmem/memory"
 )
 
@@ -47,9 +49,24 @@ type hints struct {
 	destructive bool
 	idempotent  bool
 	openWorld   bool
+	order       transport.Order // how ServeStdio orders its calls
+}
+
+// toolOrders holds each tool's order by name, as newTool declared it. A tool not in it (an
+// unknown name) is ordered as a write on the whole store.
+var toolOrders sync.Map
+
+// toolOrder returns the order declared for tool name.
+func toolOrder(name string) (transport.Order, bool) {
+	o, ok := toolOrders.Load(name)
+	if !ok {
+		return transport.Order{}, false
+	}
+	return o.(transport.Order), true
 }
 
 func newTool(name, desc string, in, out schema, h hints) mcp.Tool {
+	toolOrders.Store(name, h.order)
 	t := mcp.NewTool(name,
 		mcp.WithDescription(desc),
 		mcp.WithTitleAnnotation(h.title),
@@ -79,8 +96,8 @@ func tokens(res *mcp.CallToolResult) int {
 	return (utf8.RuneCount(b) + 3) / 4
 }
 
-// oneLine cuts s to one line of at most n runes for the short text.
-func oneLine(s string, n int) string {
+// clipLine cuts s to one line of at most n runes for the short text.
+func clipLine(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if utf8.RuneCountInString(s) <= n {
 		return s

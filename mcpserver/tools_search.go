@@ -9,6 +9,7 @@ import (
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 
+	"github.com/sessionmem/sessionmem/mcpserver/transport"
 	"github.com/sessionmem/sessionmem/memory"
 )
 
@@ -49,7 +50,8 @@ func searchTool(svc *memory.Service, o *Options) server.ServerTool {
 	}, "matches", "next_cursor")
 	return server.ServerTool{
 		Tool: newTool("session_search", searchDescription+"\n\n"+queryLimits, in, out, hints{
-			title: "Search sessions", readOnly: true, destructive: false, idempotent: true, openWorld: false}),
+			title: "Search sessions", readOnly: true, destructive: false, idempotent: true, openWorld: false,
+			order: transport.Order{Scope: transport.ScopeStore}}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_search"
 			a := newArgs(ctx, name, req)
@@ -107,10 +109,10 @@ func searchText(r memory.SearchRequest, res memory.SearchResult) string {
 		}
 		label := m.SessionID
 		if m.SessionName != "" {
-			label += " " + fmt.Sprintf("%q", oneLine(m.SessionName, 40))
+			label += " " + fmt.Sprintf("%q", clipLine(m.SessionName, 40))
 		}
 		fmt.Fprintf(&b, "\n- %s %s %s (%s, %s): %s", label, m.EntryID, m.Time.UTC().Format("2006-01-02 15:04"), who,
-			fmt.Sprintf("%.2f", m.Score), oneLine(m.Snippet, 160))
+			fmt.Sprintf("%.2f", m.Score), clipLine(m.Snippet, 160))
 	}
 	if res.NextCursor != "" {
 		fmt.Fprintf(&b, "\nMore matches: call session_search with the same arguments and cursor %q.", res.NextCursor)

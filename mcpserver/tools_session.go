@@ -6,13 +6,14 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-	"unicode/utf8"
 
 	"github.com/mark3labs/mcp-go/mcp"
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/tidwall/gjson"
 
+	"github.com/sessionmem/sessionmem/mcpserver/transport"
 	"github.com/sessionmem/sessionmem/memory"
+	"github.com/sessionmem/sessionmem/message"
 )
 
 const idHint = "call session_list to see session ids"
@@ -23,7 +24,7 @@ Call it after every turn with the messages that are new since the last save (use
 
 Returns session_id (keep it for later calls), saved (new messages stored), message_count, leaf_id, context_tokens and should_compact (true when context_window was given and the context is close to it: then call session_compact).
 
-Example: {"working_dir":"/home/me/proj","name":"fix login bug","context_window":200000,"messages":[{"id":"u1","role":"user","content":"Why does login fail?"},{"id":"a1","role":"assistant","content":[{"type":"text","text":"Let me look."},{"type":"tool_call","id":"c1","name":"read","arguments":{"path":"auth.go"}}]},{"id":"t1","role":"tool_result","content":[{"type":"tool_result","tool_call_id":"c1","content":"package auth…"}]}]}`
+Example: {"working_dir":"/home/me/proj","name":"fix login bug","context_window":200000,"messages":[{"id":"u1","role":"user","content":"Why does login fail?"},{"id":"a1","role":"assistant","content":[{"type":"text","text":"Let me look."},{"type":"tool_call","id":"c1","name":"read","arguments":{"path":"auth.go"}}]},{"id":"t1","role":"tool_result","content":[{"type":"tool_result","` + message.FieldToolCallID + `":"c1","content":"package auth…"}]}]}`
 
 func saveTool(svc *memory.Service) server.ServerTool {
 	in := object("", schema{
@@ -48,7 +49,8 @@ func saveTool(svc *memory.Service) server.ServerTool {
 	}, "session_id", "saved", "message_count", "leaf_id", "context_tokens", "should_compact")
 	return server.ServerTool{
 		Tool: newTool("session_save", saveDescription+"\n\n"+saveLimits, in, out, hints{
-			title: "Save session messages", readOnly: false, destructive: false, idempotent: false, openWorld: false}),
+			title: "Save session messages", readOnly: false, destructive: false, idempotent: false, openWorld: false,
+			order: transport.Order{Write: true, Scope: transport.ScopeSession, Creates: true}}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			r, bad := saveRequest(ctx, req)
 			if bad != nil {
@@ -183,7 +185,8 @@ func resumeTool(svc *memory.Service) server.ServerTool {
 	}, "session_id", "summary", "messages", "next_cursor")
 	return server.ServerTool{
 		Tool: newTool("session_resume", resumeDescription, in, out, hints{
-			title: "Resume a session", readOnly: true, destructive: false, idempotent: true, openWorld: false}),
+			title: "Resume a session", readOnly: true, destructive: false, idempotent: true, openWorld: false,
+			order: transport.Order{Scope: transport.ScopeSession}}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_resume"
 			a := newArgs(ctx, name, req)
@@ -198,51 +201,21 @@ func resumeTool(svc *memory.Service) server.ServerTool {
 			if err := a.done(); err != nil {
 				return toolError(ctx, name, err), nil
 			}
-			limit := r.MaxTokens
-			if limit == 0 {
-				limit = memory.DefaultMaxTokens
+			// memory sizes the page so that it and what resumeResult adds around it
+			// (memory.ResumeFrameChars) stay within max_tokens.
+			res, err := svc.Resume(ctx, r)
+			if err != nil {
+				return toolError(ctx, name, err), nil
 			}
-			var out *mcp.CallToolResult
-			// memory sizes the page for max_tokens; should the whole result still come out
-			// larger (an envelope longer than allowed for), ask again for a smaller page.
-			for attempt := 0; attempt < 3; attempt++ {
-				res, err := svc.Resume(ctx, r)
-				if err != nil {
-					return toolError(ctx, name, err), nil
-				}
-				out = resumeResult(ctx, res)
-				// memory measured its part exactly; the text and the envelope are all that is
-				// added, so encoding the whole page again is needed only when that is close.
-				if res.Chars+resultTextChars(out)+200 <= limit*4 {
-					break
-				}
-				over := tokens(out) - limit
-				if over <= 0 || r.MaxTokens == memory.MinMaxTokens {
-					break
-				}
-				r.MaxTokens = max(memory.MinMaxTokens, limit-over-100*(attempt+1))
-			}
-			return out, nil
+			return resumeResult(ctx, res), nil
 		},
 	}
-}
-
-// resultTextChars is the length of a result's text blocks in characters, each counted as
-// JSON would escape it at worst (HTML characters grow to six).
-func resultTextChars(res *mcp.CallToolResult) int {
-	n := 0
-	for _, c := range res.Content {
-		if tc, ok := c.(mcp.TextContent); ok {
-			n += utf8.RuneCountInString(tc.Text) + 5*strings.Count(tc.Text, "<") + 5*strings.Count(tc.Text, ">") + 5*strings.Count(tc.Text, "&")
-		}
-	}
-	return n
 }
 
 // A resume page goes out with the messages as memory read them from the store
 // (memory.ResumeRequest.Raw), the bytes a client saved plus entry_id: they are neither decoded
 // nor encoded again on their way out. The structured content is built once as JSON
-// (rawStructured: the page's other fields, then "messages"), and the stdio transport copies it
+// (transport.RawStructured: the page's other fields, then "messages"), and the stdio transport copies it
 // into the answer as it is (encodeMessage).
 
 // resumeResult shapes a resume page: structured content plus a short text (which repeats the
@@ -277,7 +250,7 @@ func resumeResult(ctx context.Context, res memory.ResumeResult) *mcp.CallToolRes
 		text += fmt.Sprintf(" More messages follow: call session_resume with session_id %q and cursor %q.", res.SessionID, res.NextCursor)
 	}
 	res.Messages, res.RawMessages = nil, nil
-	raw, err := rawStructured(resumeHead{ResumeResult: res}, "messages", msgs)
+	raw, err := transport.RawStructured(resumeHead{ResumeResult: res}, "messages", msgs)
 	if err != nil {
 		return toolError(ctx, "session_resume", fmt.Errorf("encode the page: %w", err))
 	}
@@ -286,7 +259,7 @@ func resumeResult(ctx context.Context, res memory.ResumeResult) *mcp.CallToolRes
 	return out
 }
 
-// resumeHead is a resume page without its messages (rawStructured appends them): the
+// resumeHead is a resume page without its messages (transport.RawStructured appends them): the
 // embedded result's own messages field is shadowed by one that is never written.
 type resumeHead struct {
 	memory.ResumeResult
@@ -312,7 +285,8 @@ func listTool(svc *memory.Service, o *Options) server.ServerTool {
 	}, "sessions", "next_cursor")
 	return server.ServerTool{
 		Tool: newTool("session_list", listDescription+"\n\n"+queryLimits, in, out, hints{
-			title: "List sessions", readOnly: true, destructive: false, idempotent: true, openWorld: false}),
+			title: "List sessions", readOnly: true, destructive: false, idempotent: true, openWorld: false,
+			order: transport.Order{Scope: transport.ScopeStore}}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_list"
 			a := newArgs(ctx, name, req)
@@ -361,7 +335,7 @@ func listText(res memory.ListResult) string {
 			label = s.Preview
 		}
 		fmt.Fprintf(&b, "\n- %s  %s  %s  %d msgs  %q", s.ID, s.UpdatedAt.UTC().Format("2006-01-02 15:04"),
-			s.WorkingDir, s.MessageCount, oneLine(label, 80))
+			s.WorkingDir, s.MessageCount, clipLine(label, 80))
 	}
 	if res.NextCursor != "" {
 		fmt.Fprintf(&b, "\nMore sessions: call session_list with cursor %q.", res.NextCursor)
@@ -388,7 +362,8 @@ func forkTool(svc *memory.Service) server.ServerTool {
 	}, "session_id", "parent_session_id", "message_count")
 	return server.ServerTool{
 		Tool: newTool("session_fork", forkDescription+"\n\n"+forkLimits, in, out, hints{
-			title: "Fork a session", readOnly: false, destructive: false, idempotent: false, openWorld: false}),
+			title: "Fork a session", readOnly: false, destructive: false, idempotent: false, openWorld: false,
+			order: transport.Order{Write: true, Scope: transport.ScopeSession}}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_fork"
 			a := newArgs(ctx, name, req)
@@ -425,7 +400,8 @@ func deleteTool(svc *memory.Service) server.ServerTool {
 	}, "deleted")
 	return server.ServerTool{
 		Tool: newTool("session_delete", deleteDescription, in, out, hints{
-			title: "Delete a session", readOnly: false, destructive: true, idempotent: true, openWorld: false}),
+			title: "Delete a session", readOnly: false, destructive: true, idempotent: true, openWorld: false,
+			order: transport.Order{Write: true, Scope: transport.ScopeSession}}),
 		Handler: func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
 			const name = "session_delete"
 			a := newArgs(ctx, name, req)

@@ -11,6 +11,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 	"github.com/tidwall/gjson"
 
+	"github.com/sessionmem/sessionmem/mcpserver/transport"
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/storage/local"
 )
@@ -24,7 +25,7 @@ func TestWrapHTTP(t *testing.T) {
 	}
 	defer store.Close()
 	svc := memory.New(store, memory.Options{})
-	ts := httptest.NewServer(WrapHTTP(server.NewStreamableHTTPServer(New(svc, Options{}), server.WithStateful(true))))
+	ts := httptest.NewServer(transport.WrapHTTP(server.NewStreamableHTTPServer(New(svc, Options{}), server.WithStateful(true))))
 	defer ts.Close()
 	post := func(session, body string) (string, http.Header) {
 		t.Helper()

@@ -10,9 +10,9 @@ import (
 	"testing"
 	"time"
 
-	"github.com/sessionmem/sessionmem/internal/testcorpus"
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/storage/local"
+	"github.com/sessionmem/sessionmem/transcript/transcripttest"
 )
 
 // Benchmarks with real messages: corpus messages of 1 to 4 KB (about 2 KB on average), in
@@ -60,7 +60,7 @@ func BenchmarkSaveCorpus(b *testing.B) {
 	for _, at := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("at=%d", at), func(b *testing.B) {
 			s := corpusService(b)
-			msgs := testcorpus.Sized(b, at+20000, 1024, 4096)
+			msgs := transcripttest.Sized(b, at+20000, 1024, 4096)
 			id := fillCorpus(b, s, msgs, at)
 			var ds []time.Duration
 			i := at
@@ -102,7 +102,7 @@ func BenchmarkResumeFull(b *testing.B) {
 	for _, n := range []int{2000, 6000} {
 		b.Run(fmt.Sprintf("msgs=%d", n), func(b *testing.B) {
 			s := corpusService(b)
-			id := fillCorpus(b, s, testcorpus.Sized(b, n, 1024, 4096), n)
+			id := fillCorpus(b, s, transcripttest.Sized(b, n, 1024, 4096), n)
 			var ds []time.Duration
 			for b.Loop() {
 				start := time.Now()
@@ -128,7 +128,7 @@ func BenchmarkResumeFirstPage(b *testing.B) {
 		for _, mode := range []string{"warm", "cold", "cold-nosnapshot"} {
 			b.Run(fmt.Sprintf("msgs=%d/%s", n, mode), func(b *testing.B) {
 				s := corpusService(b)
-				id := fillCorpus(b, s, testcorpus.Sized(b, n, 1024, 4096), n)
+				id := fillCorpus(b, s, transcripttest.Sized(b, n, 1024, 4096), n)
 				s.Close() // writes the snapshot
 				var ds []time.Duration
 				for b.Loop() {
@@ -192,7 +192,7 @@ func BenchmarkListPages(b *testing.B) {
 // hands it over (its JSON as the client sent it), the first step of every save.
 func BenchmarkDecodeInputMessage(b *testing.B) {
 	var raws [][]byte
-	for _, m := range testcorpus.Sized(b, 200, 1024, 4096) {
+	for _, m := range transcripttest.Sized(b, 200, 1024, 4096) {
 		raw, err := json.Marshal(m)
 		if err != nil {
 			b.Fatal(err)

@@ -4,9 +4,9 @@ import (
 	"encoding/json"
 	"testing"
 
-	"github.com/sessionmem/sessionmem/internal/testcorpus"
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/redact"
+	"github.com/sessionmem/sessionmem/transcript/transcripttest"
 )
 
 // BenchmarkSaveSteps times the CPU steps memory takes for one session_save of one ~2 KB
@@ -17,7 +17,7 @@ import (
 //
 //	go test -run '^$' -bench SaveSteps -count 10 ./memory/
 func BenchmarkSaveSteps(b *testing.B) {
-	msgs := testcorpus.Sized(b, 200, 1024, 4096)
+	msgs := transcripttest.Sized(b, 200, 1024, 4096)
 	raws := make([][]byte, len(msgs))
 	for i, m := range msgs {
 		raw, err := json.Marshal(m)

@@ -51,37 +51,13 @@ type plan struct {
 // written by the caller (two-step agent flow), by MCP sampling, by a configured LLM, or by the
 // extractive summarizer.
 func (s *Service) Compact(ctx context.Context, req CompactRequest) (CompactResult, error) {
-	if err := checkSessionID("session_id", req.SessionID); err != nil {
+	if err := s.checkCompact(req); err != nil {
 		return CompactResult{}, err
-	}
-	if req.KeepRecentTokens < 0 {
-		return CompactResult{}, invalidf("pass keep_recent_tokens as a positive number of tokens, or omit it for 20000", "keep_recent_tokens is negative")
-	}
-	name := req.Summarizer
-	switch name {
-	case "", SummarizerAuto, SummarizerAgent, SummarizerSampling, SummarizerLLM, SummarizerExtractive:
-	default:
-		return CompactResult{}, invalidf(`use one of "auto", "agent", "sampling", "llm", "extractive"`, "unknown summarizer %q", clip(name, 40))
-	}
-	if req.Summary != "" && req.CompactionID == "" {
-		return CompactResult{}, invalidf("call session_compact without summary first; it returns a compaction_id to send back with the summary",
-			"summary given without compaction_id")
-	}
-	if req.CompactionID != "" && req.Summary == "" {
-		return CompactResult{}, invalidf("send the summary you wrote together with compaction_id", "compaction_id given without summary")
 	}
 	progress := func(done float64, msg string) {
 		if req.Progress != nil {
 			req.Progress(done, 4, msg)
 		}
-	}
-	if name == SummarizerSampling && req.Sampler == nil && req.Summary == "" {
-		return CompactResult{}, &Error{Kind: ErrUnavailable, Msg: "this client did not declare MCP sampling",
-			Hint: `use summarizer "agent" (you write the summary) or "extractive" (no model)`}
-	}
-	if name == SummarizerLLM && s.opts.LLM == nil && req.Summary == "" {
-		return CompactResult{}, &Error{Kind: ErrUnavailable, Msg: "no LLM summarizer is configured",
-			Hint: `set SESSIONMEM_LLM_URL and SESSIONMEM_LLM_MODEL (and SESSIONMEM_LLM_API_KEY) for the server, or use summarizer "agent" or "extractive"`}
 	}
 	var tok compactionToken
 	if req.CompactionID != "" {
@@ -114,19 +90,76 @@ func (s *Service) Compact(ctx context.Context, req CompactRequest) (CompactResul
 			return CompactResult{}, stalef("call session_compact again without summary to get a fresh compaction_id and conversation",
 				"compaction_id is stale: session %s changed after it was issued", req.SessionID)
 		}
-		text := fileops.CleanSummary(summaryText(s.redact(req.Summary)))
-		if text == "" {
-			return CompactResult{}, invalidf("write the summary text", "summary is empty")
-		}
-		if n, limit := compaction.EstimateText(text), pl.req.MaxSummaryTokens; n > limit {
-			return CompactResult{}, invalidf(fmt.Sprintf("shorten it to at most %d tokens (about %d characters) and send it again with the same compaction_id; "+
-				"the file lists and recorded facts the server appends take the rest of the summary's %d-token budget", limit, 4*limit, compaction.SummaryBudgetTokens),
-				"summary is about %d tokens, over its limit of %d", n, limit)
+		text, err := agentSummary(s.redact(req.Summary), pl)
+		if err != nil {
+			return CompactResult{}, err
 		}
 		return s.commitCompaction(ctx, pl, text, SummarizerAgent, progress)
 	}
-	var sum compaction.Summarizer
+	sum := s.summarizer(req)
+	if sum == nil { // the agent writes it: step one of the two-step flow
+		return s.needsSummary(pl, req.KeepRecentTokens), nil
+	}
+	progress(1, "summarizing with "+sum.Name())
+	text, err := runSummarizer(ctx, sum, pl, s.redact)
+	if err != nil {
+		return CompactResult{}, err
+	}
+	progress(3, "storing the compaction")
+	return s.commitCompaction(ctx, pl, text, sum.Name(), progress)
+}
+
+// checkCompact refuses a compact request that is malformed or asks for a summarizer this
+// server or client does not have.
+func (s *Service) checkCompact(req CompactRequest) error {
+	if err := checkSessionID("session_id", req.SessionID); err != nil {
+		return err
+	}
+	if req.KeepRecentTokens < 0 {
+		return invalidf("pass keep_recent_tokens as a positive number of tokens, or omit it for 20000", "keep_recent_tokens is negative")
+	}
+	name := req.Summarizer
 	switch name {
+	case "", SummarizerAuto, SummarizerAgent, SummarizerSampling, SummarizerLLM, SummarizerExtractive:
+	default:
+		return invalidf(`use one of "auto", "agent", "sampling", "llm", "extractive"`, "unknown summarizer %q", clip(name, 40))
+	}
+	if req.Summary != "" && req.CompactionID == "" {
+		return invalidf("call session_compact without summary first; it returns a compaction_id to send back with the summary",
+			"summary given without compaction_id")
+	}
+	if req.CompactionID != "" && req.Summary == "" {
+		return invalidf("send the summary you wrote together with compaction_id", "compaction_id given without summary")
+	}
+	if name == SummarizerSampling && req.Sampler == nil && req.Summary == "" {
+		return &Error{Kind: ErrUnavailable, Msg: "this client did not declare MCP sampling",
+			Hint: `use summarizer "agent" (you write the summary) or "extractive" (no model)`}
+	}
+	if name == SummarizerLLM && s.opts.LLM == nil && req.Summary == "" {
+		return &Error{Kind: ErrUnavailable, Msg: "no LLM summarizer is configured",
+			Hint: `set SESSIONMEM_LLM_URL and SESSIONMEM_LLM_MODEL (and SESSIONMEM_LLM_API_KEY) for the server, or use summarizer "agent" or "extractive"`}
+	}
+	return nil
+}
+
+// agentSummary checks the summary an agent wrote (redacted) against the plan's budget.
+func agentSummary(summary string, pl *plan) (string, error) {
+	text := fileops.CleanSummary(summaryText(summary))
+	if text == "" {
+		return "", invalidf("write the summary text", "summary is empty")
+	}
+	if n, limit := compaction.EstimateText(text), pl.req.MaxSummaryTokens; n > limit {
+		return "", invalidf(fmt.Sprintf("shorten it to at most %d tokens (about %d characters) and send it again with the same compaction_id; "+
+			"the file lists and recorded facts the server appends take the rest of the summary's %d-token budget", limit, 4*limit, compaction.SummaryBudgetTokens),
+			"summary is about %d tokens, over its limit of %d", n, limit)
+	}
+	return text, nil
+}
+
+// summarizer returns the summarizer a request asks for, nil when the agent writes the summary.
+func (s *Service) summarizer(req CompactRequest) compaction.Summarizer {
+	var sum compaction.Summarizer
+	switch req.Summarizer {
 	case "", SummarizerAuto:
 		switch {
 		case req.Sampler != nil:
@@ -141,28 +174,29 @@ func (s *Service) Compact(ctx context.Context, req CompactRequest) (CompactResul
 	case SummarizerExtractive:
 		sum = compaction.Extractive{}
 	}
-	if sum == nil { // the agent writes it: step one of the two-step flow
-		return s.needsSummary(pl, req.KeepRecentTokens), nil
-	}
-	progress(1, "summarizing with "+sum.Name())
+	return sum
+}
+
+// runSummarizer has sum summarize the plan's conversation and returns the text, redacted and
+// within the summary's bound; failures are said as the caller can act on them.
+func runSummarizer(ctx context.Context, sum compaction.Summarizer, pl *plan, redact func(string) string) (string, error) {
 	text, err := compaction.Run(ctx, sum, pl.req)
 	if err != nil {
 		if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-			return CompactResult{}, &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("the %s summarizer did not answer in time", sum.Name()),
+			return "", &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("the %s summarizer did not answer in time", sum.Name()),
 				Hint: `try again, or use summarizer "agent" or "extractive"`}
 		}
-		return CompactResult{}, &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("the %s summarizer failed: %v", sum.Name(), err),
+		return "", &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("the %s summarizer failed: %v", sum.Name(), err),
 			Hint: `try again, or use summarizer "agent" or "extractive"`}
 	}
-	text = fileops.CleanSummary(summaryText(s.redact(text)))
+	text = fileops.CleanSummary(summaryText(redact(text)))
 	if text == "" {
-		return CompactResult{}, &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("the %s summarizer returned an empty summary", sum.Name()),
+		return "", &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("the %s summarizer returned an empty summary", sum.Name()),
 			Hint: `try again, or use summarizer "agent" or "extractive"`}
 	}
 	// A model may write more than it was asked for; the stored summary keeps its bound.
 	text = compaction.FitProse(text, pl.req.MaxSummaryTokens)
-	progress(3, "storing the compaction")
-	return s.commitCompaction(ctx, pl, text, sum.Name(), progress)
+	return text, nil
 }
 
 // plan reads the path and works out the cut, the summarizer request and the cumulative file
@@ -259,10 +293,10 @@ func (p *sessionPath) foldable(entries []compaction.Entry, from, to int) []compa
 // everything and answer nothing_to_compact to an explicit request. At 1 the cut counts at
 // least what context_tokens reports, so a session that should_compact can still be compacted.
 func (p *sessionPath) calibration() float64 {
-	if p.est <= 0 || p.ctx <= p.est {
+	if p.est <= 0 || p.ctxTokens <= p.est {
 		return 1
 	}
-	return float64(p.ctx) / float64(p.est)
+	return float64(p.ctxTokens) / float64(p.est)
 }
 
 // keepRecentTokens is the kept part compaction aims at, in context tokens: the request's (or

@@ -8,6 +8,8 @@ import (
 	"unsafe"
 
 	"github.com/tidwall/gjson"
+
+	"github.com/sessionmem/sessionmem/message"
 )
 
 // decodeEntry parses a stored record. Stored records were written by encodeEntry from validated
@@ -28,7 +30,7 @@ func decodeRecord(data []byte) (Entry, string, error) {
 	}
 	var e Entry
 	var body gjson.Result
-	parseObject(view(data), func(k string, v gjson.Result) {
+	parseObject(unsafeString(data), func(k string, v gjson.Result) {
 		switch k {
 		case "type":
 			e.Type = v.String()
@@ -45,7 +47,7 @@ func decodeRecord(data []byte) (Entry, string, error) {
 	e.Type, e.ID, e.ParentID = kindName(e.Type), strings.Clone(e.ID), strings.Clone(e.ParentID)
 	switch e.Type {
 	case KindMessage:
-		m := decodeMessage(body)
+		m := message.DecodeStored(body)
 		e.Message = &m
 	case KindCompaction:
 		var c Compaction
@@ -68,8 +70,8 @@ func decodeRecord(data []byte) (Entry, string, error) {
 	return e, "", nil
 }
 
-// view reads b as a string without copying; results that outlive the call go through str.
-func view(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
+// unsafeString reads b as a string without copying; results that outlive the call go through str.
+func unsafeString(b []byte) string { return unsafe.String(unsafe.SliceData(b), len(b)) }
 
 // str returns a gjson string result as a string of its own (gjson returns escaped strings
 // unescaped in fresh memory, and others as slices of the input).
@@ -86,91 +88,4 @@ func parseObject(js string, fn func(k string, v gjson.Result)) {
 		fn(k.Str, v)
 		return true
 	})
-}
-
-func decodeMessage(r gjson.Result) Message {
-	var m Message
-	r.ForEach(func(k, v gjson.Result) bool {
-		switch k.Str {
-		case "id":
-			m.ID = str(v)
-		case "role":
-			m.Role = roleName(v.Str)
-		case "content":
-			m.Content = decodeBlocks(v)
-		case "usage":
-			u := &Usage{}
-			v.ForEach(func(k, v gjson.Result) bool {
-				switch k.Str {
-				case "input_tokens":
-					u.InputTokens = int(v.Int())
-				case "output_tokens":
-					u.OutputTokens = int(v.Int())
-				}
-				return true
-			})
-			m.Usage = u
-		case "pinned":
-			m.Pinned = v.Bool()
-		}
-		return true
-	})
-	return m
-}
-
-func decodeBlocks(r gjson.Result) []Block {
-	if !r.IsArray() {
-		if r.Type == gjson.String {
-			return []Block{{Type: BlockText, Text: str(r)}}
-		}
-		return nil
-	}
-	var out []Block
-	r.ForEach(func(_, b gjson.Result) bool {
-		blk := Block{absent: absentIsError | absentContent | absentArguments}
-		b.ForEach(func(k, v gjson.Result) bool {
-			switch k.Str {
-			case "type":
-				blk.Type = blockName(v.Str)
-			case "text":
-				blk.Text = str(v)
-			case "thinking":
-				blk.Thinking = str(v)
-			case "id":
-				blk.ID = str(v)
-			case "name":
-				blk.Name = str(v)
-			case "arguments":
-				blk.Arguments = json.RawMessage(v.Raw)
-				blk.absent &^= absentArguments
-			case "tool_call_id":
-				blk.ToolCallID = str(v)
-			case "is_error":
-				blk.IsError = v.Bool()
-				blk.absent &^= absentIsError
-			case "content":
-				blk.Content = decodeBlocks(v)
-				blk.absent &^= absentContent
-			case "media_type":
-				blk.MediaType = str(v)
-			case "data":
-				blk.Data = str(v)
-			}
-			return true
-		})
-		blk.absent &= blk.optional()
-		out = append(out, blk)
-		return true
-	})
-	return out
-}
-
-// blockName returns the package's constant for a stored block type.
-func blockName(s string) string {
-	for _, t := range []string{BlockText, BlockToolCall, BlockToolResult, BlockThinking, BlockImage} {
-		if s == t {
-			return t
-		}
-	}
-	return strings.Clone(s)
 }

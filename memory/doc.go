@@ -7,9 +7,8 @@
 // may also carry the client's own id, which makes saving it again a no-op.
 //
 // The Service validates every request completely before it writes anything, so a rejected call
-// changes nothing. DecodeInputMessage (input.go) reads a message as a client sent it, checking
-// its field names, in one pass (the MCP layer's save; input_fast.go reads the common case
-// without gjson, on internal/jsonscan's strict reader). Everything it writes passes one redaction gate first (gate.go): every string
+// changes nothing. The message itself (model, decoders, encoder) is package message's;
+// memory's Message, Block and DecodeInputMessage are its names for them. Everything it writes passes one redaction gate first (gate.go): every string
 // of every entry, found by reflection, and a new session's header and metadata; RedactStore
 // applies today's gate to what older versions stored (scrub.go). See docs/REDACTION.md. Errors a caller can act on are *Error values wrapping the sentinels
 // ErrInvalid, ErrNotFound, ErrStale and ErrUnavailable, with a message saying what to do.

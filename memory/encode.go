@@ -4,8 +4,10 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"time"
 
 	"github.com/sessionmem/sessionmem/internal/jsonscan"
+	"github.com/sessionmem/sessionmem/message"
 )
 
 // encodeEntry renders an entry as its stored JSON object: small keys first (type, id,
@@ -94,7 +96,7 @@ func (s *Service) redactJSONGeneral(raw json.RawMessage) json.RawMessage {
 // redaction itself. The strings are decoded as encoding/json decodes them (jsonscan), so
 // the hook sees the same text; input cleanJSON cannot read goes the general way.
 func (s *Service) cleanJSON(raw []byte) bool {
-	r := newJSONReader(raw)
+	r := jsonscan.NewReader(unsafeString(raw), message.MaxReadDepth)
 	var buf []byte
 	r.OnString = func(t jsonscan.String) bool {
 		buf = t.AppendValue(buf[:0])
@@ -135,4 +137,33 @@ func (s *Service) redactValue(v any) any {
 		return out
 	}
 	return v
+}
+
+// appendMessageEntry appends e's stored JSON if e is a message entry, and reports whether it
+// did; other entries (and times outside what RFC 3339 allows) are left to encodeEntry's
+// general path.
+func appendMessageEntry(dst []byte, e *Entry) ([]byte, bool) {
+	if e.Type != KindMessage || e.Message == nil || e.Compaction != nil || e.BranchSummary != nil ||
+		e.Label != nil || e.SessionInfo != nil || e.ModelChange != nil {
+		return dst, false
+	}
+	if y := e.Time.Year(); y < 0 || y > 9999 {
+		return dst, false
+	}
+	out := append(dst, `{"type":`...)
+	out = message.AppendString(out, e.Type)
+	out = append(out, `,"id":`...)
+	out = message.AppendString(out, e.ID)
+	if e.ParentID != "" {
+		out = append(out, `,"parent_id":`...)
+		out = message.AppendString(out, e.ParentID)
+	}
+	out = append(out, `,"ts":"`...)
+	out = e.Time.AppendFormat(out, time.RFC3339Nano)
+	out = append(out, `","message":`...)
+	out, err := message.Append(out, e.Message)
+	if err != nil {
+		return dst, false
+	}
+	return append(out, '}'), true
 }

@@ -1,15 +1,13 @@
 package memory
 
 import (
-	"fmt"
-	"reflect"
 	"time"
 
 	"github.com/sessionmem/sessionmem/storage"
 )
 
 // SaveSteps exposes the CPU steps of a save to the external benchmarks (which alone may use
-// the corpus: internal/testcorpus imports memory), so each can be timed apart from the store.
+// the corpus: transcript/transcripttest imports transcript, which imports memory), so each can be timed apart from the store.
 type SaveSteps struct {
 	s  *Service
 	st *state
@@ -41,24 +39,6 @@ func (x *SaveSteps) Encode(e Entry) ([]byte, error) { return encodeEntry(e) }
 // Apply applies an encoded entry to the session's state as commit does.
 func (x *SaveSteps) Apply(data []byte) error {
 	return x.st.apply(storage.Record{Seq: x.st.lastSeq + 1, Kind: KindMessage, Data: data})
-}
-
-// DecodeInputBoth decodes raw with the one-pass decoder and with the general one and
-// describes how they differ ("" when they agree: the one-pass decoder declined, or both gave
-// the same Message, unexported fields included). fast reports that the one-pass decoder read
-// it.
-func DecodeInputBoth(raw []byte) (fast bool, diff string) {
-	got, ok := decodeInputFast(raw)
-	want, err := decodeInputGeneral(raw)
-	switch {
-	case !ok:
-		return false, ""
-	case err != nil:
-		return true, fmt.Sprintf("one pass decoded %+v, the general decoder failed: %v", got, err)
-	case !reflect.DeepEqual(got, want):
-		return true, fmt.Sprintf("one pass decoded\n%#v\nthe general decoder\n%#v", got, want)
-	}
-	return true, ""
 }
 
 // RedactJSONBoth returns what the gate makes of a JSON value with hook, and what the general

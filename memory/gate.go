@@ -212,58 +212,9 @@ func holdsNoText(t reflect.Type) bool {
 func (s *Service) walk(salt string, v reflect.Value, class int) (reflect.Value, bool, error) {
 	switch v.Kind() {
 	case reflect.String:
-		in := v.String()
-		var out string
-		switch class {
-		case gateID:
-			out = s.gateID(salt, in)
-		case gateSession:
-			if in != "" && s.redact(in) != in {
-				return v, false, invalidf("use a session id that carries no secret", "session id %q looks like it holds a secret", s.redact(in))
-			}
-			return v, false, nil
-		default:
-			out = s.redact(in)
-		}
-		if out == in {
-			return v, false, nil
-		}
-		nv := reflect.New(v.Type()).Elem()
-		nv.SetString(out)
-		return nv, true, nil
+		return s.walkString(salt, v, class)
 	case reflect.Slice:
-		if v.IsNil() {
-			return v, false, nil
-		}
-		if v.Type() == rawMessageType {
-			raw := json.RawMessage(v.Bytes())
-			out := s.redactJSON(raw)
-			if string(out) == string(raw) {
-				return v, false, nil
-			}
-			return reflect.ValueOf(out), true, nil
-		}
-		if v.Type().Elem().Kind() == reflect.Uint8 {
-			return v, false, fmt.Errorf("memory: the gate cannot read %s (bytes of unknown meaning)", v.Type())
-		}
-		var nv reflect.Value
-		for i := range v.Len() {
-			ev, changed, err := s.walk(salt, v.Index(i), class)
-			if err != nil {
-				return v, false, err
-			}
-			if changed {
-				if !nv.IsValid() {
-					nv = reflect.MakeSlice(v.Type(), v.Len(), v.Len())
-					reflect.Copy(nv, v)
-				}
-				nv.Index(i).Set(ev)
-			}
-		}
-		if nv.IsValid() {
-			return nv, true, nil
-		}
-		return v, false, nil
+		return s.walkSlice(salt, v, class)
 	case reflect.Pointer:
 		if v.IsNil() {
 			return v, false, nil
@@ -276,32 +227,7 @@ func (s *Service) walk(salt string, v reflect.Value, class int) (reflect.Value, 
 		np.Elem().Set(ev)
 		return np, true, nil
 	case reflect.Struct:
-		t := v.Type()
-		if t == timeType {
-			return v, false, nil
-		}
-		fields, err := gateFields(t)
-		if err != nil {
-			return v, false, err
-		}
-		var nv reflect.Value
-		for _, f := range fields {
-			fv, changed, err := s.walk(salt, v.Field(f.index), f.class)
-			if err != nil {
-				return v, false, err
-			}
-			if changed {
-				if !nv.IsValid() {
-					nv = reflect.New(t).Elem()
-					nv.Set(v)
-				}
-				nv.Field(f.index).Set(fv)
-			}
-		}
-		if nv.IsValid() {
-			return nv, true, nil
-		}
-		return v, false, nil
+		return s.walkStruct(salt, v)
 	case reflect.Bool, reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
 		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Float32, reflect.Float64:
 		return v, false, nil
@@ -309,4 +235,93 @@ func (s *Service) walk(salt string, v reflect.Value, class int) (reflect.Value, 
 	// Maps, interfaces, funcs: no stored record has them; one added later must be taught to
 	// the gate (TestGateEveryField fails until it is).
 	return v, false, fmt.Errorf("memory: the gate cannot read a %s", v.Type())
+}
+
+// walkString gates one string as its class says.
+func (s *Service) walkString(salt string, v reflect.Value, class int) (reflect.Value, bool, error) {
+	in := v.String()
+	var out string
+	switch class {
+	case gateID:
+		out = s.gateID(salt, in)
+	case gateSession:
+		if in != "" && s.redact(in) != in {
+			return v, false, invalidf("use a session id that carries no secret", "session id %q looks like it holds a secret", s.redact(in))
+		}
+		return v, false, nil
+	default:
+		out = s.redact(in)
+	}
+	if out == in {
+		return v, false, nil
+	}
+	nv := reflect.New(v.Type()).Elem()
+	nv.SetString(out)
+	return nv, true, nil
+}
+
+// walkSlice gates a slice's elements (a json.RawMessage as JSON).
+func (s *Service) walkSlice(salt string, v reflect.Value, class int) (reflect.Value, bool, error) {
+	if v.IsNil() {
+		return v, false, nil
+	}
+	if v.Type() == rawMessageType {
+		raw := json.RawMessage(v.Bytes())
+		out := s.redactJSON(raw)
+		if string(out) == string(raw) {
+			return v, false, nil
+		}
+		return reflect.ValueOf(out), true, nil
+	}
+	if v.Type().Elem().Kind() == reflect.Uint8 {
+		return v, false, fmt.Errorf("memory: the gate cannot read %s (bytes of unknown meaning)", v.Type())
+	}
+	var nv reflect.Value
+	for i := range v.Len() {
+		ev, changed, err := s.walk(salt, v.Index(i), class)
+		if err != nil {
+			return v, false, err
+		}
+		if changed {
+			if !nv.IsValid() {
+				nv = reflect.MakeSlice(v.Type(), v.Len(), v.Len())
+				reflect.Copy(nv, v)
+			}
+			nv.Index(i).Set(ev)
+		}
+	}
+	if nv.IsValid() {
+		return nv, true, nil
+	}
+	return v, false, nil
+}
+
+// walkStruct gates a struct's fields, each as its gate tag says.
+func (s *Service) walkStruct(salt string, v reflect.Value) (reflect.Value, bool, error) {
+	t := v.Type()
+	if t == timeType {
+		return v, false, nil
+	}
+	fields, err := gateFields(t)
+	if err != nil {
+		return v, false, err
+	}
+	var nv reflect.Value
+	for _, f := range fields {
+		fv, changed, err := s.walk(salt, v.Field(f.index), f.class)
+		if err != nil {
+			return v, false, err
+		}
+		if changed {
+			if !nv.IsValid() {
+				nv = reflect.New(t).Elem()
+				nv.Set(v)
+			}
+			nv.Field(f.index).Set(fv)
+		}
+	}
+	if nv.IsValid() {
+		return nv, true, nil
+	}
+	return v, false, nil
 }

@@ -8,9 +8,9 @@ import (
 	"testing"
 
 	"github.com/sessionmem/sessionmem/internal/jsonscan/jsontest"
-	"github.com/sessionmem/sessionmem/internal/testcorpus"
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/redact"
+	"github.com/sessionmem/sessionmem/transcript/transcripttest"
 )
 
 // The gate returns clean tool-call arguments as they are without decoding them into maps
@@ -63,7 +63,7 @@ func TestRedactJSONClean(t *testing.T) {
 	} {
 		checkRedactJSON(t, hooks, raw)
 	}
-	for _, m := range testcorpus.Sized(t, 3000, 0, 1<<30) {
+	for _, m := range transcripttest.Sized(t, 3000, 0, 1<<30) {
 		for _, b := range m.Content {
 			if len(b.Arguments) > 0 {
 				checkRedactJSON(t, hooks, string(b.Arguments))
@@ -143,7 +143,7 @@ func randomArguments(rng *rand.Rand, depth int) string {
 	case n == 0 || depth > 3:
 		return jsontest.Pick(rng, `null`, `true`, `-0.5e3`, `17`)
 	case n < 3:
-		return randomInputString(rng)
+		return jsontest.InputString(rng)
 	case n == 3:
 		return jsontest.Pick(rng, `"a secret"`, `"s\u0065cret"`, `"password=hunter2hunter2"`, `"sk-ant-api03-`+strings.Repeat("a", 90)+`"`)
 	case n == 4:
@@ -157,7 +157,7 @@ func randomArguments(rng *rand.Rand, depth int) string {
 	for range rng.IntN(4) {
 		k, _ := json.Marshal(jsontest.Pick(rng, "path", "command", "secret", "api_key", "content"))
 		if rng.IntN(3) == 0 {
-			k = []byte(randomInputString(rng))
+			k = []byte(jsontest.InputString(rng))
 		}
 		members = append(members, string(k)+":"+randomArguments(rng, depth+1))
 	}

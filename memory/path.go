@@ -13,15 +13,15 @@ import (
 // leaf, oldest first, taken from the state under its lock. Nodes never change once applied,
 // so the view may be read after the lock is released.
 type pathView struct {
-	nodes  []node
-	leaf   int32
-	ctx    int   // the session's context tokens
-	est    int   // the same by characters alone (node.est)
-	pinTok int   // context tokens of the pinned messages on the path
-	comp   int32 // the newest compaction on the path, -1 if none
-	linear bool
-	lo     int32   // linear: the entries are nodes[lo..leaf]
-	idx    []int32 // branched: the entries' indexes, ascending
+	nodes     []node
+	leaf      int32
+	ctxTokens int   // the session's context tokens
+	est       int   // the same by characters alone (node.est)
+	pinTok    int   // context tokens of the pinned messages on the path
+	comp      int32 // the newest compaction on the path, -1 if none
+	linear    bool
+	lo        int32   // linear: the entries are nodes[lo..leaf]
+	idx       []int32 // branched: the entries' indexes, ascending
 }
 
 func (v *pathView) len() int {
@@ -53,13 +53,13 @@ func (v *pathView) find(i int32) (int, bool) {
 
 // view returns the path from entry `from` (the leaf's ancestor or the leaf itself; -1 for
 // the root) to the leaf. The caller holds st.mu.
-func (st *state) view(from int32) *pathView {
+func (st *state) pathFrom(from int32) *pathView {
 	v := &pathView{nodes: st.nodes[:len(st.nodes):len(st.nodes)], leaf: st.leafIdx, comp: -1, linear: st.linear}
 	if st.leafIdx < 0 {
 		v.linear, v.lo = true, 0
 		return v
 	}
-	v.ctx, v.est, v.pinTok = st.nodes[st.leafIdx].ctx, st.nodes[st.leafIdx].est, st.nodes[st.leafIdx].pinTok
+	v.ctxTokens, v.est, v.pinTok = st.nodes[st.leafIdx].ctxTokens, st.nodes[st.leafIdx].est, st.nodes[st.leafIdx].pinTok
 	v.comp = st.nodes[st.leafIdx].comp
 	if from < 0 {
 		from = 0
@@ -114,7 +114,7 @@ func (st *state) contextView() *pathView {
 			}
 		}
 	}
-	return st.view(from)
+	return st.pathFrom(from)
 }
 
 // reseekGap is how many records off the path a reader skips before it seeks instead.
@@ -169,14 +169,14 @@ type pathEntry struct {
 // sessionPath is the part of a session a compaction, a fork or an export needs: the leaf's
 // path from the first entry kept by its latest compaction (or from the root) to the leaf.
 type sessionPath struct {
-	header  storage.Header
-	lastSeq uint64
-	entries []*pathEntry // root-to-leaf order
-	comp    int          // index of the latest compaction on the path, -1 if none
-	ctx     int          // the session's context tokens
-	est     int          // the same estimated by characters alone
-	pinTok  int          // context tokens of the pinned messages on the path
-	window  int          // the context window the latest save gave, 0 if not known
+	header    storage.Header
+	lastSeq   uint64
+	entries   []*pathEntry // root-to-leaf order
+	comp      int          // index of the latest compaction on the path, -1 if none
+	ctxTokens int          // the session's context tokens
+	est       int          // the same estimated by characters alone
+	pinTok    int          // context tokens of the pinned messages on the path
+	window    int          // the context window the latest save gave, 0 if not known
 }
 
 // readPath reads the leaf's path: from the root if full is set, else from the first entry the
@@ -191,13 +191,13 @@ func (s *Service) readPath(ctx context.Context, id string, full bool) (*sessionP
 		}
 		var v *pathView
 		if full {
-			v = st.view(-1)
+			v = st.pathFrom(-1)
 		} else {
 			v = st.contextView()
 		}
 		window := st.window
 		st.mu.Unlock()
-		p = &sessionPath{header: r.Header(), lastSeq: r.LastSeq(), comp: -1, ctx: v.ctx, est: v.est, pinTok: v.pinTok, window: window}
+		p = &sessionPath{header: r.Header(), lastSeq: r.LastSeq(), comp: -1, ctxTokens: v.ctxTokens, est: v.est, pinTok: v.pinTok, window: window}
 		p.entries = make([]*pathEntry, 0, v.len())
 		return v.each(r, 0, func(_ int, rec storage.Record) (bool, error) {
 			e, err := readEntry(rec)
@@ -285,7 +285,7 @@ func compactionEntry(e *pathEntry) compaction.Entry {
 }
 
 // contextTokens is the session's context estimate (state.contextTokens) when the path was read.
-func (p *sessionPath) contextTokens() int { return p.ctx }
+func (p *sessionPath) contextTokens() int { return p.ctxTokens }
 
 // outputMessage renders a context entry as a contract message, or false for entries that are
 // not conversation (compactions, labels, renames, model changes).

@@ -5,6 +5,7 @@ import (
 	"fmt"
 	"slices"
 
+	"github.com/sessionmem/sessionmem/message"
 	"github.com/sessionmem/sessionmem/storage"
 )
 
@@ -83,7 +84,7 @@ func (s *Service) checkPinned(st *state, b *batch) error {
 		if err != nil {
 			return err
 		}
-		raw, err := marshalNoEscape(m)
+		raw, err := message.MarshalNoEscape(m)
 		if err != nil {
 			return err
 		}
@@ -115,7 +116,7 @@ func (s *Service) preCheckPinned(msgs []Message) error {
 		if err != nil {
 			return err
 		}
-		raw, err := marshalNoEscape(g)
+		raw, err := message.MarshalNoEscape(g)
 		if err != nil {
 			return err
 		}

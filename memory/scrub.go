@@ -9,6 +9,7 @@ import (
 
 	"github.com/tidwall/gjson"
 
+	"github.com/sessionmem/sessionmem/message"
 	"github.com/sessionmem/sessionmem/storage"
 )
 
@@ -115,7 +116,7 @@ func (s *Service) redactRecord(h storage.Header, data []byte) ([]byte, error) {
 		return nil, err
 	}
 	delete(obj, "seq")
-	return marshalNoEscape(obj)
+	return message.MarshalNoEscape(obj)
 }
 
 // RedactReport says what RedactStore did (or, in a dry run, would do).

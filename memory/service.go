@@ -239,33 +239,10 @@ func mapStoreErr(id string, err error) error {
 
 // Save appends messages, creating the session when SessionID is empty.
 func (s *Service) Save(ctx context.Context, req SaveRequest) (SaveResult, error) {
+	if err := checkSave(req); err != nil {
+		return SaveResult{}, err
+	}
 	creating := req.SessionID == ""
-	if creating {
-		if req.WorkingDir == "" {
-			return SaveResult{}, invalidf("pass working_dir (the project's absolute path) when creating a session, or pass session_id to add to an existing one",
-				"working_dir is required when session_id is omitted")
-		}
-		if req.ParentID != "" {
-			return SaveResult{}, invalidf("omit parent_id when creating a session", "parent_id given for a new session")
-		}
-	} else if err := checkSessionID("session_id", req.SessionID); err != nil {
-		return SaveResult{}, err
-	}
-	if err := checkWorkingDir(req.WorkingDir); err != nil {
-		return SaveResult{}, err
-	}
-	if req.ParentID != "" && !validID(req.ParentID) {
-		return SaveResult{}, invalidf("pass an entry id from leaf_id or a message's entry_id", "parent_id %q is not a valid id", clip(req.ParentID, 80))
-	}
-	if err := checkMeta(req.Name, req.Model, req.Provider); err != nil {
-		return SaveResult{}, err
-	}
-	if req.ContextWindow < 0 {
-		return SaveResult{}, invalidf("pass the model's context window in tokens, or omit it", "context_window is negative")
-	}
-	if err := validateMessages(req.Messages); err != nil {
-		return SaveResult{}, err
-	}
 	msgs := stripEntryIDs(req.Messages) // the gate redacts them in commit
 	if creating {
 		if err := s.preCheckPinned(msgs); err != nil {
@@ -302,22 +279,11 @@ func (s *Service) Save(ctx context.Context, req SaveRequest) (SaveResult, error)
 			parent = pid
 		}
 		b := newBatch(st, parent, now)
-		name, model, provider := s.redact(req.Name), s.redact(req.Model), s.redact(req.Provider)
-		if name != "" && name != st.name {
-			b.add(Entry{Type: KindSessionInfo, SessionInfo: &SessionInfo{Name: name}})
-		}
-		if (model != "" && model != st.model) || (provider != "" && provider != st.provider) {
-			b.add(Entry{Type: KindModelChange, ModelChange: &ModelChange{Model: model, Provider: provider}})
-		}
-		seen := map[string]bool{}
+		s.addMetaChanges(b, req.Name, req.Model, req.Provider, time.Time{})
 		for i := range msgs {
 			m := msgs[i]
-			if m.ID != "" {
-				cid := s.gateID(salt, m.ID)
-				if _, dup := st.client[cid]; dup || seen[cid] {
-					continue
-				}
-				seen[cid] = true
+			if m.ID != "" && !b.claimClient(s.gateID(salt, m.ID)) {
+				continue
 			}
 			b.add(Entry{Type: KindMessage, Message: &m})
 			res.Saved++
@@ -344,6 +310,38 @@ func (s *Service) Save(ctx context.Context, req SaveRequest) (SaveResult, error)
 	return res, nil
 }
 
+// checkSave refuses a save request that is malformed, before anything is read or written.
+func checkSave(req SaveRequest) error {
+	creating := req.SessionID == ""
+	if creating {
+		if req.WorkingDir == "" {
+			return invalidf("pass working_dir (the project's absolute path) when creating a session, or pass session_id to add to an existing one",
+				"working_dir is required when session_id is omitted")
+		}
+		if req.ParentID != "" {
+			return invalidf("omit parent_id when creating a session", "parent_id given for a new session")
+		}
+	} else if err := checkSessionID("session_id", req.SessionID); err != nil {
+		return err
+	}
+	if err := checkWorkingDir(req.WorkingDir); err != nil {
+		return err
+	}
+	if req.ParentID != "" && !validID(req.ParentID) {
+		return invalidf("pass an entry id from leaf_id or a message's entry_id", "parent_id %q is not a valid id", clip(req.ParentID, 80))
+	}
+	if err := checkMeta(req.Name, req.Model, req.Provider); err != nil {
+		return err
+	}
+	if req.ContextWindow < 0 {
+		return invalidf("pass the model's context window in tokens, or omit it", "context_window is negative")
+	}
+	if err := validateMessages(req.Messages); err != nil {
+		return err
+	}
+	return nil
+}
+
 func checkMeta(name, model, provider string) error {
 	for _, f := range []struct{ field, v string }{{"name", name}, {"model", model}, {"provider", provider}} {
 		if len(f.v) > MaxNameBytes {
@@ -368,6 +366,28 @@ type batch struct {
 
 func newBatch(st *state, parent string, now time.Time) *batch {
 	return &batch{st: st, parent: parent, now: now, taken: map[string]bool{}}
+}
+
+// claimClient reports whether a client id (a message's, an imported summary's key), as the
+// gate makes it, is new to the session and to the batch, and claims it for the batch.
+func (b *batch) claimClient(id string) bool {
+	if _, dup := b.st.client[id]; dup || b.taken["client:"+id] {
+		return false
+	}
+	b.taken["client:"+id] = true
+	return true
+}
+
+// addMetaChanges adds the entries that rename the session or change its model, when the
+// request's (redacted) values differ from the session's; at (zero: the batch's time) is when.
+func (s *Service) addMetaChanges(b *batch, name, model, provider string, at time.Time) {
+	name, model, provider = s.redact(name), s.redact(model), s.redact(provider)
+	if name != "" && name != b.st.name {
+		b.add(Entry{Type: KindSessionInfo, SessionInfo: &SessionInfo{Name: name}, Time: at})
+	}
+	if (model != "" && model != b.st.model) || (provider != "" && provider != b.st.provider) {
+		b.add(Entry{Type: KindModelChange, ModelChange: &ModelChange{Model: model, Provider: provider}, Time: at})
+	}
 }
 
 // add appends e as a child of the previous entry, assigning a fresh id unless e has one.

@@ -12,6 +12,7 @@ import (
 	"github.com/tidwall/gjson"
 
 	"github.com/sessionmem/sessionmem/compaction"
+	"github.com/sessionmem/sessionmem/message"
 	"github.com/sessionmem/sessionmem/storage"
 )
 
@@ -36,11 +37,11 @@ type node struct {
 	usage     int // input+output tokens an assistant message reported, 0 if none
 
 	// Totals along the path from the root to this entry.
-	ctx  int   // context tokens with this entry as the leaf (see contextTokens)
-	est  int   // the same context estimated by characters alone, no usage (see calibration)
-	msgs int   // message entries on the path
-	out  int   // tokens of the conversation resume returns: messages and branch summaries
-	comp int32 // the newest compaction on the path (this entry included), -1 if none
+	ctxTokens int   // context tokens with this entry as the leaf (see contextTokens)
+	est       int   // the same context estimated by characters alone, no usage (see calibration)
+	msgs      int   // message entries on the path
+	out       int   // tokens of the conversation resume returns: messages and branch summaries
+	comp      int32 // the newest compaction on the path (this entry included), -1 if none
 
 	// Pinned messages (contract v2): pin is the nearest pinned message on the path, this
 	// entry included (-1 if none), so the pinned messages before any entry are a walk over
@@ -147,30 +148,7 @@ func (st *state) apply(rec storage.Record) error {
 	outTokens := 0
 	switch n.kind {
 	case KindMessage:
-		// One pass over the message's keys: usage and pinned follow the content, which a
-		// lookup per key would skip over again each time.
-		body.ForEach(func(k, v gjson.Result) bool {
-			switch k.Str {
-			case "role":
-				n.role = roleName(v.Str)
-			case "id":
-				n.clientID = strings.Clone(v.Str)
-			case "usage":
-				n.usage = int(v.Get("input_tokens").Int() + v.Get("output_tokens").Int())
-			case "pinned":
-				n.pinned = v.Bool()
-			}
-			return true
-		})
-		raw := unsafe.Slice(unsafe.StringData(body.Raw), len(body.Raw))
-		n.tokens = compaction.EstimateMessage(raw)
-		outTokens = n.tokens
-		if n.pinned {
-			st.pinnedCost += pinCost(raw, n.id)
-		}
-		if st.preview == "" && n.role == RoleUser {
-			st.preview = previewOf(body)
-		}
+		outTokens = st.applyMessage(&n, body)
 	case KindCompaction:
 		n.tokens = estimateText(body.Get("summary").Str)
 		n.clientID = strings.Clone(body.Get("key").Str)
@@ -210,6 +188,35 @@ func (st *state) apply(rec storage.Record) error {
 	return nil
 }
 
+// applyMessage fills n, a message entry, from its stored message, and returns what it adds to
+// the conversation resume returns.
+func (st *state) applyMessage(n *node, body gjson.Result) int {
+	// One pass over the message's keys: usage and pinned follow the content, which a
+	// lookup per key would skip over again each time.
+	body.ForEach(func(k, v gjson.Result) bool {
+		switch k.Str {
+		case "role":
+			n.role = roleName(v.Str)
+		case "id":
+			n.clientID = strings.Clone(v.Str)
+		case "usage":
+			n.usage = int(v.Get("input_tokens").Int() + v.Get("output_tokens").Int())
+		case "pinned":
+			n.pinned = v.Bool()
+		}
+		return true
+	})
+	raw := unsafe.Slice(unsafe.StringData(body.Raw), len(body.Raw))
+	n.tokens = compaction.EstimateMessage(raw)
+	if n.pinned {
+		st.pinnedCost += pinCost(raw, n.id)
+	}
+	if st.preview == "" && n.role == RoleUser {
+		st.preview = previewOf(body)
+	}
+	return n.tokens
+}
+
 // totals fills n's running totals along its path from its parent's (n becomes entry i;
 // outTokens is what it adds to the conversation resume returns). Only entries before i are
 // read, so a snapshot's decoding (snapshot.go) derives the totals the same way.
@@ -218,7 +225,7 @@ func (st *state) totals(n *node, i int32, outTokens int) {
 	n.msgs, n.out, n.comp, n.pin, n.pinTok = 0, 0, -1, -1, 0
 	if n.parent >= 0 {
 		p := &st.nodes[n.parent]
-		n.msgs, n.out, n.comp, ctxBefore, estBefore = p.msgs, p.out, p.comp, p.ctx, p.est
+		n.msgs, n.out, n.comp, ctxBefore, estBefore = p.msgs, p.out, p.comp, p.ctxTokens, p.est
 		n.pin, n.pinTok = p.pin, p.pinTok
 	}
 	if n.kind == KindMessage {
@@ -231,13 +238,13 @@ func (st *state) totals(n *node, i int32, outTokens int) {
 	switch {
 	case n.kind == KindCompaction:
 		n.comp = i
-		n.ctx = st.compactionContext(n.parent, n.firstKept, n.tokens)
-		n.est = n.ctx
+		n.ctxTokens = st.compactionContext(n.parent, n.firstKept, n.tokens)
+		n.est = n.ctxTokens
 	case n.usage > 0:
-		n.ctx = n.usage
+		n.ctxTokens = n.usage
 		n.est = estBefore + n.tokens
 	default:
-		n.ctx = ctxBefore + n.tokens
+		n.ctxTokens = ctxBefore + n.tokens
 		n.est = estBefore + n.tokens
 	}
 }
@@ -253,14 +260,7 @@ func kindName(s string) string {
 	return strings.Clone(s)
 }
 
-func roleName(s string) Role {
-	for _, r := range []Role{RoleUser, RoleAssistant, RoleToolResult, RoleSystem} {
-		if s == string(r) {
-			return r
-		}
-	}
-	return Role(strings.Clone(s))
-}
+func roleName(s string) Role { return message.RoleName(s) }
 
 // onPathIdx reports whether entry k is entry i or one of its ancestors.
 func (st *state) onPathIdx(i, k int32) bool {
@@ -336,14 +336,14 @@ func (st *state) meta(now time.Time) storage.Meta {
 // everything up to it. This is the one definition of a session's context tokens: saves,
 // listings and resume all report it.
 //
-// As a recurrence over the path (node.ctx): a compaction counts its summary plus the entries
+// As a recurrence over the path (node.ctxTokens): a compaction counts its summary plus the entries
 // it keeps; an entry that reports usage counts that usage; any other entry adds its own
 // estimate to its parent's figure.
 func (st *state) contextTokens() int {
 	if st.leafIdx < 0 {
 		return 0
 	}
-	return st.nodes[st.leafIdx].ctx
+	return st.nodes[st.leafIdx].ctxTokens
 }
 
 // has reports whether an entry id is taken.
@@ -377,12 +377,12 @@ func previewOf(msg gjson.Result) string {
 		}
 		return true
 	})
-	return strings.Clone(oneLine(strings.ReplaceAll(text, "\x00", "\uFFFD"), 200))
+	return strings.Clone(clipLineBytes(strings.ReplaceAll(text, "\x00", "\uFFFD"), 200))
 }
 
-// oneLine collapses whitespace runs (newlines included) and cuts s to at most n bytes on a rune
+// clipLineBytes collapses whitespace runs (newlines included) and cuts s to at most n bytes on a rune
 // boundary.
-func oneLine(s string, n int) string {
+func clipLineBytes(s string, n int) string {
 	s = strings.Join(strings.Fields(s), " ")
 	if len(s) <= n {
 		return s

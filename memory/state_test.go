@@ -336,7 +336,7 @@ func refResume(t *testing.T, s *Service, id string, maxTokens int, prune bool) [
 			}
 		}
 		cursorReserve := len(encodeToken("r1.", resumeCursor{Session: id, Next: strings.Repeat("x", MaxIDBytes), Seq: 1 << 62}))
-		budget := maxTokens*4 - responseSlack - 2*cursorReserve
+		budget := maxTokens*4 - ResumeFrameChars - 2*cursorReserve
 		fitHeader(&res, budget/2)
 		used := jsonChars(res)
 		next := len(msgs)

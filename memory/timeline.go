@@ -98,7 +98,7 @@ func (s *Service) Timeline(ctx context.Context, req TimelineRequest) (TimelineRe
 		if err != nil {
 			return err
 		}
-		v := st.view(-1)
+		v := st.pathFrom(-1)
 		lo, hi, err := timelineWindow(st, v, req, limit, maxTokens)
 		st.mu.Unlock()
 		if err != nil {

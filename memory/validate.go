@@ -1,7 +1,6 @@
 package memory
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"path"
@@ -9,6 +8,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sessionmem/sessionmem/internal/jsonscan"
+	"github.com/sessionmem/sessionmem/message"
 	"github.com/sessionmem/sessionmem/storage"
 )
 
@@ -21,28 +21,16 @@ const (
 	MaxNameBytes     = 512
 	MaxIDBytes       = 128
 	MaxQueryBytes    = 1000
-	// MaxMessageDepth bounds the JSON nesting of one message as sent and as stored, counting
-	// the message object as level 1 (its content list is 2, a block 3, a tool call's
-	// arguments object 4, so arguments may nest MaxArgumentsDepth levels). Every reader of
-	// stored data must read what the door lets in, and 512 leaves them room: memory's and
-	// compaction's one-pass readers (jsonscan) follow 512 levels counted from the arguments
-	// (deeper text goes to gjson, which recurses without a limit); encoding/json, which
-	// decodes requests, imports and exports and re-checks every raw value it writes, stops at
-	// 10,000 levels counted over the whole document, of which an envelope (a JSON-RPC
-	// request or answer, an export line) takes fewer than ten; and a client's decoder may be
-	// stricter still (Python's json recurses, and stops at its recursion limit, 1,000 by
-	// default). Before the limit, a save 10,000 levels deep was stored and then could not be
-	// exported.
-	MaxMessageDepth = 512
-	// MaxArgumentsDepth is how deep a tool call's arguments may nest, the arguments object
-	// being level 1: what MaxMessageDepth leaves them.
-	MaxArgumentsDepth = MaxMessageDepth - 3
+	// MaxMessageDepth bounds the JSON nesting of one message (message.MaxDepth).
+	MaxMessageDepth = message.MaxDepth
+	// MaxArgumentsDepth is how deep a tool call's arguments may nest (message.MaxArgumentsDepth).
+	MaxArgumentsDepth = message.MaxArgumentsDepth
 )
 
 // depthRule and depthHint word the nesting limit in errors.
 const (
-	depthRule = "the message object is level 1, a tool call's arguments object level 4"
-	depthHint = "flatten the deepest data, e.g. send a deeply nested value as a JSON string inside the arguments, and retry; nothing was saved"
+	depthRule = message.DepthRule
+	depthHint = message.DepthHint
 )
 
 // validID reports whether id is a valid session, entry or client id: [A-Za-z0-9_.-]{1,128},
@@ -214,7 +202,7 @@ func validateBlock(role Role, b *Block, nested bool) *Error {
 			return invalidf("tool_result blocks belong to tool_result (or user) messages", "tool_result block in a %s message", role)
 		}
 		if b.ToolCallID == "" {
-			return invalidf(`give tool_result blocks the "tool_call_id" of the call they answer`, "tool_result block lacks tool_call_id")
+			return invalidf(`give tool_result blocks the "`+message.FieldToolCallID+`" of the call they answer`, "tool_result block lacks "+message.FieldToolCallID)
 		}
 		for i := range b.Content {
 			if err := validateBlock(role, &b.Content[i], true); err != nil {
@@ -224,7 +212,7 @@ func validateBlock(role Role, b *Block, nested bool) *Error {
 		}
 	case BlockImage:
 		if b.MediaType == "" || b.Data == "" {
-			return invalidf(`give image blocks "media_type" and base64 "data"`, "image block lacks media_type or data")
+			return invalidf(`give image blocks "`+message.FieldMediaType+`" and base64 "data"`, "image block lacks "+message.FieldMediaType+" or data")
 		}
 	case "":
 		return invalidf(`set each block's "type" to text, thinking, tool_call, tool_result or image`, "block type is missing")
@@ -245,9 +233,4 @@ func clip(s string, n int) string {
 	return s[:n] + "…"
 }
 
-// isJSONObject reports whether raw is one valid JSON object (what unmarshalling it into a map
-// accepts), without building the map.
-func isJSONObject(raw []byte) bool {
-	t := bytes.TrimLeft(raw, " \t\r\n")
-	return len(t) > 0 && t[0] == '{' && (validJSON(raw) || json.Valid(raw))
-}
+func isJSONObject(raw []byte) bool { return message.IsJSONObject(raw) }

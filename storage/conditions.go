@@ -20,13 +20,16 @@ var (
 )
 
 // DiskFull reports whether err says the disk holding the store, or the user's quota on it,
-// is full: ErrDiskFull, ENOSPC or EDQUOT.
+// is full: ErrDiskFull, ENOSPC or EDQUOT (and Windows' ERROR_DISK_FULL, ERROR_HANDLE_DISK_FULL
+// and ERROR_DISK_QUOTA_EXCEEDED).
 func DiskFull(err error) bool {
-	return errors.Is(err, ErrDiskFull) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT)
+	return errors.Is(err, ErrDiskFull) || errors.Is(err, syscall.ENOSPC) || errors.Is(err, syscall.EDQUOT) ||
+		diskFullOS(err)
 }
 
 // ReadOnly reports whether err says the store may not be written: ErrReadOnly, EROFS, or a
-// permission error (EACCES, EPERM).
+// permission error (EACCES, EPERM, Windows' ERROR_ACCESS_DENIED), or Windows' ERROR_WRITE_PROTECT.
 func ReadOnly(err error) bool {
-	return errors.Is(err, ErrReadOnly) || errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission)
+	return errors.Is(err, ErrReadOnly) || errors.Is(err, syscall.EROFS) || errors.Is(err, fs.ErrPermission) ||
+		readOnlyOS(err)
 }

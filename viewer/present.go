@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sessionmem/sessionmem/memory"
+	"github.com/sessionmem/sessionmem/message"
 )
 
 // Page size limits: a string longer than maxChars bytes, or an image larger than
@@ -38,23 +39,19 @@ type messageView struct {
 	Pinned  bool          `json:"pinned,omitempty"`
 }
 
-// blockView is memory.Block in the contract's shape, plus Cut: how many characters (for an
-// image, base64 bytes) of its text, thinking, arguments or data were left out. A tool call's
-// arguments that were cut become a JSON string holding their beginning.
+// blockView is memory.Block in the contract's shape, every field omitted when empty, plus
+// Cut: how many characters (for an image, base64 bytes) of its text, thinking, arguments or
+// data were left out. A tool call's arguments that were cut become a JSON string holding
+// their beginning.
 type blockView struct {
-	Type       string          `json:"type"`
-	Text       string          `json:"text,omitempty"`
-	Thinking   string          `json:"thinking,omitempty"`
-	ID         string          `json:"id,omitempty"`
-	Name       string          `json:"name,omitempty"`
-	Arguments  json.RawMessage `json:"arguments,omitempty"`
-	ToolCallID string          `json:"tool_call_id,omitempty"`
-	Content    []blockView     `json:"content,omitempty"`
-	IsError    bool            `json:"is_error,omitempty"`
-	MediaType  string          `json:"media_type,omitempty"`
-	Data       string          `json:"data,omitempty"`
-	Cut        int             `json:"cut,omitempty"`
+	blockFields
+	Content []blockView `json:"content,omitempty"` // in place of the block's own
+	Cut     int         `json:"cut,omitempty"`
 }
+
+// blockFields is message.Block without its methods: encoding/json writes it by its struct
+// tags (the contract's field names, each omitted when empty), not as the block's MarshalJSON.
+type blockFields message.Block
 
 // presentEntries converts a page; whole keeps every string uncut.
 func presentEntries(es []memory.TimelineEntry, whole bool) []entryView {
@@ -75,7 +72,7 @@ func presentBlocks(bs []memory.Block, whole bool) ([]blockView, bool) {
 	out := make([]blockView, 0, len(bs))
 	anyCut := false
 	for _, b := range bs {
-		v := blockView{Type: b.Type, ID: b.ID, Name: b.Name, ToolCallID: b.ToolCallID, IsError: b.IsError, MediaType: b.MediaType}
+		v := blockView{blockFields: blockFields{Type: b.Type, ID: b.ID, Name: b.Name, ToolCallID: b.ToolCallID, IsError: b.IsError, MediaType: b.MediaType}}
 		var n int
 		v.Text, n = cut(b.Text, maxChars, whole)
 		v.Cut += n

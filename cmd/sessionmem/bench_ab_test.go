@@ -13,8 +13,8 @@ import (
 
 	"github.com/tidwall/gjson"
 
-	"github.com/sessionmem/sessionmem/internal/testcorpus"
 	"github.com/sessionmem/sessionmem/memory"
+	"github.com/sessionmem/sessionmem/transcript/transcripttest"
 )
 
 // BenchmarkStdioSaveAB compares the session_save p50 of several builds with their saves
@@ -43,7 +43,7 @@ func BenchmarkStdioSaveAB(b *testing.B) {
 	const turn = 20
 	for _, at := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("at=%d", at), func(b *testing.B) {
-			msgs := testcorpus.Sized(b, at+saves, 1024, 4096)
+			msgs := transcripttest.Sized(b, at+saves, 1024, 4096)
 			servers := make([]*lineServer, len(bins))
 			ids := make([]string, len(bins))
 			for k, bin := range bins {

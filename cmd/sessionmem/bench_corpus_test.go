@@ -16,8 +16,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/sessionmem/sessionmem/internal/testcorpus"
 	"github.com/sessionmem/sessionmem/memory"
+	"github.com/sessionmem/sessionmem/transcript/transcripttest"
 )
 
 // Benchmarks over stdio against the built binary with real messages (corpus messages of 1 to
@@ -81,7 +81,7 @@ func TestDumpBenchMessages(t *testing.T) {
 		t.Skip("set SESSIONMEM_BENCH_DUMP to a file name")
 	}
 	var buf bytes.Buffer
-	for _, m := range testcorpus.Sized(t, 10000, 1024, 4096) {
+	for _, m := range transcripttest.Sized(t, 10000, 1024, 4096) {
 		b, err := json.Marshal(m)
 		if err != nil {
 			t.Fatal(err)
@@ -118,7 +118,7 @@ func benchCorpusSaves(b *testing.B, client func(b *testing.B, dir string) func(i
 	for _, at := range []int{1000, 10000} {
 		b.Run(fmt.Sprintf("at=%d", at), func(b *testing.B) {
 			dir := b.TempDir()
-			msgs := testcorpus.Sized(b, at+20000, 1024, 4096)
+			msgs := transcripttest.Sized(b, at+20000, 1024, 4096)
 			id := seedCorpus(b, dir, msgs, at)
 			prepare := client(b, dir)
 			var ds []time.Duration
@@ -163,7 +163,7 @@ func BenchmarkStdioResumeFull(b *testing.B) {
 	for _, n := range []int{2000, 6000} {
 		b.Run(fmt.Sprintf("msgs=%d", n), func(b *testing.B) {
 			dir := b.TempDir()
-			id := seedCorpus(b, dir, testcorpus.Sized(b, n, 1024, 4096), n)
+			id := seedCorpus(b, dir, transcripttest.Sized(b, n, 1024, 4096), n)
 			c := stdioClient(b, dir)
 			var ds []time.Duration
 			for b.Loop() {
@@ -188,7 +188,7 @@ func BenchmarkStdioResumeFirstPage(b *testing.B) {
 	for _, n := range []int{2000, 6000} {
 		b.Run(fmt.Sprintf("msgs=%d", n), func(b *testing.B) {
 			dir := b.TempDir()
-			id := seedCorpus(b, dir, testcorpus.Sized(b, n, 1024, 4096), n)
+			id := seedCorpus(b, dir, transcripttest.Sized(b, n, 1024, 4096), n)
 			var cold []time.Duration
 			for range 3 {
 				c := stdioClient(b, dir)
@@ -217,7 +217,7 @@ const listSessions, listMessages = 1000, 4
 // BenchmarkStdioListPages: session_list of 1,000 sessions in pages of 100.
 func BenchmarkStdioListPages(b *testing.B) {
 	dir := b.TempDir()
-	msgs := testcorpus.Sized(b, listSessions*listMessages, 1024, 4096)
+	msgs := transcripttest.Sized(b, listSessions*listMessages, 1024, 4096)
 	seed(b, dir, func(ctx context.Context, svc *memory.Service) {
 		for i := range listSessions {
 			if _, err := svc.Save(ctx, memory.SaveRequest{WorkingDir: "/bench", Name: fmt.Sprintf("session %d", i),
@@ -298,7 +298,7 @@ func treeBytes(b *testing.B, dir, skip string) int64 {
 // 60 s) later with the server still running (x-running), and after it stopped (x-stopped).
 // Run it with -benchtime 1x.
 func BenchmarkStdioDiskUse(b *testing.B) {
-	ts := testcorpus.Corpus(b)
+	ts := transcripttest.Corpus(b)
 	wait := 60 * time.Second
 	if v := os.Getenv("SESSIONMEM_BENCH_IDLE_WAIT"); v != "" {
 		d, err := time.ParseDuration(v)

@@ -361,8 +361,8 @@ func unsafeRune(r rune) bool {
 	return false
 }
 
-// oneLine cleans s, folds its whitespace runs to single spaces and cuts it to n runes.
-func oneLine(s string, n int) string {
+// cleanLine cleans s, folds its whitespace runs to single spaces and cuts it to n runes.
+func cleanLine(s string, n int) string {
 	return clipRunes(strings.Join(strings.Fields(clean(s)), " "), n)
 }
 

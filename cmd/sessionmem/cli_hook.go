@@ -261,9 +261,9 @@ func hookContext(ctx context.Context, svc *memory.Service, id, source string, wi
 		return "", nil
 	}
 	var b strings.Builder
-	label := oneLine(meta.Name, 100)
+	label := cleanLine(meta.Name, 100)
 	if label == "" {
-		label = oneLine(meta.Preview, 100)
+		label = cleanLine(meta.Preview, 100)
 	}
 	switch {
 	case startup:
@@ -319,6 +319,6 @@ func writeHookFiles(b *strings.Builder, title string, files []string) {
 			fmt.Fprintf(b, "- … and %d more\n", len(files)-hookMaxFiles)
 			break
 		}
-		fmt.Fprintf(b, "- %s\n", oneLine(f, 300))
+		fmt.Fprintf(b, "- %s\n", cleanLine(f, 300))
 	}
 }

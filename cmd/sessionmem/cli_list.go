@@ -123,9 +123,9 @@ func writeSessionTable(e *env, sessions []memory.Session) {
 	fmt.Fprintf(e.stdout, "%-*s  %-26s %6s %5s %7s  %s\n", idW, "ID", "UPDATED", "MSGS", "COMP", "TOKENS", "NAME / FIRST PROMPT")
 	for _, s := range sessions {
 		updated := fmt.Sprintf("%-9s %s", ago(s.UpdatedAt, now), stamp(s.UpdatedAt))
-		label := oneLine(s.Name, 70)
+		label := cleanLine(s.Name, 70)
 		if label == "" {
-			label = oneLine(s.Preview, 70)
+			label = cleanLine(s.Preview, 70)
 		}
 		if label == "" {
 			label = "-"

@@ -134,12 +134,12 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 		if m.Kind == memory.MatchSummary {
 			who = "summary"
 		}
-		name := oneLine(m.SessionName, 60)
+		name := cleanLine(m.SessionName, 60)
 		if name == "" {
 			name = "(unnamed)"
 		}
 		fmt.Fprintf(e.stdout, "%s  %s\n  %s  %s  entry %s\n  %s\n", clean(name), m.SessionID, stamp(m.Time), who, m.EntryID,
-			clean(oneLine(m.Snippet, 300)))
+			clean(cleanLine(m.Snippet, 300)))
 	}
 	if res.NextCursor != "" {
 		fmt.Fprintf(e.stdout, "\n(more matches: --limit %d shows more)\n", min(*limit*2, memory.MaxSearchLimit))

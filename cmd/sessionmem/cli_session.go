@@ -146,9 +146,9 @@ func runDelete(ctx context.Context, e *env, args []string) error {
 		return sessionError(id, err)
 	}
 	if !*yes {
-		label := oneLine(s.Name, 60)
+		label := cleanLine(s.Name, 60)
 		if label == "" {
-			label = oneLine(s.Preview, 60)
+			label = cleanLine(s.Preview, 60)
 		}
 		fmt.Fprintf(e.stderr, "Delete session %s (%q, %d messages, updated %s)? [y/N] ", id, label, s.MessageCount, ago(s.UpdatedAt, cliNow()))
 		answer, _ := bufio.NewReader(e.stdin).ReadString('\n')

@@ -82,11 +82,11 @@ func writeTranscript(w io.Writer, tr memory.Transcript, all bool) {
 		}
 	}
 	field("Session", s.ID)
-	field("Name", oneLine(s.Name, 200))
+	field("Name", cleanLine(s.Name, 200))
 	field("Directory", clean(s.WorkingDir))
-	model := oneLine(s.Model, 100)
+	model := cleanLine(s.Model, 100)
 	if s.Provider != "" {
-		model += " (" + oneLine(s.Provider, 60) + ")"
+		model += " (" + cleanLine(s.Provider, 60) + ")"
 	}
 	field("Model", strings.TrimSpace(model))
 	field("Forked", s.ParentSessionID)
@@ -156,15 +156,15 @@ func writeBlock(w io.Writer, b memory.Block, names map[string]string, all bool) 
 		names[b.ID] = b.Name
 		args := formatArgs(b.Arguments)
 		if !all {
-			args = oneLine(args, showArgsRunes)
+			args = cleanLine(args, showArgsRunes)
 		}
-		fmt.Fprintf(w, "  → %s(%s)\n", oneLine(b.Name, 80), clean(args))
+		fmt.Fprintf(w, "  → %s(%s)\n", cleanLine(b.Name, 80), clean(args))
 	case memory.BlockToolResult:
 		name := names[b.ToolCallID]
 		if name == "" {
 			name = "tool"
 		}
-		head := "  ← " + oneLine(name, 80)
+		head := "  ← " + cleanLine(name, 80)
 		if b.IsError {
 			head += " (error)"
 		}
@@ -179,9 +179,9 @@ func writeBlock(w io.Writer, b memory.Block, names map[string]string, all bool) 
 		fmt.Fprintf(w, "%s:\n", head)
 		writeIndentedBy(w, text, "      ")
 	case memory.BlockImage:
-		fmt.Fprintf(w, "  [image %s, %s base64 characters]\n", oneLine(b.MediaType, 40), thousands(int64(len(b.Data))))
+		fmt.Fprintf(w, "  [image %s, %s base64 characters]\n", cleanLine(b.MediaType, 40), thousands(int64(len(b.Data))))
 	default:
-		fmt.Fprintf(w, "  [%s block]\n", oneLine(b.Type, 40))
+		fmt.Fprintf(w, "  [%s block]\n", cleanLine(b.Type, 40))
 	}
 }
 

@@ -109,30 +109,8 @@ func loadConfig(args []string, getenv func(string) string) (serveConfig, error) 
 
 	cfg.Token = getenv(envToken)
 	cfg.AllowRemote = *allowRemote
-	addr, field := pick(*httpAddr, envHTTP)
-	if field == "" {
-		field = "--http"
-	}
-	if addr != "" {
-		if err := checkListenAddr(addr, cfg.AllowRemote, cfg.Token != ""); err != nil {
-			return cfg, &configError{Field: field, Value: addr, Msg: err.Error()}
-		}
-		cfg.HTTPAddr = addr
-	} else if cfg.AllowRemote {
-		return cfg, &configError{Field: "--allow-remote", Msg: "only applies with --http ADDR"}
-	}
-
-	if addr, field := pick(*metricsAddr, envMetricsAddr); addr != "" {
-		if field == "" {
-			field = "--metrics-addr"
-		}
-		// Loopback only: it serves /metrics without the token. Remote scrapers read
-		// /metrics on the --http listener, with the token.
-		if host, _, err := net.SplitHostPort(addr); err != nil || !isLoopback(host) {
-			return cfg, &configError{Field: field, Value: addr, Msg: "want a loopback host:port such as 127.0.0.1:9090 " +
-				"(it serves /metrics without a token; remote scrapers read /metrics on the --http address, with " + envToken + ")"}
-		}
-		cfg.MetricsAddr = addr
+	if err := cfg.loadListeners(pick, *httpAddr, *metricsAddr); err != nil {
+		return cfg, err
 	}
 
 	level, field := pick(*logLevel, envLogLevel)
@@ -146,38 +124,8 @@ func loadConfig(args []string, getenv func(string) string) (serveConfig, error) 
 	}
 	cfg.LogFile, _ = pick(*logFile, envLogFile)
 
-	cfg.SamplingTimeout = 2 * time.Minute
-	st, field := pick(*samplingTimeout, envSamplingTimeout)
-	if field == "" {
-		field = "--sampling-timeout"
-	}
-	if st != "" {
-		d, err := time.ParseDuration(st)
-		if err != nil || d <= 0 {
-			return cfg, &configError{Field: field, Value: st, Msg: "want a positive duration such as 90s or 2m"}
-		}
-		cfg.SamplingTimeout = d
-	}
-
-	if v, field := pick(*maxSessions, envMaxSessions); v != "" {
-		if field == "" {
-			field = "--max-sessions"
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			return cfg, &configError{Field: field, Value: v, Msg: "want a number of sessions to keep, 0 for no limit"}
-		}
-		cfg.Retention.MaxSessions = n
-	}
-	if v, field := pick(*maxAge, envMaxAge); v != "" {
-		if field == "" {
-			field = "--max-age"
-		}
-		var d dayDuration
-		if err := d.Set(v); err != nil {
-			return cfg, &configError{Field: field, Value: v, Msg: err.Error() + " (0 for no limit)"}
-		}
-		cfg.Retention.MaxAge = d.d
+	if err := cfg.loadLimits(pick, *samplingTimeout, *maxSessions, *maxAge); err != nil {
+		return cfg, err
 	}
 
 	if cfg.LLM, err = llmConfig(getenv); err != nil {
@@ -193,6 +141,78 @@ func loadConfig(args []string, getenv func(string) string) (serveConfig, error) 
 		}
 	}
 	return cfg, nil
+}
+
+// pickFunc returns a flag's value when it was given, else the environment variable's; the
+// second result names the variable the value came from ("" for the flag).
+type pickFunc func(flagVal, env string) (string, string)
+
+// loadListeners sets the HTTP and metrics addresses (cfg.Token and cfg.AllowRemote already set).
+func (cfg *serveConfig) loadListeners(pick pickFunc, httpAddr, metricsAddr string) error {
+	addr, field := pick(httpAddr, envHTTP)
+	if field == "" {
+		field = "--http"
+	}
+	if addr != "" {
+		if err := checkListenAddr(addr, cfg.AllowRemote, cfg.Token != ""); err != nil {
+			return &configError{Field: field, Value: addr, Msg: err.Error()}
+		}
+		cfg.HTTPAddr = addr
+	} else if cfg.AllowRemote {
+		return &configError{Field: "--allow-remote", Msg: "only applies with --http ADDR"}
+	}
+
+	if addr, field := pick(metricsAddr, envMetricsAddr); addr != "" {
+		if field == "" {
+			field = "--metrics-addr"
+		}
+		// Loopback only: it serves /metrics without the token. Remote scrapers read
+		// /metrics on the --http listener, with the token.
+		if host, _, err := net.SplitHostPort(addr); err != nil || !isLoopback(host) {
+			return &configError{Field: field, Value: addr, Msg: "want a loopback host:port such as 127.0.0.1:9090 " +
+				"(it serves /metrics without a token; remote scrapers read /metrics on the --http address, with " + envToken + ")"}
+		}
+		cfg.MetricsAddr = addr
+	}
+	return nil
+}
+
+// loadLimits sets the sampling timeout and the retention policy.
+func (cfg *serveConfig) loadLimits(pick pickFunc, samplingTimeout, maxSessions, maxAge string) error {
+	cfg.SamplingTimeout = 2 * time.Minute
+	st, field := pick(samplingTimeout, envSamplingTimeout)
+	if field == "" {
+		field = "--sampling-timeout"
+	}
+	if st != "" {
+		d, err := time.ParseDuration(st)
+		if err != nil || d <= 0 {
+			return &configError{Field: field, Value: st, Msg: "want a positive duration such as 90s or 2m"}
+		}
+		cfg.SamplingTimeout = d
+	}
+
+	if v, field := pick(maxSessions, envMaxSessions); v != "" {
+		if field == "" {
+			field = "--max-sessions"
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			return &configError{Field: field, Value: v, Msg: "want a number of sessions to keep, 0 for no limit"}
+		}
+		cfg.Retention.MaxSessions = n
+	}
+	if v, field := pick(maxAge, envMaxAge); v != "" {
+		if field == "" {
+			field = "--max-age"
+		}
+		var d dayDuration
+		if err := d.Set(v); err != nil {
+			return &configError{Field: field, Value: v, Msg: err.Error() + " (0 for no limit)"}
+		}
+		cfg.Retention.MaxAge = d.d
+	}
+	return nil
 }
 
 // checkListenAddr refuses to expose the store beyond this machine by accident: a non-loopback

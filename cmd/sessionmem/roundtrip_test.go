@@ -13,7 +13,7 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/sessionmem/sessionmem/internal/testcorpus"
+	"github.com/sessionmem/sessionmem/transcript/transcripttest"
 )
 
 // What comes back is what was saved: messages saved through MCP over stdio return from
@@ -225,7 +225,7 @@ func roundTrip(t *testing.T, c *client.Client, store string, name string, msgs [
 	compareMessages(t, name+": export", want, exported)
 }
 
-func messagesJSON(t testing.TB, ts []testcorpus.Transcript) map[string][]json.RawMessage {
+func messagesJSON(t testing.TB, ts []transcripttest.Transcript) map[string][]json.RawMessage {
 	t.Helper()
 	out := map[string][]json.RawMessage{}
 	for _, tr := range ts {
@@ -248,7 +248,7 @@ func TestRoundTripExact(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Run("contract examples", func(t *testing.T) { roundTrip(t, c, store, "contract", examples, false) })
-	for name, msgs := range messagesJSON(t, testcorpus.Excerpts(t)) {
+	for name, msgs := range messagesJSON(t, transcripttest.Excerpts(t)) {
 		t.Run(name, func(t *testing.T) { roundTrip(t, c, store, name, msgs, true) })
 	}
 }
@@ -259,7 +259,7 @@ func TestRoundTripCorpus(t *testing.T) {
 	if testing.Short() {
 		t.Skip("large")
 	}
-	ts := testcorpus.Corpus(t)
+	ts := transcripttest.Corpus(t)
 	store := t.TempDir()
 	c := stdioClient(t, store)
 	for name, msgs := range messagesJSON(t, ts) {

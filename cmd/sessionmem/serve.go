@@ -18,9 +18,6 @@ import (
 	"sync"
 	"time"
 
-	"github.com/mark3labs/mcp-go/mcp"
-	"github.com/mark3labs/mcp-go/server"
-
 	"github.com/sessionmem/sessionmem/compaction"
 	"github.com/sessionmem/sessionmem/internal/buildinfo"
 	"github.com/sessionmem/sessionmem/mcpserver"
@@ -30,8 +27,7 @@ import (
 
 // Shutdown budget: running tool calls get drainTimeout to finish after SIGINT/SIGTERM.
 const (
-	drainTimeout   = 10 * time.Second
-	sessionIdleTTL = 30 * time.Minute
+	drainTimeout = 10 * time.Second
 )
 
 func serveCommand() command {
@@ -71,7 +67,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	// Every log record, at every level and from every package, is redacted before it is
 	// written: a secret in a request must not reach the log file either.
 	logger := slog.New(redact.NewHandler(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}), red))
-	setServeMemoryLimit(e.getenv)
+	adaptMemoryLimit(ctx, e.getenv, serveMemoryFloor)
 	if path := e.getenv("SESSIONMEM_CPUPROFILE"); path != "" {
 		// For measuring the server under a real client (docs/BENCHMARKS.md); written when
 		// the server stops.
@@ -80,6 +76,10 @@ func runServe(ctx context.Context, e *env, args []string) error {
 			return err
 		}
 		defer stop()
+	}
+	if path := e.getenv("SESSIONMEM_MEMPROFILE"); path != "" {
+		// A heap profile rewritten every 10 s while the server runs (a soak kills it).
+		go writeHeapProfiles(ctx, path, 10*time.Second)
 	}
 
 	opts := memory.Options{Logger: logger, FileMapping: cfg.FileMapping, Redact: red.String}
@@ -134,7 +134,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		Version:         buildVersion(),
 		Logger:          logger,
 		SamplingTimeout: cfg.SamplingTimeout,
-		Middleware:      []server.ToolHandlerMiddleware{d.middleware},
+		Gate:            d.gate,
 		Observer:        opsSrv.metrics,
 	})
 	logger.Info("sessionmem serving", "store", storeLabel(cfg.Store), "transport", transportName(cfg), "version", buildVersion())
@@ -142,6 +142,28 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return serveStdio(ctx, mcpSrv, d, e, logger)
 	}
 	return serveHTTP(ctx, mcpSrv, svc, d, opsSrv, cfg, e, logger)
+}
+
+// writeHeapProfiles writes a heap profile to path every interval until ctx ends, each
+// replacing the last whole (written beside it, then renamed).
+func writeHeapProfiles(ctx context.Context, path string, interval time.Duration) {
+	t := time.NewTicker(interval)
+	defer t.Stop()
+	for {
+		select {
+		case <-ctx.Done():
+			return
+		case <-t.C:
+		}
+		f, err := os.Create(path + ".tmp")
+		if err != nil {
+			continue
+		}
+		err = pprof.WriteHeapProfile(f)
+		if cerr := f.Close(); err == nil && cerr == nil {
+			os.Rename(path+".tmp", path)
+		}
+	}
 }
 
 // startCPUProfile writes a CPU profile to path until the returned function is called.
@@ -197,7 +219,7 @@ func buildVersion() string { return buildinfo.Version() }
 // serveStdio runs MCP on stdin/stdout until the client closes stdin (every request read is
 // answered first) or a signal arrives. mcpserver.ServeStdio keeps a pipelined client's
 // requests in order (see there).
-func serveStdio(ctx context.Context, s *server.MCPServer, d *drain, e *env, logger *slog.Logger) error {
+func serveStdio(ctx context.Context, s *mcpserver.Server, d *drain, e *env, logger *slog.Logger) error {
 	// The transport's context is ours, not the signal's: on a signal we first let running
 	// calls finish, then stop reading.
 	lctx, stop := context.WithCancel(context.WithoutCancel(ctx))
@@ -225,31 +247,15 @@ func serveStdio(ctx context.Context, s *server.MCPServer, d *drain, e *env, logg
 
 // serveHTTP serves streamable HTTP at /mcp, legacy SSE at /sse + /message, the session
 // viewer at / (cli_ui.go) and the operator's endpoints (ops.go) on one port.
-func serveHTTP(ctx context.Context, s *server.MCPServer, svc *memory.Service, d *drain, opsSrv *opsServer, cfg serveConfig, e *env, logger *slog.Logger) error {
+func serveHTTP(ctx context.Context, s *mcpserver.Server, svc *memory.Service, d *drain, opsSrv *opsServer, cfg serveConfig, e *env, logger *slog.Logger) error {
 	ln, err := net.Listen("tcp", cfg.HTTPAddr)
 	if err != nil {
 		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
 	}
 	base := "http://" + ln.Addr().String()
-	streamable := server.NewStreamableHTTPServer(s,
-		server.WithEndpointPath("/mcp"),
-		server.WithStateful(true),
-		// Without a TTL, sessions of clients that never send DELETE leak (mcp-go #723).
-		server.WithSessionIdleTTL(sessionIdleTTL),
-		server.WithStreamableHTTPLogger(logger),
-	)
-	// No base URL: the message endpoint is sent relative, so it works under any host name
-	// the client used (an absolute one would carry 0.0.0.0 with --allow-remote).
-	sse := server.NewSSEServer(s,
-		server.WithSSEEndpoint("/sse"),
-		server.WithMessageEndpoint("/message"),
-	)
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", mcpserver.WrapHTTP(streamable))
-	mux.Handle("/sse", mcpserver.WrapHTTP(sse.SSEHandler()))
-	mux.Handle("/message", mcpserver.WrapHTTP(sse.MessageHandler()))
+	mcpHTTP := mcpserver.NewHTTP(s, logger)
 	srv := &http.Server{
-		Handler:           opsSrv.wrap(withViewer(ctx, guard(mux, cfg.Token, logger), svc, cfg, logger, e.stderr, base)),
+		Handler:           opsSrv.wrap(withViewer(ctx, guard(mcpHTTP, cfg.Token, logger), svc, cfg, logger, e.stderr, base)),
 		ReadHeaderTimeout: 10 * time.Second,
 		ErrorLog:          log.New(slogWriter{logger}, "", 0),
 	}
@@ -268,8 +274,7 @@ func serveHTTP(ctx context.Context, s *server.MCPServer, svc *memory.Service, d 
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 5*time.Second)
 	defer cancel()
 	// Long-lived GET/SSE streams would hold Shutdown until its deadline: end them first.
-	streamable.CloseSessions(sctx)
-	sse.CloseSessions()
+	mcpHTTP.CloseSessions(sctx)
 	if err := srv.Shutdown(sctx); err != nil {
 		srv.Close()
 	}
@@ -318,23 +323,21 @@ type drain struct {
 // away, so an interrupted connection never leaves a caller guessing about a half-done call.
 var writeTools = map[string]bool{"session_save": true, "session_fork": true, "session_delete": true}
 
-func (d *drain) middleware(next server.ToolHandlerFunc) server.ToolHandlerFunc {
-	return func(ctx context.Context, req mcp.CallToolRequest) (*mcp.CallToolResult, error) {
-		d.mu.Lock()
-		if d.stopping {
-			d.mu.Unlock()
-			return mcp.NewToolResultError(req.Params.Name + ": the server is shutting down; retry with a new server"), nil
-		}
-		d.wg.Add(1)
+// gate is mcpserver.Options.Gate: it refuses calls once shutdown has begun and counts the
+// running ones.
+func (d *drain) gate(ctx context.Context, tool string) (context.Context, func(), error) {
+	d.mu.Lock()
+	if d.stopping {
 		d.mu.Unlock()
-		defer d.wg.Done()
-		if writeTools[req.Params.Name] {
-			var cancel context.CancelFunc
-			ctx, cancel = context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
-			defer cancel()
-		}
-		return next(ctx, req)
+		return nil, nil, errors.New(tool + ": the server is shutting down; retry with a new server")
 	}
+	d.wg.Add(1)
+	d.mu.Unlock()
+	if writeTools[tool] {
+		ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), time.Minute)
+		return ctx, func() { cancel(); d.wg.Done() }, nil
+	}
+	return ctx, d.wg.Done, nil
 }
 
 func (d *drain) wait(timeout time.Duration, logger *slog.Logger) {
@@ -350,7 +353,7 @@ func (d *drain) wait(timeout time.Duration, logger *slog.Logger) {
 	}
 }
 
-// slogWriter adapts the standard logger used by mcp-go's transports to slog.
+// slogWriter adapts the standard logger of net/http servers to slog.
 type slogWriter struct{ l *slog.Logger }
 
 func (w slogWriter) Write(p []byte) (int, error) {

@@ -20,8 +20,8 @@ import (
 	"github.com/mark3labs/mcp-go/client"
 	"github.com/mark3labs/mcp-go/mcp"
 
-	"github.com/sessionmem/sessionmem/internal/testcorpus"
 	"github.com/sessionmem/sessionmem/memory"
+	"github.com/sessionmem/sessionmem/transcript/transcripttest"
 )
 
 // TestSoak runs `sessionmem serve --http` for $SESSIONMEM_SOAK (e.g. 20m; skipped when unset)
@@ -38,7 +38,7 @@ func TestSoak(t *testing.T) {
 	}
 	store := t.TempDir()
 	base, cmd := httpServer(t, store)
-	pool := testcorpus.Sized(t, 3000, 1024, 4096)
+	pool := transcripttest.Sized(t, 3000, 1024, 4096)
 	ctx, cancel := context.WithTimeout(context.Background(), d)
 	defer cancel()
 	var st soakStats

@@ -23,10 +23,10 @@ import (
 // disk, and to measure what the index costs a save.
 const envSearchIndex = "SESSIONMEM_SEARCH_INDEX"
 
-// resolveStore picks the store location (--store, then $SESSIONMEM_STORE, then
-// $XDG_DATA_HOME/sessionmem, then ~/.local/share/sessionmem) and checks it: a directory becomes
-// absolute; a URL is never taken for a directory. field names where the value came from, for
-// error messages.
+// resolveStore picks the store location (--store, then $SESSIONMEM_STORE, then on Windows
+// %LOCALAPPDATA%\sessionmem, then $XDG_DATA_HOME/sessionmem, then ~/.local/share/sessionmem)
+// and checks it: a directory becomes absolute; a URL is never taken for a directory. field
+// names where the value came from, for error messages.
 func resolveStore(flagVal string, getenv func(string) string) (string, error) {
 	loc, field := flagVal, "--store"
 	if loc == "" {
@@ -34,6 +34,8 @@ func resolveStore(flagVal string, getenv func(string) string) (string, error) {
 	}
 	if loc == "" {
 		switch {
+		case localAppData(getenv) != "": // Windows: %LOCALAPPDATA%\sessionmem
+			loc, field = filepath.Join(localAppData(getenv), "sessionmem"), "LOCALAPPDATA"
 		case getenv("XDG_DATA_HOME") != "":
 			loc, field = filepath.Join(getenv("XDG_DATA_HOME"), "sessionmem"), "XDG_DATA_HOME"
 		case getenv("HOME") != "":
@@ -171,7 +173,10 @@ func importStateDir(loc string, getenv func(string) string) string {
 	if !isURLStore(loc) {
 		return filepath.Join(loc, "imports")
 	}
-	base := getenv("XDG_STATE_HOME")
+	base := localAppData(getenv)
+	if base == "" {
+		base = getenv("XDG_STATE_HOME")
+	}
 	if base == "" {
 		if home := getenv("HOME"); home != "" {
 			base = filepath.Join(home, ".local", "state")

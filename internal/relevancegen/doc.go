@@ -1,6 +1,6 @@
 // Package relevancegen builds the relevance benchmark's fixture of real conversations,
 // testdata/relevance/sessions.jsonl.zst, from the four transcripts of the shared corpus,
-// converted to contract messages by transcript.ParseFile as internal/testcorpus does.
+// converted to contract messages by transcript.ParseFile as transcript/transcripttest does.
 //
 // It holds only tests: regenerate the fixture with
 //

@@ -20,7 +20,6 @@ import (
 	"strconv"
 	"strings"
 	"sync"
-	"syscall"
 	"testing"
 	"time"
 
@@ -91,21 +90,6 @@ func BenchmarkReindex(b *testing.B) {
 	}
 	// CPU seconds are steadier than wall time on a shared machine.
 	b.ReportMetric(float64(total)*float64(b.N)/1e6/cpu.Seconds(), "MB/cpu-s")
-}
-
-// threadCPU is the calling thread's user + system CPU time so far.
-func threadCPU() time.Duration {
-	const rusageThread = 1 // RUSAGE_THREAD, Linux
-	var ru syscall.Rusage
-	syscall.Getrusage(rusageThread, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
-}
-
-// cpuTime is the process's user + system CPU time so far.
-func cpuTime() time.Duration {
-	var ru syscall.Rusage
-	syscall.Getrusage(syscall.RUSAGE_SELF, &ru)
-	return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
 }
 
 // reindex feeds every session through IndexAll, as a rebuild will: the iterator turns

@@ -75,21 +75,35 @@ func slotsOf(t fts.Term) []slot {
 // frequency (for several slots, the least of the slots').
 type segLists [][]posting
 
-// loadLists reads a segment's postings for every unit and builds their lists.
-func loadLists(ctx context.Context, tx *sql.Tx, s *segment, units []*unit) (segLists, error) {
-	exact := map[string]bool{}
+// loadLists reads a segment's postings for every unit and builds their lists. Lists of exact
+// terms of a segment with postings rows come from c when it has them, and go into it when
+// read.
+func loadLists(ctx context.Context, tx *sql.Tx, s *segment, units []*unit, c *listCache) (segLists, error) {
+	if s.packed != nil {
+		c = nil // a packed segment's lists are in memory already, and short
+	}
+	exact := map[string][]posting{}
+	fetch := map[string]bool{}
 	for _, u := range units {
 		for _, sl := range u.slots {
-			if !sl.prefix {
-				exact[sl.term] = true
-			} else if sl.alt != "" {
-				exact[sl.alt] = true
+			switch {
+			case !sl.prefix:
+				if _, seen := exact[sl.term]; seen || fetch[sl.term] {
+					continue
+				}
+				if l, ok := c.get(s.id, sl.term); ok {
+					exact[sl.term] = l
+				} else {
+					fetch[sl.term] = true
+				}
+			case sl.alt != "":
+				fetch[sl.alt] = true // prefixList reads the stem's list as bytes
 			}
 		}
 	}
 	ts := s.source(ctx, tx)
-	terms := make([]string, 0, len(exact))
-	for t := range exact {
+	terms := make([]string, 0, len(fetch))
+	for t := range fetch {
 		terms = append(terms, t)
 	}
 	data, err := ts.get(terms)
@@ -97,6 +111,24 @@ func loadLists(ctx context.Context, tx *sql.Tx, s *segment, units []*unit) (segL
 		return nil, err
 	}
 	n := s.docs.len()
+	for _, u := range units {
+		for _, sl := range u.slots {
+			if sl.prefix || !fetch[sl.term] {
+				continue
+			}
+			if _, done := exact[sl.term]; done {
+				continue
+			}
+			var l []posting
+			if b := data[sl.term]; b != nil {
+				if l, err = decodePostings(b, n); err != nil {
+					return nil, fmt.Errorf("%w: segment %d term %q: %w", ErrCorrupt, s.id, sl.term, err)
+				}
+			}
+			exact[sl.term] = l
+			c.put(s.id, sl.term, l)
+		}
+	}
 	out := make(segLists, len(units))
 	for i, u := range units {
 		var list []posting
@@ -104,9 +136,9 @@ func loadLists(ctx context.Context, tx *sql.Tx, s *segment, units []*unit) (segL
 			var l []posting
 			var err error
 			if sl.prefix {
-				l, err = prefixList(ts, s.docs.len(), sl, data[sl.alt])
-			} else if b := data[sl.term]; b != nil {
-				l, err = decodePostings(b, n)
+				l, err = prefixList(ts, n, sl, data[sl.alt])
+			} else {
+				l = exact[sl.term]
 			}
 			if err != nil {
 				return nil, fmt.Errorf("%w: segment %d term %q: %w", ErrCorrupt, s.id, sl.term, err)

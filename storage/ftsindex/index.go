@@ -223,10 +223,11 @@ func (ix *Index) acquire(ctx context.Context) (*database, func(), error) {
 	return ix.acquire(ctx)
 }
 
-// current reports whether db's file is still the one at its path.
+// current reports whether db's file is still the one at its path (and, where a file open
+// elsewhere cannot be deleted, the newest: supersededOnDisk).
 func (db *database) current() bool {
 	dev, ino, err := statID(db.path)
-	return err == nil && dev == db.dev && ino == db.ino
+	return err == nil && dev == db.dev && ino == db.ino && !supersededOnDisk(db.path)
 }
 
 func (db *database) close() error {

@@ -100,6 +100,9 @@ func (f *filter) ok(sn *snapshot, s *segment, o int) bool {
 	case f.hasUntil && d.times[o] > f.until:
 		return false
 	}
+	if s.allLive {
+		return true
+	}
 	_, live := sn.live[d.sess[o]]
 	return live
 }

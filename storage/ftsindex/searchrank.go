@@ -51,7 +51,7 @@ func (e *evaluation) ranked(off, limit int) ([]cand, bool, error) {
 	lists := make([]segLists, len(e.sn.segs))
 	e.lists = lists
 	for i, s := range e.sn.segs {
-		l, err := loadLists(e.ctx, e.tx, s, e.units)
+		l, err := loadLists(e.ctx, e.tx, s, e.units, e.view.lists)
 		if err != nil {
 			return nil, false, err
 		}

@@ -18,10 +18,35 @@ import (
 // larger segment has a postings row per term, so a search reads only its words' lists.
 const packLimit = 4096
 
-// packedSeg is a packed segment's postings, decoded: terms in order and their lists.
+// packedSeg is a packed segment's postings, decoded: the blob, and where each term's entry
+// starts in it. Only 4 bytes per term besides the blob: a process keeps every packed
+// segment's postings (the segments saves have just written), and strings and slice headers
+// per term cost more than the terms and lists themselves.
 type packedSeg struct {
-	terms []string
-	data  [][]byte
+	blob []byte
+	offs []uint32 // offs[i]: term i's entry (the term's length, the term, the list's length, the list)
+}
+
+// len returns the number of terms.
+func (p *packedSeg) len() int { return len(p.offs) }
+
+// entry returns term i and its list, both pointing into the blob.
+func (p *packedSeg) entry(i int) (term, list []byte) {
+	r := reader{b: p.blob, i: int(p.offs[i])}
+	term = r.bytes(int(r.uvarint()))
+	list = r.bytes(int(r.uvarint()))
+	return term, list
+}
+
+// termAt returns term i.
+func (p *packedSeg) termAt(i int) []byte {
+	t, _ := p.entry(i)
+	return t
+}
+
+// search returns the index of the first term not before t.
+func (p *packedSeg) search(t string) int {
+	return sort.Search(len(p.offs), func(i int) bool { return string(p.termAt(i)) >= t })
 }
 
 // encodePacked serialises rows (in term order): the count, then per term its length, the
@@ -46,16 +71,19 @@ func encodePacked(rows []segRow) []byte {
 func decodePacked(b []byte) (*packedSeg, error) {
 	r := reader{b: b}
 	n := int(r.uvarint())
-	if r.err != nil || n > len(b) {
+	if r.err != nil || n > len(b) || len(b) > 1<<32-1 {
 		return nil, fmt.Errorf("%w: packed header", errBlob)
 	}
-	p := &packedSeg{terms: make([]string, n), data: make([][]byte, n)}
+	p := &packedSeg{blob: b, offs: make([]uint32, n)}
+	var prev []byte
 	for i := range n {
-		p.terms[i] = string(r.bytes(int(r.uvarint())))
-		p.data[i] = r.bytes(int(r.uvarint()))
-		if r.err != nil || i > 0 && p.terms[i] <= p.terms[i-1] {
+		p.offs[i] = uint32(r.i)
+		t := r.bytes(int(r.uvarint()))
+		r.bytes(int(r.uvarint()))
+		if r.err != nil || i > 0 && string(t) <= string(prev) {
 			return nil, fmt.Errorf("%w: packed term %d", errBlob, i)
 		}
+		prev = t
 	}
 	if r.i != len(b) {
 		return nil, fmt.Errorf("%w: packed length", errBlob)
@@ -79,8 +107,10 @@ func (ts termSource) get(terms []string) (map[string][]byte, error) {
 	}
 	if p := ts.packed; p != nil {
 		for _, t := range terms {
-			if i := sort.SearchStrings(p.terms, t); i < len(p.terms) && p.terms[i] == t {
-				out[t] = p.data[i]
+			if i := p.search(t); i < p.len() {
+				if term, list := p.entry(i); string(term) == t {
+					out[t] = list
+				}
 			}
 		}
 		return out, nil
@@ -109,10 +139,10 @@ func (ts termSource) get(terms []string) (map[string][]byte, error) {
 // the end).
 func (ts termSource) iter(from, to string) (termIter, error) {
 	if p := ts.packed; p != nil {
-		i := sort.SearchStrings(p.terms, from)
-		j := len(p.terms)
+		i := p.search(from)
+		j := p.len()
 		if to != "" {
-			j = sort.SearchStrings(p.terms, to)
+			j = p.search(to)
 		}
 		return &packedIter{p: p, i: i - 1, end: max(i, j)}, nil
 	}
@@ -145,8 +175,8 @@ func (it *packedIter) next() (bool, error) {
 	it.i++
 	return it.i < it.end, nil
 }
-func (it *packedIter) term() string { return it.p.terms[it.i] }
-func (it *packedIter) data() []byte { return it.p.data[it.i] }
+func (it *packedIter) term() string { return string(it.p.termAt(it.i)) }
+func (it *packedIter) data() []byte { _, l := it.p.entry(it.i); return l }
 func (it *packedIter) close()       {}
 
 type rowIter struct {

@@ -23,6 +23,12 @@ type view struct {
 	// msgsMax are in it (docs are only ever added above the highest id, in order).
 	msgs    map[int64][]msgRef
 	msgsMax int64
+	// lists keeps decoded posting lists of the segments (listcache.go).
+	lists *listCache
+	// allLive tells, for the segments checked since the sessions last changed (sessGen),
+	// whether all their docs' sessions are live: the common case, where a search skips the
+	// per-doc lookup (filter.ok).
+	allLive map[int64]bool
 }
 
 type msgRef struct {
@@ -45,6 +51,8 @@ type segment struct {
 	segMeta
 	docs   *segDocs
 	packed *packedSeg // nil: its postings are rows
+	// allLive: every doc's session is live, so a search need not look each one up.
+	allLive bool
 }
 
 // source reads the segment's postings in tx.
@@ -53,7 +61,7 @@ func (s *segment) source(ctx context.Context, tx *sql.Tx) termSource {
 }
 
 func newView() *view {
-	return &view{docs: map[int64]*segDocs{}, packs: map[int64]*packedSeg{}, msgs: map[int64][]msgRef{}}
+	return &view{docs: map[int64]*segDocs{}, packs: map[int64]*packedSeg{}, msgs: map[int64][]msgRef{}, lists: newListCache(listCacheBudget)}
 }
 
 // load reads the snapshot of tx (a read transaction), updating the caches. The returned
@@ -108,6 +116,7 @@ func (v *view) load(ctx context.Context, tx *sql.Tx) (*snapshot, error) {
 			bySid[r.sid] = id
 		}
 		v.live, v.bySid, v.sessGen = live, bySid, gen
+		v.allLive = map[int64]bool{}
 		for s := range v.msgs {
 			if _, ok := live[s]; !ok {
 				delete(v.msgs, s)
@@ -128,12 +137,27 @@ func (v *view) load(ctx context.Context, tx *sql.Tx) (*snapshot, error) {
 				v.packs[m.id] = p
 			}
 		}
-		sn.segs = append(sn.segs, &segment{segMeta: m, docs: d, packed: p})
+		all, ok := v.allLive[m.id]
+		if !ok {
+			all = d.allIn(v.live)
+			v.allLive[m.id] = all
+		}
+		sn.segs = append(sn.segs, &segment{segMeta: m, docs: d, packed: p, allLive: all})
 	}
+	dropped := false
 	for id := range v.docs {
 		if !keep[id] {
 			delete(v.docs, id)
 			delete(v.packs, id)
+			dropped = true
+		}
+	}
+	if dropped {
+		v.lists.drop(keep)
+		for id := range v.allLive {
+			if !keep[id] {
+				delete(v.allLive, id)
+			}
 		}
 	}
 	v.addMsgs(sn.segs)
@@ -210,4 +234,19 @@ func (sn *snapshot) find(id int64) (int, int) {
 		return -1, -1
 	}
 	return i, o
+}
+
+// allIn reports whether every doc's session is in live.
+func (d *segDocs) allIn(live map[int64]sessRow) bool {
+	last := int64(-1)
+	for _, s := range d.sess {
+		if s == last {
+			continue
+		}
+		if _, ok := live[s]; !ok {
+			return false
+		}
+		last = s
+	}
+	return true
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"runtime"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -21,7 +22,8 @@ import (
 func openSessionFiles(t *testing.T, dir string) (open, deleted int, ok bool) {
 	t.Helper()
 	ents, err := os.ReadDir("/proc/self/fd")
-	if err != nil {
+	if err != nil || runtime.GOOS == "windows" { // under Wine the path names Wine's own descriptors
+
 		return 0, 0, false
 	}
 	prefix := filepath.Join(dir, "sessions") + "/"

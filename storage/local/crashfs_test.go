@@ -8,6 +8,7 @@ import (
 	"io/fs"
 	"os"
 	"path"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -107,6 +108,7 @@ func notExist(op, name string) error { return &fs.PathError{Op: op, Path: name, 
 // lookup returns the directory holding name, name's last element, and its node (nil if
 // missing). c.mu is held.
 func (c *crashFS) lookup(op, name string) (*memNode, string, *memNode, error) {
+	name = filepath.ToSlash(name) // the store joins with filepath, \ on Windows
 	if !path.IsAbs(name) {
 		return nil, "", nil, &fs.PathError{Op: op, Path: name, Err: fs.ErrInvalid}
 	}
@@ -168,7 +170,7 @@ func (c *crashFS) OpenFile(name string, flag int, perm os.FileMode) (file, error
 	if n.dir && flag&(os.O_RDWR|os.O_WRONLY) != 0 {
 		return nil, &fs.PathError{Op: "open", Path: name, Err: errors.New("is a directory")}
 	}
-	return &memFile{c: c, n: n, name: path.Clean(name), flag: flag}, nil
+	return &memFile{c: c, n: n, name: path.Clean(filepath.ToSlash(name)), flag: flag}, nil
 }
 
 func (c *crashFS) CreateTemp(dir, pattern string) (file, error) {
@@ -177,7 +179,7 @@ func (c *crashFS) CreateTemp(dir, pattern string) (file, error) {
 	seq := c.tmpSeq
 	c.mu.Unlock()
 	prefix, suffix, _ := strings.Cut(pattern, "*")
-	return c.OpenFile(path.Join(dir, fmt.Sprintf("%s%d%s", prefix, seq, suffix)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
+	return c.OpenFile(path.Join(filepath.ToSlash(dir), fmt.Sprintf("%s%d%s", prefix, seq, suffix)), os.O_RDWR|os.O_CREATE|os.O_EXCL, 0o600)
 }
 
 func (c *crashFS) Stat(name string) (os.FileInfo, error) {
@@ -255,7 +257,7 @@ func (c *crashFS) Remove(name string) error {
 }
 
 func (c *crashFS) MkdirAll(name string, perm os.FileMode) error {
-	name = path.Clean(name)
+	name = path.Clean(filepath.ToSlash(name))
 	if name == "/" {
 		return nil
 	}

@@ -35,20 +35,10 @@ func (osFS) CreateTemp(dir, pattern string) (file, error) {
 	return osFile{f}, nil
 }
 
-func (osFS) Stat(name string) (os.FileInfo, error)        { return os.Stat(name) }
 func (osFS) ReadDir(name string) ([]os.DirEntry, error)   { return os.ReadDir(name) }
-func (osFS) Rename(oldpath, newpath string) error         { return os.Rename(oldpath, newpath) }
-func (osFS) Remove(name string) error                     { return os.Remove(name) }
 func (osFS) MkdirAll(name string, perm os.FileMode) error { return os.MkdirAll(name, perm) }
-func (osFS) SameFile(a, b os.FileInfo) bool               { return os.SameFile(a, b) }
 
-func (osFS) SyncDir(name string) error {
-	d, err := os.Open(name)
-	if err != nil {
-		return err
-	}
-	defer d.Close()
-	return d.Sync()
-}
+// Stat, Rename, Remove, SameFile and SyncDir are the platform's: fs_os_unix.go,
+// fs_os_windows.go.
 
 func (f osFile) Datasync() error { return fdatasync(f.File) }

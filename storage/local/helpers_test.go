@@ -183,3 +183,13 @@ func (s *Store) viewR(ctx context.Context, id string, fn func(r *Reader) error) 
 func (s *Store) updateW(ctx context.Context, id string, fn func(w *Writer) error) error {
 	return s.Update(ctx, id, func(w storage.Writer) error { return fn(w.(*Writer)) })
 }
+
+// skipUnderWine skips a test in the Windows build's run under Wine (scripts/windows.sh sets
+// SESSIONMEM_WINE=1) that proves nothing there Linux does not: logic on file contents alone,
+// slow under Wine, where every file operation is a round trip to the wine server.
+func skipUnderWine(t *testing.T, why string) {
+	t.Helper()
+	if os.Getenv("SESSIONMEM_WINE") == "1" {
+		t.Skip("under Wine: " + why)
+	}
+}

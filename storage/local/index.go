@@ -433,6 +433,13 @@ func (x *index) rewriteLocked() error {
 		}
 		buf = append(append(buf, b...), '\n')
 	}
+	// Our handle on the old file goes first (reload opens the new one): a file system without
+	// POSIX rename semantics (Windows' FAT and exFAT, network shares) refuses to replace an
+	// open file.
+	if x.f != nil {
+		x.f.Close()
+		x.f = nil
+	}
 	if err := writeFileAtomic(x.fs, x.dir, indexName, buf, durableName); err != nil {
 		return fmt.Errorf("rewrite index: %w", err)
 	}

@@ -8,6 +8,7 @@ import (
 	"iter"
 	"os"
 	"os/exec"
+	"runtime"
 	"strconv"
 	"strings"
 	"sync"
@@ -77,13 +78,29 @@ func TestHelperProcess(t *testing.T) {
 		for i := range n {
 			appendOne("k", i)
 		}
-		testHookBeforeIndex = func() { syscall.Kill(os.Getpid(), syscall.SIGKILL) }
+		testHookBeforeIndex = killSelf
 		appendOne("k", n)
 	}
 	if err := s.Close(); err != nil {
 		fmt.Println("error", err)
 		os.Exit(2)
 	}
+}
+
+// killSelf ends this process as kill -9 would (TerminateProcess on Windows): no deferred call,
+// no Close.
+func killSelf() {
+	p, _ := os.FindProcess(os.Getpid())
+	p.Kill()
+}
+
+// killedByKill reports whether a child ended by Process.Kill: SIGKILL on Unix; on Windows, where
+// no signal is recorded, the exit code 1 that Kill's TerminateProcess gives it.
+func killedByKill(ps *os.ProcessState) bool {
+	if ws, ok := ps.Sys().(syscall.WaitStatus); ok && ws.Signaled() {
+		return true
+	}
+	return runtime.GOOS == "windows" && ps.ExitCode() == 1
 }
 
 func helperCmd(ctx context.Context, t *testing.T, mode, dir, name string, n int) *exec.Cmd {
@@ -248,7 +265,7 @@ func TestKill9BeforeIndexLine(t *testing.T) {
 	bystander := mustOpen(t, dir, Options{Summarize: countRecords})
 	cmd := helperCmd(t.Context(), t, "crash-before-index", dir, "c", 10)
 	out, err := cmd.Output()
-	if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+	if !killedByKill(cmd.ProcessState) {
 		t.Fatalf("child was not killed: %v\n%s", err, out)
 	}
 	var acks []ack
@@ -306,12 +323,12 @@ func TestKill9(t *testing.T) {
 			acks = append(acks, a)
 			got++
 			if got == killAfter && !killed {
-				cmd.Process.Signal(syscall.SIGKILL)
+				cmd.Process.Kill()
 				killed = true
 			}
 		}
 		err = cmd.Wait()
-		if ws, ok := cmd.ProcessState.Sys().(syscall.WaitStatus); !ok || !ws.Signaled() {
+		if !killedByKill(cmd.ProcessState) {
 			t.Fatalf("round %d: child was not killed: %v", round, err)
 		}
 		s := mustOpen(t, dir, Options{})

@@ -202,6 +202,7 @@ func offsets(n int, special ...int) []int {
 }
 
 func TestRecoveryTruncateEveryOffset(t *testing.T) {
+	skipUnderWine(t, "recovery of a file cut at every offset is the same on every system; thousands of cuts")
 	fx := buildCrashFixture(t)
 	s := mustOpen(t, memTempDir(t), Options{})
 	mustCreate(t, s, "c")

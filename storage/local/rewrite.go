@@ -104,6 +104,10 @@ func (s *Store) Rewrite(ctx context.Context, id string, fn storage.RewriteFunc) 
 		if err := s.removeSnapshot(id); err != nil {
 			return fmt.Errorf("rewrite session %s: %w", id, err)
 		}
+		// Nothing reads the old file now: closed first, because a file system without POSIX
+		// rename semantics (Windows' FAT, older Windows) refuses to replace an open file.
+		w.zst.Close()
+		w.zst = nil
 		if err := writeFileAtomic(s.fs, s.sessDir, id+zstSuffix, file, durableName); err != nil {
 			return fmt.Errorf("rewrite session %s: %w", id, err)
 		}

@@ -106,69 +106,98 @@ func (r *Reader) check(ctx context.Context, rep *storage.VerifyReport) error {
 	c := *r // scratch copy: its view is built here and discarded
 	c.writable = false
 	c.v = sessView{}
-	classify := func(err error) error {
-		switch {
-		case errors.Is(err, storage.ErrNewerFormat):
-			rep.NewerFormat = err
-			return nil
-		case errors.Is(err, storage.ErrCorrupt):
-			rep.Damaged = err
-			return nil
-		}
+	torn, done, err := c.checkSealed(rep)
+	if done {
 		return err
 	}
+	if done, err := c.checkFrames(ctx, rep); done {
+		return err
+	}
+	err = c.checkTail(rep)
+	if torn != nil && rep.TailRecords == 0 && rep.Damaged == nil {
+		rep.Damaged = fmt.Errorf("session %s: last record at offset %d (records %d-%d) fails its checks and the tail does not hold its records, so a crash did not leave it: %w",
+			c.id, torn.at, torn.first, torn.first+uint64(torn.count)-1, storage.ErrCorrupt)
+	}
+	return err
+}
 
-	// The sealed part, walked as a writer does (every xxh64 checked).
+// classifyInto records err in rep when it is damage or a newer format, and returns the error
+// check must still report (nil for those).
+func classifyInto(rep *storage.VerifyReport, err error) error {
+	switch {
+	case errors.Is(err, storage.ErrNewerFormat):
+		rep.NewerFormat = err
+		return nil
+	case errors.Is(err, storage.ErrCorrupt):
+		rep.Damaged = err
+		return nil
+	}
+	return err
+}
+
+// tornRecord is the intact header of a torn last sealed record, and where it starts.
+type tornRecord struct {
+	recHeader
+	at int64
+}
+
+// checkSealed walks the sealed part as a writer does (every xxh64 checked) and measures a torn
+// end. done reports that check ends here, with err.
+func (c *Reader) checkSealed(rep *storage.VerifyReport) (torn *tornRecord, done bool, err error) {
 	fi, err := c.zst.Stat()
 	if err != nil {
-		return fmt.Errorf("stat session %s: %w", c.id, err)
+		return nil, true, fmt.Errorf("stat session %s: %w", c.id, err)
 	}
 	size := fi.Size()
 	if err := c.readHeader(size); err != nil {
-		return classify(err)
+		return nil, true, classifyInto(rep, err)
 	}
 	frames, end, err := walkRecords(c.zst, c.v.hdrEnd, size, 1, true, nil)
 	if err != nil {
-		return fmt.Errorf("read session %s: %w", c.id, err)
+		return nil, true, fmt.Errorf("read session %s: %w", c.id, err)
 	}
 	c.v.frames, c.v.zstEnd = frames, end
 	rep.SealedBytes = end
-	var claimed *recHeader // the header of a torn last record, if intact
-	var claimedAt int64
-	if end < size {
-		found, err := validRecordAfter(c.zst, end, size)
-		if err != nil {
-			return fmt.Errorf("read session %s: %w", c.id, err)
-		}
-		if found {
-			rep.Damaged = fmt.Errorf("session %s: damaged record at offset %d followed by intact ones: %w", c.id, end, storage.ErrCorrupt)
-			return nil
-		}
-		rep.TornSealed = size - end
-		// A seal is fsynced before the tail is emptied, so a seal torn by a crash has its
-		// records still in the tail (except records of the batch that was being appended,
-		// which were never acknowledged). A torn end whose record header is intact and
-		// continues the sequence while the tail does not hold that seq is therefore a
-		// durable record damaged later: cutting it would lose its records (and then every
-		// tail line after them, which no longer continues the sequence).
-		var hb [recordHeaderSize]byte
-		n := min(size-end, recordHeaderSize)
-		if err := readAt(c.zst, hb[:n], end); err != nil {
-			return fmt.Errorf("read session %s: %w", c.id, err)
-		}
-		if rh, ok := parseRecordHeader(hb[:n]); ok && rh.first == c.v.lastSealed()+1 {
-			claimed = &rh
-			claimedAt = end
-		}
+	if end == size {
+		return nil, false, nil
 	}
+	found, err := validRecordAfter(c.zst, end, size)
+	if err != nil {
+		return nil, true, fmt.Errorf("read session %s: %w", c.id, err)
+	}
+	if found {
+		rep.Damaged = fmt.Errorf("session %s: damaged record at offset %d followed by intact ones: %w", c.id, end, storage.ErrCorrupt)
+		return nil, true, nil
+	}
+	rep.TornSealed = size - end
+	// A seal is fsynced before the tail is emptied, so a seal torn by a crash has its
+	// records still in the tail (except records of the batch that was being appended,
+	// which were never acknowledged). A torn end whose record header is intact and
+	// continues the sequence while the tail does not hold that seq is therefore a
+	// durable record damaged later: cutting it would lose its records (and then every
+	// tail line after them, which no longer continues the sequence).
+	var hb [recordHeaderSize]byte
+	n := min(size-end, recordHeaderSize)
+	if err := readAt(c.zst, hb[:n], end); err != nil {
+		return nil, true, fmt.Errorf("read session %s: %w", c.id, err)
+	}
+	if rh, ok := parseRecordHeader(hb[:n]); ok && rh.first == c.v.lastSealed()+1 {
+		torn = &tornRecord{rh, end}
+	}
+	return torn, false, nil
+}
+
+// checkFrames decodes every sealed record and checks that each line is JSON. done reports
+// that check ends here, with err.
+func (c *Reader) checkFrames(ctx context.Context, rep *storage.VerifyReport) (done bool, err error) {
 	var content, comp []byte
-	for _, fr := range frames {
+	for _, fr := range c.v.frames {
 		if err := ctx.Err(); err != nil {
-			return err
+			return true, err
 		}
 		content, comp, err = c.decodeFrame(fr, content, comp)
 		if err != nil {
-			return classify(err)
+			return true, classifyInto(rep, err)
 		}
 		// decodeFrame checked the seq prefix of every line; the rest must be JSON too.
 		for off := 0; off < len(content); {
@@ -176,7 +205,7 @@ func (r *Reader) check(ctx context.Context, rep *storage.VerifyReport) error {
 			if !gjson.ValidBytes(content[off : off+nl]) {
 				rep.Damaged = fmt.Errorf("session %s: record %d (frame at offset %d) is not valid JSON: %w",
 					c.id, fr.first+uint64(countLines(content[:off])), fr.off, storage.ErrCorrupt)
-				return nil
+				return true, nil
 			}
 			off += nl + 1
 		}
@@ -184,26 +213,22 @@ func (r *Reader) check(ctx context.Context, rep *storage.VerifyReport) error {
 		rep.Records += int(fr.count)
 		rep.LastSeq = fr.last()
 	}
+	return false, nil
+}
 
-	defer func() {
-		if claimed != nil && rep.TailRecords == 0 && rep.Damaged == nil {
-			rep.Damaged = fmt.Errorf("session %s: last record at offset %d (records %d-%d) fails its checks and the tail does not hold its records, so a crash did not leave it: %w",
-				c.id, claimedAt, claimed.first, claimed.first+uint64(claimed.count)-1, storage.ErrCorrupt)
-		}
-	}()
-
-	// The plain tail, scanned as a reader does; what a writer would cut is measured here.
+// checkTail scans the plain tail as a reader does, and measures what a writer would cut.
+func (c *Reader) checkTail(rep *storage.VerifyReport) error {
 	if c.tail == nil {
 		rep.NoTail = true
 		return nil
 	}
-	fi, err = c.tail.Stat()
+	fi, err := c.tail.Stat()
 	if err != nil {
 		return fmt.Errorf("stat session %s tail: %w", c.id, err)
 	}
 	tid := statID(fi)
 	if err := c.scanTail(tid, 0); err != nil {
-		return classify(err)
+		return classifyInto(rep, err)
 	}
 	if !c.v.hasTail {
 		rep.NoTail, rep.TornTail = true, tid.size

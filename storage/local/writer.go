@@ -2,10 +2,8 @@ package local
 
 import (
 	"encoding/binary"
-	"errors"
 	"fmt"
 	"math"
-	"syscall"
 
 	"github.com/sessionmem/sessionmem/storage"
 )
@@ -171,7 +169,7 @@ func (w *Writer) writeTail(lines []byte, first uint64, ends []int, base int) err
 			return w.firstLines(lines, buf, first, ends, base)
 		}
 		_, err := tailWriteAt(w.tail, buf, off)
-		if err != nil && len(buf) > len(lines) && errors.Is(err, syscall.ENOSPC) {
+		if err != nil && len(buf) > len(lines) && storage.DiskFull(err) {
 			// No room for the padding: the lines alone, as an unpadded tail takes them, so a
 			// nearly full disk refuses no save it could hold.
 			if err = w.tail.Truncate(off); err == nil {

@@ -38,7 +38,7 @@ func (s *Store) wrap(ctx context.Context, op string, err error) error {
 		errors.Is(err, storage.ErrClosed) {
 		return err
 	}
-	text := oneLine(scrub(err.Error(), s.secret))
+	text := joinErrorLines(scrub(err.Error(), s.secret))
 	if unavailable(err) {
 		return &unavailableError{detail: op + ": " + text}
 	}
@@ -120,8 +120,8 @@ func scrub(text, secret string) string {
 	return strings.ReplaceAll(text, secret, "xxxxx")
 }
 
-// oneLine joins the lines of a multi-line error (pgx reports each host tried on its own line).
-func oneLine(s string) string {
+// joinErrorLines joins the lines of a multi-line error (pgx reports each host tried on its own line).
+func joinErrorLines(s string) string {
 	s = strings.ReplaceAll(s, "\n\t", "; ")
 	return strings.ReplaceAll(s, "\n", "; ")
 }

@@ -173,25 +173,8 @@ func CopySession(ctx context.Context, dst, src storage.Store, id string, opts Op
 			if len(recs) == 0 && sameMeta(dm, meta) {
 				return nil
 			}
-			if opts.Key != nil && have > 0 && len(seen) == 0 {
-				// A resumed copy: learn the keys already copied, so a key the source repeats
-				// is stored once, with its first record, as an uninterrupted copy stores it.
-				for rec, err := range w.Records(1) {
-					if err != nil {
-						return err
-					}
-					if k := opts.Key(rec); k != "" {
-						seen[k] = true
-					}
-				}
-			}
-			for i := range recs {
-				if k := recs[i].Key; k != "" {
-					if seen[k] {
-						recs[i].Key = ""
-					}
-					seen[k] = true
-				}
+			if err := dedupeKeys(w, recs, seen, opts.Key, have); err != nil {
+				return err
 			}
 			if _, err := w.Append(recs, meta); err != nil {
 				return err
@@ -208,6 +191,32 @@ func CopySession(ctx context.Context, dst, src storage.Store, id string, opts Op
 			return res, nil
 		}
 	}
+}
+
+// dedupeKeys clears the key of each record in recs that seen (the keys copied so far) already
+// holds, so a key the source repeats is stored once, with its first record.
+func dedupeKeys(w storage.Writer, recs []storage.Record, seen map[string]bool, key func(storage.Record) string, have uint64) error {
+	if key != nil && have > 0 && len(seen) == 0 {
+		// A resumed copy: learn the keys already copied, so a key the source repeats
+		// is stored once, with its first record, as an uninterrupted copy stores it.
+		for rec, err := range w.Records(1) {
+			if err != nil {
+				return err
+			}
+			if k := key(rec); k != "" {
+				seen[k] = true
+			}
+		}
+	}
+	for i := range recs {
+		if k := recs[i].Key; k != "" {
+			if seen[k] {
+				recs[i].Key = ""
+			}
+			seen[k] = true
+		}
+	}
+	return nil
 }
 
 // sameRecord checks that record seq is the same in the destination (w) and the source.

@@ -106,3 +106,19 @@ func Damage(rng *rand.Rand, s string) string {
 	}
 	return s[:i]
 }
+
+// inputStringParts are what InputString's strings are made of: odd UTF-8, JSON's own
+// characters and escapes, HTML characters and a line separator.
+var inputStringParts = append(append([]string{
+	"a", "Z", " ", "é", "€", "😀", "\xff", "\xe2\x82", "\x80", "\xed\xa0\x80", "{", "]", ":",
+}, Escapes...), "<>&", "\u2028")
+
+// InputString returns a random JSON string literal (quoted) as clients may send one, now and
+// then with a run of plain text.
+func InputString(rng *rand.Rand) string {
+	s := Pieces(rng, inputStringParts, 10)
+	if rng.IntN(4) == 0 {
+		s += strings.Repeat("plain text runs ", rng.IntN(8))
+	}
+	return `"` + s + `"`
+}

@@ -1,0 +1,183 @@
+package transport
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+
+	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/tidwall/gjson"
+)
+
+// Serving what the sequencer (stdio.go) let through: reading in turns, running calls, writing
+// answers.
+
+// maxIdleFollowers is how many followers wait for lead at most; more exit.
+const maxIdleFollowers = 2
+
+// follower reads a line when it holds lead, routes it, passes lead on and runs the call it
+// kept for itself, until reading ends or the requests' context does.
+func (c *stdioConn) follower(r *bufio.Reader) {
+	for {
+		c.idle.Add(1)
+		select {
+		case <-c.lead:
+			c.idle.Add(-1)
+		case <-c.ctx.Done():
+			c.idle.Add(-1)
+			return
+		}
+		line, err := c.readLine(r)
+		var own *pending
+		if len(bytes.TrimSpace(line)) > 0 {
+			own = c.handle(line)
+		}
+		if err != nil {
+			c.readErr <- err // nobody reads again
+		} else {
+			if c.idle.Load() == 0 {
+				go c.follower(r)
+			}
+			c.lead <- struct{}{}
+		}
+		if own != nil {
+			c.send(own)
+			<-c.slots
+			c.running.Done()
+		}
+		if err != nil || c.idle.Load() >= maxIdleFollowers {
+			return
+		}
+	}
+}
+
+// worker serves tool calls until the requests' context ends.
+func (c *stdioConn) worker() {
+	defer c.running.Done()
+	for {
+		select {
+		case p := <-c.work:
+			c.slots <- struct{}{}
+			c.send(p)
+			<-c.slots
+		case <-c.ctx.Done():
+			return
+		}
+	}
+}
+
+// send serves a request once its turn has come, unless it was cancelled, writes its answer
+// and releases the requests that waited for it.
+func (c *stdioConn) send(p *pending) {
+	c.mu.Lock()
+	if p.cancelled {
+		c.mu.Unlock()
+		c.finish(p.key) // the spec: no answer to a cancelled request
+		return
+	}
+	p.forwarded = true
+	c.mu.Unlock()
+	ctx := c.ctx
+	if p.taken {
+		ctx = withSentArguments(ctx, p.args)
+	}
+	if resp := c.serve(ctx, p.line); resp != nil {
+		c.writeMessage(resp)
+	}
+	c.finish(p.key)
+}
+
+// takeArguments moves a tools/call's arguments out of the message mcp-go decodes into the
+// context the tool reads them from (Arguments), as the fields parseEnvelope read. mcp-go would
+// decode them into a map[string]any (allocations for every string of a save's messages, and
+// several scans of the line) that no tool uses: each reads its arguments from the JSON as
+// sent.
+func (c *stdioConn) takeArguments(p *pending, env *envelope) {
+	args := env.args
+	end := args.Index + len(args.Raw)
+	if !args.IsObject() || args.Index <= 0 || end > len(p.line) || string(p.line[args.Index:end]) != args.Raw {
+		return // left where it is: mcp-go decodes it, and the tool finds it in RawArguments
+	}
+	line := make([]byte, 0, len(p.line)-len(args.Raw)+2)
+	line = append(line, p.line[:args.Index]...)
+	line = append(line, "{}"...)
+	line = append(line, p.line[end:]...)
+	p.line, p.args, p.taken = line, env.argFields, true
+}
+
+// serve runs one message through mcp-go. A panic is answered the way mcp-go's stdio server
+// answers it: an internal error to the request's id (none to a notification).
+func (c *stdioConn) serve(ctx context.Context, line []byte) (resp mcp.JSONRPCMessage) {
+	defer func() {
+		if r := recover(); r != nil {
+			c.log.Error("stdio: panic serving a message", "panic", fmt.Sprint(r))
+			var id any
+			if raw := gjson.GetBytes(line, "id"); raw.Exists() && json.Unmarshal([]byte(raw.Raw), &id) == nil && id != nil {
+				resp = mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id),
+					Error: mcp.NewJSONRPCErrorDetails(mcp.INTERNAL_ERROR, fmt.Sprintf("internal panic: %v", r), nil)}
+			}
+		}
+	}()
+	return c.srv.HandleMessage(ctx, line)
+}
+
+// notify serves a notification on the read loop (they are quick, and their order counts).
+func (c *stdioConn) notify(line []byte) {
+	if resp := c.serve(c.ctx, line); resp != nil {
+		c.writeMessage(resp)
+	}
+}
+
+// unordered serves a message outside the ordering, as mcp-go's stdio server would: not JSON
+// gets a parse error; a request (it has an id) runs on its own goroutine; anything else (a
+// batch, an answer nobody waits for) is served at once.
+func (c *stdioConn) unordered(line []byte) {
+	if !json.Valid(line) {
+		c.writeMessage(mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(nil),
+			Error: mcp.NewJSONRPCErrorDetails(mcp.PARSE_ERROR, "Parse error", nil)})
+		return
+	}
+	var base struct {
+		ID any `json:"id,omitempty"`
+	}
+	if json.Unmarshal(line, &base) == nil && base.ID != nil {
+		c.running.Add(1)
+		go func() {
+			defer c.running.Done()
+			if resp := c.serve(c.ctx, line); resp != nil {
+				c.writeMessage(resp)
+			}
+		}()
+		return
+	}
+	c.notify(line)
+}
+
+// writeMessage writes one message to the client: answers, notifications, the server's own
+// requests.
+func (c *stdioConn) writeMessage(msg any) {
+	parts, err := EncodeMessage(msg)
+	if err != nil {
+		c.log.Warn("stdio: encode answer", "err", err)
+		return
+	}
+	if err := c.writeLine(parts...); err != nil {
+		c.log.Warn("stdio: write", "err", err)
+	}
+}
+
+// writeLine writes the parts of one message and a newline, with no other message between
+// them. The last part is the caller's to give away: the newline is appended to it.
+func (c *stdioConn) writeLine(parts ...[]byte) error {
+	parts[len(parts)-1] = append(parts[len(parts)-1], '\n')
+	c.outm.Lock()
+	defer c.outm.Unlock()
+	for _, p := range parts {
+		if _, err := c.out.Write(p); err != nil {
+			return err
+		}
+	}
+	return nil
+}
