@@ -79,6 +79,23 @@ try {
       const m = readFileSync(logFile, "utf8").slice(before).match(/mcp\.tool\.name=session_resume duration_s=([0-9.e-]+)/);
       if (m) coldServer.push(1000 * Number(m[1]));
     }
+    // A full resume as the first call of a fresh server process (every page).
+    const fullResume = async () => {
+      const t = now();
+      let got = 0, cursor = "";
+      do {
+        const res = await call(c, "session_resume", cursor ? { session_id: id, max_tokens: 100000, cursor } : { session_id: id, max_tokens: 100000 });
+        got += res.messages.length; cursor = res.next_cursor;
+      } while (cursor);
+      if (got !== n) throw new Error(`resumed ${got} of ${n}`);
+      return now() - t;
+    };
+    const fullCold = [];
+    for (let r = 0; r < Math.min(runs, 5); r++) {
+      await c.close();
+      c = await connect();
+      fullCold.push(await fullResume());
+    }
     const first = [], full = [];
     for (let r = 0; r < runs; r++) {
       t = now();
@@ -96,6 +113,7 @@ try {
       if (got !== n) throw new Error(`resumed ${got} of ${n}`);
     }
     console.log(JSON.stringify({ mode, messages: n, runs, full_median_ms: median(full), full_min_ms: Math.min(...full), us_per_msg: 1000 * median(full) / n,
+      full_cold_median_ms: median(fullCold), full_cold_min_ms: Math.min(...fullCold),
       first_page_median_ms: median(first), first_page_cold_median_ms: median(cold), first_page_cold_server_median_ms: median(coldServer) }));
   } else if (mode === "list") {
     const sessions = Number(rest[0] ?? 1000), per = Number(rest[1] ?? 4), runs = Number(rest[2] ?? 9);

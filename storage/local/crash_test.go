@@ -213,7 +213,7 @@ func newCrashWork(t testing.TB, seed uint64) *crashWork {
 	clock := &crashClock{t: time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)}
 	w := &crashWork{t: t, rng: rand.New(rand.NewPCG(seed, 1)), clock: clock, model: newCrashModel()}
 	w.fs = newCrashFS(clock.Now)
-	w.opts = Options{IdleSeal: -1, MaxPlainBytes: -1, Summarize: crashSummarize, Now: clock.Now, fs: w.fs}
+	w.opts = Options{IdleSeal: -1, MaxPlainBytes: -1, Summarize: crashSummarize, Now: clock.Now, fs: w.fs, closeSealers: 1}
 	if seed%2 == 0 {
 		// Small seal thresholds: appends seal inline.
 		w.opts.SealRecords, w.opts.SealBytes = 12+int(seed%7), 24<<10

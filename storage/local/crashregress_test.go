@@ -20,7 +20,7 @@ import (
 // crashStore opens a store on fsys as the power-loss test does (no background sealer).
 func crashStore(t *testing.T, fsys *crashFS, dir string) *Store {
 	t.Helper()
-	s, err := Open(dir, Options{IdleSeal: -1, MaxPlainBytes: -1, Summarize: crashSummarize, fs: fsys})
+	s, err := Open(dir, Options{IdleSeal: -1, MaxPlainBytes: -1, Summarize: crashSummarize, fs: fsys, closeSealers: 1})
 	if err != nil {
 		t.Fatalf("open on the disk after the power loss: %v", err)
 	}

@@ -54,6 +54,9 @@ type Options struct {
 
 	// sealTick overrides how often the background sealer looks (tests).
 	sealTick time.Duration
+	// closeSealers overrides how many seals Close runs at once (tests: the power-loss test
+	// numbers a workload's disk operations, which must come in the same order every run).
+	closeSealers int
 	// fs is the file system the store works in: nil is the operating system's (tests
 	// simulate a disk that loses power).
 	fs fileSystem
@@ -330,7 +333,11 @@ func (s *Store) sealAll(ids []string) []error {
 		wg   sync.WaitGroup
 		next = make(chan string)
 	)
-	for range min(closeSealers, len(ids)) {
+	n := closeSealers
+	if s.opts.closeSealers > 0 {
+		n = s.opts.closeSealers
+	}
+	for range min(n, len(ids)) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
