@@ -68,9 +68,10 @@ func TestSoak(t *testing.T) {
 	}
 	t.Logf("%d calls (%d saves of %d messages, %d searches), %d errors", st.calls.Load(), st.saves.Load(), st.msgs.Load(), st.searches.Load(), st.errors.Load())
 	var b strings.Builder
-	fmt.Fprintf(&b, "%8s %10s %6s %10s\n", "t", "RSS MiB", "fds", "goroutines")
+	fmt.Fprintf(&b, "%8s %10s %9s %9s %6s %10s\n", "t", "RSS MiB", "anon MiB", "file MiB", "fds", "goroutines")
 	for _, s := range samples {
-		fmt.Fprintf(&b, "%8s %10.1f %6d %10d\n", s.at.Round(time.Second), float64(s.rss)/(1<<20), s.fds, s.goroutines)
+		fmt.Fprintf(&b, "%8s %10.1f %9.1f %9.1f %6d %10d\n", s.at.Round(time.Second), float64(s.rss)/(1<<20),
+			float64(s.anon)/(1<<20), float64(s.file)/(1<<20), s.fds, s.goroutines)
 	}
 	t.Logf("server samples every 10 s:\n%s", b.String())
 	if n := st.errors.Load(); n > 0 {
@@ -207,6 +208,7 @@ func messageWords(m memory.Message) string {
 type sample struct {
 	at         time.Duration
 	rss        int64
+	anon, file int64 // RSS's anonymous part and its file-backed part (the binary, mapped index pages)
 	fds        int
 	goroutines int
 }
@@ -227,9 +229,18 @@ func sampleServer(ctx context.Context, pid int, base string, period time.Duratio
 		s := sample{at: time.Since(start), goroutines: -1}
 		if b, err := os.ReadFile(fmt.Sprintf("/proc/%d/status", pid)); err == nil {
 			for _, l := range strings.Split(string(b), "\n") {
-				if f := strings.Fields(l); len(f) >= 2 && f[0] == "VmRSS:" {
-					kb, _ := strconv.ParseInt(f[1], 10, 64)
+				f := strings.Fields(l)
+				if len(f) < 2 {
+					continue
+				}
+				kb, _ := strconv.ParseInt(f[1], 10, 64)
+				switch f[0] {
+				case "VmRSS:":
 					s.rss = kb << 10
+				case "RssAnon:":
+					s.anon = kb << 10
+				case "RssFile:":
+					s.file = kb << 10
 				}
 			}
 		}
