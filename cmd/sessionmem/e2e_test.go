@@ -274,7 +274,15 @@ func TestStdioStdoutIsProtocolOnly(t *testing.T) {
 // httpServer starts `sessionmem serve --http 127.0.0.1:0` and returns its base URL.
 func httpServer(t testing.TB, store string, env ...string) (string, *exec.Cmd) {
 	t.Helper()
-	cmd := exec.Command(binary(t), "serve", "--store", store, "--http", "127.0.0.1:0")
+	return startAnnounced(t, `serving MCP on (http://\S+)/mcp`, env, "serve", "--store", store, "--http", "127.0.0.1:0")
+}
+
+// startAnnounced starts the binary with args (its environment plus env, HOME a fresh
+// directory), kills it at the test's end if still running, and returns the first submatch
+// of pattern in a line it writes to stderr: the address it announces.
+func startAnnounced(t testing.TB, pattern string, env []string, args ...string) (string, *exec.Cmd) {
+	t.Helper()
+	cmd := exec.Command(binary(t), args...)
 	cmd.Env = append(append(os.Environ(), "HOME="+t.TempDir()), env...)
 	stderr, _ := cmd.StderrPipe()
 	if err := cmd.Start(); err != nil {
@@ -286,21 +294,24 @@ func httpServer(t testing.TB, store string, env ...string) (string, *exec.Cmd) {
 			cmd.Wait()
 		}
 	})
-	urlc := make(chan string, 1)
+	found := make(chan string, 1)
 	go func() {
-		re := regexp.MustCompile(`serving MCP on (http://\S+)/mcp`)
+		re := regexp.MustCompile(pattern)
 		sc := bufio.NewScanner(stderr)
 		for sc.Scan() {
 			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				urlc <- m[1]
+				select {
+				case found <- m[1]:
+				default:
+				}
 			}
 		}
 	}()
 	select {
-	case u := <-urlc:
+	case u := <-found:
 		return u, cmd
 	case <-time.After(10 * time.Second):
-		t.Fatal("server did not announce its address")
+		t.Fatalf("%s did not announce its address", strings.Join(args[:1], " "))
 	}
 	return "", nil
 }

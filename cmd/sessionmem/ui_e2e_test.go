@@ -1,11 +1,9 @@
 package main
 
 import (
-	"bufio"
 	"encoding/json"
 	"io"
 	"net/http"
-	"os"
 	"os/exec"
 	"regexp"
 	"strings"
@@ -17,35 +15,7 @@ import (
 // uiServer starts `sessionmem ui` and returns the link it printed.
 func uiServer(t *testing.T, store string, env ...string) (string, *exec.Cmd) {
 	t.Helper()
-	cmd := exec.Command(binary(t), "ui", "--store", store)
-	cmd.Env = append(append(os.Environ(), "HOME="+t.TempDir()), env...)
-	stderr, _ := cmd.StderrPipe()
-	if err := cmd.Start(); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		if cmd.ProcessState == nil {
-			cmd.Process.Kill()
-			cmd.Wait()
-		}
-	})
-	linkc := make(chan string, 1)
-	go func() {
-		re := regexp.MustCompile(`session viewer at (http://\S+)`)
-		sc := bufio.NewScanner(stderr)
-		for sc.Scan() {
-			if m := re.FindStringSubmatch(sc.Text()); m != nil {
-				linkc <- m[1]
-			}
-		}
-	}()
-	select {
-	case l := <-linkc:
-		return l, cmd
-	case <-time.After(10 * time.Second):
-		t.Fatal("sessionmem ui did not announce its address")
-	}
-	return "", nil
+	return startAnnounced(t, `session viewer at (http://\S+)`, env, "ui", "--store", store)
 }
 
 func get(t *testing.T, c *http.Client, url string, hdr map[string]string) (*http.Response, string) {
