@@ -68,10 +68,11 @@ func TestSoak(t *testing.T) {
 	}
 	t.Logf("%d calls (%d saves of %d messages, %d searches), %d errors", st.calls.Load(), st.saves.Load(), st.msgs.Load(), st.searches.Load(), st.errors.Load())
 	var b strings.Builder
-	fmt.Fprintf(&b, "%8s %10s %9s %9s %6s %10s\n", "t", "RSS MiB", "anon MiB", "file MiB", "fds", "goroutines")
+	fmt.Fprintf(&b, "%8s %10s %9s %9s %11s %12s %6s %10s\n", "t", "RSS MiB", "anon MiB", "file MiB", "Go heap MiB", "Go held MiB", "fds", "goroutines")
+	mib := func(v int64) float64 { return float64(v) / (1 << 20) }
 	for _, s := range samples {
-		fmt.Fprintf(&b, "%8s %10.1f %9.1f %9.1f %6d %10d\n", s.at.Round(time.Second), float64(s.rss)/(1<<20),
-			float64(s.anon)/(1<<20), float64(s.file)/(1<<20), s.fds, s.goroutines)
+		fmt.Fprintf(&b, "%8s %10.1f %9.1f %9.1f %11.1f %12.1f %6d %10d\n", s.at.Round(time.Second), mib(s.rss),
+			mib(s.anon), mib(s.file), mib(s.heapInuse), mib(s.goHeld), s.fds, s.goroutines)
 	}
 	t.Logf("server samples every 10 s:\n%s", b.String())
 	if n := st.errors.Load(); n > 0 {
@@ -211,6 +212,10 @@ type sample struct {
 	anon, file int64 // RSS's anonymous part and its file-backed part (the binary, mapped index pages)
 	fds        int
 	goroutines int
+	// The Go runtime's view, from /metrics: the heap in use, and what it holds from the OS
+	// (go_memstats_sys_bytes less the heap it has released). anon less goHeld is memory the
+	// runtime does not know about: SQLite's allocations through modernc's libc, thread stacks.
+	heapInuse, goHeld int64
 }
 
 // sampleServer looks at the process every period until ctx ends: resident memory and open
@@ -248,12 +253,26 @@ func sampleServer(ctx context.Context, pid int, base string, period time.Duratio
 			s.fds = len(ents)
 		}
 		if resp, err := http.Get(base + "/metrics"); err == nil {
+			var sys, released float64
 			sc := bufio.NewScanner(resp.Body)
 			for sc.Scan() {
-				if v, ok := strings.CutPrefix(sc.Text(), "go_goroutines "); ok {
-					s.goroutines, _ = strconv.Atoi(strings.TrimSpace(v))
+				name, v, ok := strings.Cut(sc.Text(), " ")
+				if !ok {
+					continue
+				}
+				f, _ := strconv.ParseFloat(strings.TrimSpace(v), 64)
+				switch name {
+				case "go_goroutines":
+					s.goroutines = int(f)
+				case "go_memstats_heap_inuse_bytes":
+					s.heapInuse = int64(f)
+				case "go_memstats_sys_bytes":
+					sys = f
+				case "go_memstats_heap_released_bytes":
+					released = f
 				}
 			}
+			s.goHeld = int64(sys - released)
 			resp.Body.Close()
 		}
 		out = append(out, s)
