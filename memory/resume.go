@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/sessionmem/sessionmem/fileops"
 	"github.com/sessionmem/sessionmem/storage"
@@ -146,7 +147,7 @@ func (s *Service) resumePage(r storage.Reader, id string, cur *resumeCursor, max
 	// or on PostgreSQL another process's save between its create and its first append.)
 	if raw {
 		res.RawMessages = []json.RawMessage{}
-		pr.page = make([]byte, 0, rawPageCap(v, start, budget))
+		pr.page = newPage(rawPageCap(v, start, budget))
 	}
 	err = v.each(r, start, func(p int, rec storage.Record) (bool, error) {
 		n := &v.nodes[v.at(p)]
@@ -183,6 +184,27 @@ func (s *Service) resumePage(r storage.Reader, id string, cur *resumeCursor, max
 	}
 	res.Chars = used + len(res.NextCursor)
 	return res, nil
+}
+
+// pages keeps the buffers of raw pages their callers gave back (RecyclePage): a full resume
+// of a long session is pages of hundreds of KB one after the other, and in a server just
+// started each new buffer costs a page fault per 4 KiB, more than filling it.
+var pages sync.Pool
+
+// newPage returns an empty buffer of at least n bytes, a recycled one if there is one.
+func newPage(n int) []byte {
+	if b, ok := pages.Get().(*[]byte); ok && cap(*b) >= n {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, n)
+}
+
+// RecyclePage gives back the buffer of a raw page (ResumeResult.RawPage, or what its caller
+// made of it by appending) once nothing reads it any more.
+func RecyclePage(b []byte) {
+	if cap(b) >= 64<<10 {
+		pages.Put(&b)
+	}
 }
 
 // rawPageCap is the capacity a raw page's buffer starts with: what the rest of the context
