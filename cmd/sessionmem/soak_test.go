@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -35,6 +36,7 @@ func TestSoak(t *testing.T) {
 		t.Skip("set SESSIONMEM_SOAK to a duration (e.g. 20m) to run the soak")
 	}
 	store := t.TempDir()
+	seedSoak(t, store)
 	base, cmd := httpServer(t, store)
 	pool := transcripttest.Sized(t, 3000, 1024, 4096)
 	ctx, cancel := context.WithTimeout(context.Background(), d)
@@ -80,6 +82,26 @@ func TestSoak(t *testing.T) {
 		t.Errorf("%d saved messages missing, e.g. %v", len(lost), lost[:min(5, len(lost))])
 	}
 	checkFlat(t, samples)
+}
+
+// seedSoak copies into store a store of $SESSIONMEM_SOAK_SEED_MB MB of message JSON
+// (buildSizedStore's, built once and kept in $SESSIONMEM_SOAK_SEED_DIR when set), so that the soak
+// runs against a store of a size people have, whose caches fill as they would on one, rather
+// than against an empty one that only its own saves grow.
+func seedSoak(t *testing.T, store string) {
+	mb, _ := strconv.Atoi(os.Getenv("SESSIONMEM_SOAK_SEED_MB"))
+	if mb <= 0 {
+		return
+	}
+	dir := os.Getenv("SESSIONMEM_SOAK_SEED_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	seed := filepath.Join(dir, fmt.Sprintf("search-%dmb", mb))
+	buildSizedStore(t, seed, mb)
+	if err := os.CopyFS(store, os.DirFS(seed)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 type soakStats struct {
