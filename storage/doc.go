@@ -1,6 +1,7 @@
 // Package storage defines what sessionmem needs from a session store and the types every
 // backend shares: the Store, Reader and Writer interfaces, session headers, listing metadata,
-// records, list queries, verify reports and the sentinel errors.
+// records, list queries, verify reports (verify.go: problems by kind, each worded by its
+// backend) and the sentinel errors.
 //
 // # Backends
 //

@@ -244,13 +244,13 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 			damaged++ // could not be checked; not known to be intact
 			report("DAMAGED", id, err.Error())
 			continue
-		case rep.NewerFormat != nil:
+		case rep.NewerFormat() != nil:
 			newer++
-			report("NEWER", id, rep.NewerFormat.Error())
+			report("NEWER", id, problemDetails(rep, storage.ProblemNewerFormat))
 			continue
-		case rep.Damaged != nil:
+		case rep.Damaged() != nil:
 			damaged++
-			report("DAMAGED", id, rep.Damaged.Error())
+			report("DAMAGED", id, problemDetails(rep, storage.ProblemDamaged))
 			continue
 		}
 		records, err := verifySession(ctx, cs.store, id)
@@ -266,7 +266,7 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 			if !*repair {
 				label = "WARNING"
 			}
-			report(label, id, fmt.Sprintf("%s (%d records intact)", describeTorn(rep), records))
+			report(label, id, fmt.Sprintf("%s (%d records intact)", problemDetails(rep, storage.ProblemTorn), records))
 		default:
 			ok++
 		}
@@ -294,40 +294,17 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	return errors.Join(errs...)
 }
 
-// describeTorn says what a crash left at the ends of a session's files, as cut by --repair
-// (rep.Repaired) or as found.
-func describeTorn(rep storage.VerifyReport) string {
+// problemDetails is what the store says of rep's problems of kind, in the order found: where
+// a crash left torn ends and, once repaired, what was cut; what is damaged; what a newer
+// version wrote.
+func problemDetails(rep storage.VerifyReport, kind storage.ProblemKind) string {
 	var parts []string
-	if rep.TornSealed > 0 {
-		parts = append(parts, fmt.Sprintf("torn end of sealed log (%s at offset %d)", plural(int(rep.TornSealed), "byte"), rep.SealedBytes))
-	}
-	switch {
-	case rep.NoTail && rep.TornTail > 0:
-		parts = append(parts, fmt.Sprintf("tail file has no header line (%s, no records)", plural(int(rep.TornTail), "byte")))
-	case rep.NoTail:
-		parts = append(parts, "tail file missing")
-	case rep.TornTail > 0:
-		var what []string
-		if rep.StaleLines > 0 && rep.TailRecords == 0 {
-			what = append(what, plural(rep.StaleLines, "line")+" already sealed")
+	for _, p := range rep.Problems {
+		if p.Kind == kind {
+			parts = append(parts, p.Detail)
 		}
-		if rep.DroppedLines > 0 {
-			what = append(what, plural(rep.DroppedLines, "complete line")+" not continuing the sequence")
-		}
-		detail := ""
-		if len(what) > 0 {
-			detail = ": " + strings.Join(what, ", ")
-		}
-		parts = append(parts, fmt.Sprintf("torn end of tail (%s at offset %d%s)", plural(int(rep.TornTail), "byte"), rep.TailBytes, detail))
 	}
-	msg := strings.Join(parts, "; ")
-	switch {
-	case rep.Repaired && rep.NoTail:
-		return "wrote an empty tail: " + msg
-	case rep.Repaired:
-		return "cut " + msg
-	}
-	return msg
+	return strings.Join(parts, "; ")
 }
 
 // verifySession reads every record of a session under its shared lock and decodes them as

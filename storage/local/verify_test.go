@@ -21,7 +21,7 @@ type verifyWant struct {
 	noTail, damaged, newer bool
 }
 
-func checkReport(t *testing.T, who string, got storage.VerifyReport, w verifyWant) {
+func checkReport(t *testing.T, who string, got fileReport, w verifyWant) {
 	t.Helper()
 	if (got.Damaged != nil) != w.damaged || w.damaged && !errors.Is(got.Damaged, storage.ErrCorrupt) {
 		t.Fatalf("%s: Damaged = %v, want damaged %v", who, got.Damaged, w.damaged)
@@ -162,7 +162,7 @@ func TestVerify(t *testing.T) {
 			}
 			install(t, zst, tt.tail)
 
-			got, err := s.Verify(t.Context(), "c", false)
+			got, err := s.verifyFiles(t.Context(), "c", false)
 			if err != nil {
 				t.Fatalf("Verify: %v", err)
 			}
@@ -183,7 +183,7 @@ func TestVerify(t *testing.T) {
 				}
 			}
 
-			rep, err := s.Verify(t.Context(), "c", true)
+			rep, err := s.verifyFiles(t.Context(), "c", true)
 			if err != nil {
 				t.Fatalf("Verify(repair): %v", err)
 			}
@@ -215,14 +215,14 @@ func TestVerify(t *testing.T) {
 					t.Fatalf("read after repair: %v", err)
 				}
 				equalLines(t, recs, fx.want[:tt.want.records])
-				again, err := s.Verify(t.Context(), "c", false)
+				again, err := s.verifyFiles(t.Context(), "c", false)
 				if err != nil || again.Torn() || again.Damaged != nil || again.Records != tt.want.records {
 					t.Fatalf("check after repair: %+v, %v", again, err)
 				}
 			}
 
 			// A damaged session takes nothing else down.
-			g, err := s.Verify(t.Context(), "good", true)
+			g, err := s.verifyFiles(t.Context(), "good", true)
 			if err != nil || g.Damaged != nil || g.Torn() || g.Records != len(goodLines) {
 				t.Fatalf("other session: %+v, %v", g, err)
 			}
@@ -349,7 +349,7 @@ func TestVerifyConcurrent(t *testing.T) {
 				default:
 				}
 				rep, err := s.Verify(context.Background(), "c", repair)
-				if err != nil || rep.Damaged != nil || rep.Torn() || rep.Repaired || rep.LastSeq != uint64(rep.Records) {
+				if err != nil || rep.Damaged() != nil || rep.Torn() || rep.Repaired || rep.LastSeq != uint64(rep.Records) {
 					t.Errorf("Verify(repair=%v) = %+v, %v", repair, rep, err)
 					return
 				}

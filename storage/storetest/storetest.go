@@ -315,7 +315,7 @@ func testVerify(t *testing.T, b Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.ID != "a" || rep.Records != 40 || rep.LastSeq != 40 || rep.Damaged != nil || rep.NewerFormat != nil || rep.Torn() {
+	if rep.ID != "a" || rep.Records != 40 || rep.LastSeq != 40 || rep.Damaged() != nil || rep.NewerFormat() != nil || rep.Torn() || len(rep.Problems) != 0 {
 		t.Fatalf("verify of a healthy session: %+v", rep)
 	}
 }
