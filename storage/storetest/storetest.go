@@ -68,6 +68,7 @@ func Run(t *testing.T, b Backend) {
 		{"Search", testSearch},
 		{"Rewrite", testRewrite},
 		{"Settings", testSettings},
+		{"Operate", testOperate},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
