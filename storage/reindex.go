@@ -24,6 +24,9 @@ type IndexStatser interface {
 // ReindexProgress is how far a Reindex has come. A backend fills what it counts and leaves
 // the rest zero.
 type ReindexProgress struct {
+	// PerRecord is set by a backend that counts records (Records of TotalRecords), as in
+	// IndexStats; without it the backend counts sessions and bytes.
+	PerRecord bool
 	// Sessions of TotalSessions are indexed (a backend that indexes session by session).
 	Sessions, TotalSessions int
 	// Bytes is how many bytes of records were read so far.

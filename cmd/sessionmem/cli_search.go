@@ -217,7 +217,7 @@ func runReindex(ctx context.Context, e *env, args []string) error {
 // reindexProgress words one progress report of reindex: sessions and the rate of reading for
 // a store that indexes session by session, records for one that tracks records.
 func reindexProgress(p storage.ReindexProgress, mbPerSec float64) string {
-	if p.TotalRecords > 0 && p.TotalSessions == 0 {
+	if p.PerRecord {
 		return fmt.Sprintf("%s of %s records have search documents", thousands(p.Records), thousands(p.TotalRecords))
 	}
 	return fmt.Sprintf("%d of %d sessions, %.1f MB of records, %.1f MB/s", p.Sessions, p.TotalSessions, float64(p.Bytes)/1e6, mbPerSec)

@@ -139,7 +139,7 @@ type IndexProgress struct {
 func (p IndexProgress) Done() bool { return p.Records >= p.Total }
 
 func (p IndexProgress) reindexProgress() storage.ReindexProgress {
-	return storage.ReindexProgress{Records: p.Records, TotalRecords: p.Total}
+	return storage.ReindexProgress{PerRecord: true, Records: p.Records, TotalRecords: p.Total}
 }
 
 // IndexStats implements storage.IndexStatser: how many records have their documents (one
