@@ -167,7 +167,7 @@ func TestSearchCatchUpAndRebuild(t *testing.T) {
 		if err != nil || st.Docs != 2*n || st.Rebuilding {
 			t.Fatalf("%s: stats %+v %v", what, st, err)
 		}
-		if err := s.VerifySearch(context.Background()); err != nil {
+		if err := s.VerifyIndex(context.Background()); err != nil {
 			t.Fatalf("%s: verify: %v", what, err)
 		}
 		s.Close()
@@ -230,7 +230,7 @@ func TestSearchReindex(t *testing.T) {
 	}
 	waitHits(t, s, storage.SearchQuery{Match: mustParse(t, "reindex")}, 5, time.Second)
 	var calls int
-	err := s.Reindex(context.Background(), func(done, total int, bytes int64) { calls++ })
+	err := s.Reindex(context.Background(), func(storage.ReindexProgress) { calls++ })
 	if err != nil || calls != 5 {
 		t.Fatalf("Reindex: %v after %d progress calls", err, calls)
 	}
