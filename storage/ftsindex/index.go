@@ -66,6 +66,8 @@ func (o *Options) defaults() {
 type Index struct {
 	dir  string
 	opts Options
+	// packBudget is packBudget, smaller in tests.
+	packBudget int
 
 	mu     sync.RWMutex // held for reading by every call, for writing to switch databases
 	cur    *database
@@ -104,7 +106,7 @@ func Open(ctx context.Context, dir string, opts Options) (*Index, error) {
 	if err := os.MkdirAll(dir, 0o700); err != nil {
 		return nil, fmt.Errorf("open search index: %w", err)
 	}
-	ix := &Index{dir: dir, opts: opts}
+	ix := &Index{dir: dir, opts: opts, packBudget: packBudget}
 	ix.bg, ix.stopBg = context.WithCancel(context.Background())
 	db, err := ix.openNewest(ctx, "")
 	if err != nil {
@@ -138,7 +140,7 @@ func (ix *Index) Close() error {
 func (db *database) tidy() {
 	ctx, cancel := context.WithTimeout(context.Background(), closeTidyTimeout)
 	defer cancel()
-	_, _ = db.mergeOnce(ctx, closeRun)
+	_, _ = db.mergeOnce(ctx, closeRun, false)
 	db.shrink(ctx)
 }
 

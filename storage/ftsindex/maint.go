@@ -185,7 +185,7 @@ func (ix *Index) Optimize(ctx context.Context) error {
 	}
 	defer release()
 	for {
-		done, err := db.mergeOnce(ctx, optimizeRun)
+		done, err := db.mergeOnce(ctx, optimizeRun, false)
 		if err != nil {
 			return classify(err)
 		}
@@ -201,14 +201,15 @@ func (ix *Index) Optimize(ctx context.Context) error {
 // would replace), tens of milliseconds of CPU.
 const closeMergeDocs = packLimit - 1
 
-// closeRun picks the newest run of two or more segments, none final, that hold at most
+// closeRun picks the newest run of two or more packed segments (not ones packedDue wrote as
+// rows, which would only be packed and rewritten again), none final, that hold at most
 // closeMergeDocs docs together, or nil. A store's newest segments are the small ones its
 // last saves made; each repeats the terms it shares with the others, so the index of a
 // small store (a thousand short sessions: eleven segments) takes less than half the space
 // once they are one.
 func closeRun(segs []segMeta) []segMeta {
 	i, n := len(segs), 0
-	for i > 0 && segs[i-1].level != finalLevel && n+segs[i-1].ndocs <= closeMergeDocs {
+	for i > 0 && segs[i-1].level != finalLevel && segs[i-1].packed > 0 && n+segs[i-1].ndocs <= closeMergeDocs {
 		i--
 		n += segs[i].ndocs
 	}

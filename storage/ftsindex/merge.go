@@ -4,6 +4,7 @@ import (
 	"context"
 	"database/sql"
 	"fmt"
+	"slices"
 	"strings"
 )
 
@@ -21,6 +22,13 @@ const (
 	// larger ones are built outside any write transaction (Merge) and committed in a short
 	// one, so other processes' writes (and so their saves' freshness) never wait long.
 	smallMerge = 4096
+	// packBudget bounds the packed postings (compressed, as stored) of an index's segments:
+	// every process that searches keeps each packed segment decoded in memory (about three
+	// times its stored size), and without a bound the small levels hold up to 7 segments of
+	// each size below packLimit, some 44,000 docs (50 MB of heap with 2 KB messages). Past
+	// it, Merge rewrites the oldest packed segments as rows (read per term, through the
+	// bounded list cache), so a searching server's memory stops growing with its saves.
+	packBudget = 4 << 20
 )
 
 // segMeta is a segments row without its docs.
@@ -29,6 +37,7 @@ type segMeta struct {
 	level  int
 	lo, hi int64
 	ndocs  int
+	packed int // stored size of its packed postings; 0: rows in postings
 }
 
 // querier is what both *sql.Tx and *sql.DB offer.
@@ -39,7 +48,7 @@ type querier interface {
 
 // listSegments returns the segments in id order (lo).
 func listSegments(ctx context.Context, q querier) ([]segMeta, error) {
-	rows, err := q.QueryContext(ctx, `SELECT id, level, lo, hi, ndocs FROM segments ORDER BY lo`)
+	rows, err := q.QueryContext(ctx, `SELECT id, level, lo, hi, ndocs, coalesce(length(packed), 0) FROM segments ORDER BY lo`)
 	if err != nil {
 		return nil, err
 	}
@@ -47,7 +56,7 @@ func listSegments(ctx context.Context, q querier) ([]segMeta, error) {
 	var out []segMeta
 	for rows.Next() {
 		var m segMeta
-		if err := rows.Scan(&m.id, &m.level, &m.lo, &m.hi, &m.ndocs); err != nil {
+		if err := rows.Scan(&m.id, &m.level, &m.lo, &m.hi, &m.ndocs, &m.packed); err != nil {
 			return nil, err
 		}
 		out = append(out, m)
@@ -83,6 +92,28 @@ func mergeDue(segs []segMeta) []segMeta {
 	return nil
 }
 
+// packedDue returns a pick that, when the packed segments take more than budget bytes,
+// chooses the oldest run of consecutive packed segments whose rewrite as rows leaves at most
+// half the budget packed (one segment or more), and otherwise nil.
+func packedDue(budget int) func([]segMeta) []segMeta {
+	return func(segs []segMeta) []segMeta {
+		total := 0
+		for _, s := range segs {
+			total += s.packed
+		}
+		if total <= budget {
+			return nil
+		}
+		i := slices.IndexFunc(segs, func(s segMeta) bool { return s.packed > 0 })
+		j := i
+		for j < len(segs) && segs[j].packed > 0 && total > budget/2 {
+			total -= segs[j].packed
+			j++
+		}
+		return segs[i:j]
+	}
+}
+
 // segRow is one term's list in a segment being written.
 type segRow struct {
 	term string
@@ -94,6 +125,8 @@ type newSeg struct {
 	level int
 	docs  *segDocs
 	rows  []segRow
+	// unpacked writes the postings as rows even when the segment is small (packedDue).
+	unpacked bool
 }
 
 // flushSegment writes the docs this transaction added as a new segment.
@@ -129,7 +162,7 @@ func (w *writer) flushSegment() error {
 func writeSegment(ctx context.Context, tx *sql.Tx, ns newSeg) (int64, error) {
 	d := ns.docs
 	var packed []byte
-	if d.len() < packLimit {
+	if d.len() < packLimit && !ns.unpacked {
 		packed = pack(encodePacked(ns.rows))
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO segments (level, lo, hi, ndocs, docs, packed) VALUES (?, ?, ?, ?, ?, ?)`,
@@ -195,16 +228,25 @@ func (ix *Index) Merge(ctx context.Context) error {
 	}
 	defer release()
 	for {
-		done, err := db.mergeOnce(ctx, mergeDue)
+		done, err := db.mergeOnce(ctx, mergeDue, false)
+		if err != nil {
+			return classify(err)
+		}
+		if !done {
+			break
+		}
+	}
+	for {
+		done, err := db.mergeOnce(ctx, packedDue(ix.packBudget), true)
 		if err != nil || !done {
 			return classify(err)
 		}
 	}
 }
 
-// mergeOnce builds and commits one merge of the segments pick chooses; done is false when
-// pick chose none.
-func (db *database) mergeOnce(ctx context.Context, pick func([]segMeta) []segMeta) (bool, error) {
+// mergeOnce builds and commits one merge of the segments pick chooses (its postings as rows
+// when unpacked); done is false when pick chose none.
+func (db *database) mergeOnce(ctx context.Context, pick func([]segMeta) []segMeta, unpacked bool) (bool, error) {
 	tx, err := db.m.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return false, err
@@ -223,6 +265,9 @@ func (db *database) mergeOnce(ctx context.Context, pick func([]segMeta) []segMet
 	tx.Rollback()
 	if err != nil {
 		return false, err
+	}
+	if ns != nil {
+		ns.unpacked = unpacked
 	}
 	err = db.write(ctx, func(tx *sql.Tx) error {
 		ids := make([]any, len(due))

@@ -20,11 +20,22 @@ func (s *Store) reconcile() error {
 		return fmt.Errorf("read sessions: %w", err)
 	}
 	onDisk := map[string]bool{}
+	var temps []string
 	for _, e := range ents {
 		name := e.Name()
 		if id, ok := strings.CutSuffix(name, zstSuffix); ok && storage.ValidID(id) && e.Type().IsRegular() {
 			onDisk[id] = true
+		} else if isTempName(name) {
+			temps = append(temps, name)
 		}
+	}
+	s.sweepTemps(s.sessDir, temps)
+	if ents, err := s.fs.ReadDir(s.dir); err == nil { // index.jsonl's temp files
+		temps = temps[:0]
+		for _, e := range ents {
+			temps = append(temps, e.Name())
+		}
+		s.sweepTemps(s.dir, temps)
 	}
 	x := s.idx
 	x.mu.Lock()
