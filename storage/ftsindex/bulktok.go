@@ -50,7 +50,7 @@ type tokenizer struct {
 	roles   []string
 }
 
-const tokMaxWords = 1 << 17
+const tokMaxWords = 1 << 16
 
 func newTokenizer(maxText int) *tokenizer {
 	return &tokenizer{maxText: maxText, words: map[string]int32{}, ids: map[string]int32{}}
