@@ -181,6 +181,7 @@ func runReindex(ctx context.Context, e *env, args []string) error {
 	if !ok {
 		return errors.New("this store has no search index to rebuild")
 	}
+	defer adaptMemoryLimit(ctx, e.getenv, reindexMemoryFloor)()
 	start := time.Now()
 	last := time.Time{}
 	var mb float64

@@ -244,6 +244,47 @@ func TestSearchReindex(t *testing.T) {
 	waitHits(t, s, storage.SearchQuery{Match: mustParse(t, "reindex")}, 5, 0)
 }
 
+// TestReindexReadsSessionsAtOnce: a rebuild reads several sessions at once, each in several
+// chunks, and indexes every record once; one cancelled part way (its readers blocked on
+// chunks nobody takes) returns, and the next rebuild completes.
+func TestReindexReadsSessionsAtOnce(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), searchOpts())
+	const sessions, per = 6, chunkRecords + chunkRecords/2
+	for i := range sessions {
+		id := fmt.Sprintf("p%d", i)
+		mustCreate(t, s, id)
+		texts := make([]string, per)
+		for j := range texts {
+			texts[j] = fmt.Sprintf("word%d in session%d", j, i)
+		}
+		appendText(t, s, id, texts...)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err := s.Reindex(ctx, func(done, _ int, _ int64) {
+		if done == 2 {
+			cancel()
+		}
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Reindex cancelled after two sessions: %v", err)
+	}
+	var calls []int
+	if err := s.Reindex(context.Background(), func(done, _ int, _ int64) { calls = append(calls, done) }); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(calls) != "[1 2 3 4 5 6]" {
+		t.Fatalf("progress %v", calls)
+	}
+	st, err := s.SearchStats(context.Background())
+	if err != nil || st.Docs != sessions*per || st.Sessions != sessions || st.Rebuilding {
+		t.Fatalf("after the rebuild: %+v, %v", st, err)
+	}
+	for _, w := range []string{"word0", fmt.Sprintf("word%d", chunkRecords), fmt.Sprintf("word%d", per-1)} {
+		waitHits(t, s, storage.SearchQuery{Match: mustParse(t, w)}, sessions, 0)
+	}
+}
+
 const searchHelperEnv = "STORAGE_SEARCH_HELPER"
 
 // TestSearchHelperProcess is not a test: a child process for the multi-process search
