@@ -8,6 +8,7 @@ import (
 	"github.com/mark3labs/mcp-go/server"
 
 	"github.com/sessionmem/sessionmem/mcpserver/transport"
+	"github.com/sessionmem/sessionmem/memory"
 )
 
 // Server is the MCP server New returns, named here so that callers need not import mcp-go.
@@ -20,6 +21,7 @@ type StdioOptions = transport.StdioOptions
 // each tool call ordered as its tool declared (hints.order).
 func ServeStdio(ctx context.Context, s *Server, in io.Reader, out io.Writer, o StdioOptions) error {
 	o.Orders = toolOrder
+	o.Recycle = memory.RecyclePage
 	return transport.ServeStdio(ctx, s, in, out, o)
 }
 

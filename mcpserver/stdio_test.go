@@ -9,10 +9,12 @@ import (
 	"strings"
 	"testing"
 	"time"
+	"unicode/utf8"
 
 	"github.com/tidwall/gjson"
 
 	"github.com/sessionmem/sessionmem/memory"
+	"github.com/sessionmem/sessionmem/message"
 	"github.com/sessionmem/sessionmem/storage/local"
 )
 
@@ -341,5 +343,63 @@ func TestStdioTakesArguments(t *testing.T) {
 	r.send(callLine(3, "session_save", map[string]any{"working_dir": "/p", "sessionId": "x", "messages": []any{map[string]any{"role": "user", "content": "x"}}}))
 	if m := r.next(); !m.Get("result.isError").Bool() || !strings.Contains(m.Get("result.content.0.text").Str, `unknown argument(s) "sessionId"`) {
 		t.Fatalf("unknown argument: %s", m.Raw)
+	}
+}
+
+// TestStdioResumePageIsASCII: a resume page goes out as one line of ASCII (non-ASCII text as
+// \u escapes, which JavaScript clients parse on their fast path), holding the text as saved,
+// and within max_tokens counted on the line as sent.
+func TestStdioResumePageIsASCII(t *testing.T) {
+	r := newRawStdio(t)
+	texts := []string{"héllo ─ wörld → 日本語 😀 \u2028 <b>&amp;</b>", strings.Repeat("résumé ", 3000)}
+	for i := range 120 {
+		texts = append(texts, fmt.Sprintf("%d: %s", i, strings.Repeat("plain → text ", 150)))
+	}
+	var msgs []any
+	for i, s := range texts {
+		msgs = append(msgs, map[string]any{"id": fmt.Sprintf("m%d", i), "role": "user", "content": s})
+	}
+	r.send(initLine(1, false), callLine(2, "session_save", map[string]any{"working_dir": "/p", "messages": msgs}))
+	r.next()
+	saved := r.next()
+	id := saved.Get("result.structuredContent.session_id").String()
+	if id == "" {
+		t.Fatalf("save: %s", saved.Raw)
+	}
+	// Twice: the second pass is written from the page buffers the first one gave back
+	// (memory.RecyclePage: pages of 64 KB and more), and must read the same.
+	const maxTokens = 20000
+	var got, first []string
+	cursor := ""
+	for page := 3; ; page++ {
+		args := map[string]any{"session_id": id, "max_tokens": maxTokens}
+		if cursor != "" {
+			args["cursor"] = cursor
+		}
+		r.send(callLine(page, "session_resume", args))
+		line := r.next().Raw
+		if !message.IsASCII([]byte(line)) {
+			t.Fatalf("page %d is not ASCII: %.300s", page, line)
+		}
+		sc := gjson.Get(line, "result.structuredContent")
+		if tokens := (utf8.RuneCountInString(sc.Raw) + 3) / 4; tokens > maxTokens {
+			t.Fatalf("page %d: structured content of %d tokens, over max_tokens %d", page, tokens, maxTokens)
+		}
+		for _, m := range sc.Get("messages").Array() {
+			got = append(got, m.Get("content.0.text").String())
+		}
+		if cursor = sc.Get("next_cursor").String(); cursor == "" {
+			if first != nil {
+				break
+			}
+			first, got = got, nil
+		}
+	}
+	if strings.Join(first, "\x00") != strings.Join(got, "\x00") {
+		t.Fatalf("the second resume differs from the first: %q, then %q", first, got)
+	}
+	if len(got) != len(texts) || got[0] != texts[0] || !strings.HasPrefix(texts[1], strings.TrimRight(strings.SplitN(got[1], "\n[…", 2)[0], " ")) ||
+		strings.Join(got[2:], "") != strings.Join(texts[2:], "") {
+		t.Fatalf("texts changed: %d of %d, %.300q", len(got), len(texts), got)
 	}
 }

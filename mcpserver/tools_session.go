@@ -249,8 +249,16 @@ func resumeResult(ctx context.Context, res memory.ResumeResult) *mcp.CallToolRes
 	if res.NextCursor != "" {
 		text += fmt.Sprintf(" More messages follow: call session_resume with session_id %q and cursor %q.", res.SessionID, res.NextCursor)
 	}
-	res.Messages, res.RawMessages = nil, nil
-	raw, err := transport.RawStructured(resumeHead{ResumeResult: res}, "messages", msgs)
+	page := res.RawPage
+	res.Messages, res.RawMessages, res.RawPage = nil, nil, nil
+	var raw []byte
+	var err error
+	if page != nil {
+		// The messages first (memory built them in place), then the page's other fields.
+		raw, err = transport.EndRawPage(page, resumeHead{ResumeResult: res})
+	} else {
+		raw, err = transport.RawStructured(resumeHead{ResumeResult: res}, "messages", msgs)
+	}
 	if err != nil {
 		return toolError(ctx, "session_resume", fmt.Errorf("encode the page: %w", err))
 	}

@@ -118,6 +118,39 @@ func BenchmarkResumeFull(b *testing.B) {
 	}
 }
 
+// BenchmarkResumeFullCold: every page of a resume (max_tokens 100,000) of an uncompacted
+// session of 2,000 corpus messages by a new store and service each time, as a server's first
+// call after it started (the store's files in the page cache, the state from its snapshot).
+func BenchmarkResumeFullCold(b *testing.B) {
+	const n = 2000
+	dir := b.TempDir()
+	opts := local.Options{Summarize: memory.Summarize}
+	store, err := local.Open(dir, opts)
+	if err != nil {
+		b.Fatal(err)
+	}
+	s := memory.New(store, memory.Options{})
+	id := fillCorpus(b, s, transcripttest.Sized(b, n, 1024, 4096), n)
+	s.Close() // writes the state snapshot a restarted server reads
+	store.Close()
+	var ds []time.Duration
+	for b.Loop() {
+		start := time.Now()
+		store, err := local.Open(dir, opts)
+		if err != nil {
+			b.Fatal(err)
+		}
+		s := memory.New(store, memory.Options{})
+		if got := resumeAll(b, s, id, 100000); got != n {
+			b.Fatalf("resumed %d messages, want %d", got, n)
+		}
+		ds = append(ds, time.Since(start))
+		s.Close()
+		store.Close()
+	}
+	reportMedian(b, ds, "p50-us")
+}
+
 // BenchmarkResumeFirstPage: the first page at the default max_tokens of an uncompacted session
 // of 2,000 or 6,000 corpus messages: warm; cold (a new service, as after a server start, with
 // the store already open) restoring the state from the snapshot the previous service wrote

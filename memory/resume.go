@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"strings"
+	"sync"
 
 	"github.com/sessionmem/sessionmem/fileops"
 	"github.com/sessionmem/sessionmem/storage"
@@ -146,6 +147,7 @@ func (s *Service) resumePage(r storage.Reader, id string, cur *resumeCursor, max
 	// or on PostgreSQL another process's save between its create and its first append.)
 	if raw {
 		res.RawMessages = []json.RawMessage{}
+		pr.page = newPage(rawPageCap(v, start, budget))
 	}
 	err = v.each(r, start, func(p int, rec storage.Record) (bool, error) {
 		n := &v.nodes[v.at(p)]
@@ -175,9 +177,47 @@ func (s *Service) resumePage(r storage.Reader, id string, cur *resumeCursor, max
 	}
 	if raw {
 		res.Messages = nil
+		if len(pr.page) == 0 {
+			pr.page = append(pr.page, rawPageStart...)
+		}
+		res.RawPage = pr.page
 	}
 	res.Chars = used + len(res.NextCursor)
 	return res, nil
+}
+
+// pages keeps the buffers of raw pages their callers gave back (RecyclePage): a full resume
+// of a long session is pages of hundreds of KB one after the other, and in a server just
+// started each new buffer costs a page fault per 4 KiB, more than filling it.
+var pages sync.Pool
+
+// newPage returns an empty buffer of at least n bytes, a recycled one if there is one.
+func newPage(n int) []byte {
+	if b, ok := pages.Get().(*[]byte); ok && cap(*b) >= n {
+		return (*b)[:0]
+	}
+	return make([]byte, 0, n)
+}
+
+// RecyclePage gives back the buffer of a raw page (ResumeResult.RawPage, or what its caller
+// made of it by appending) once nothing reads it any more.
+func RecyclePage(b []byte) {
+	if cap(b) >= 64<<10 {
+		pages.Put(&b)
+	}
+}
+
+// rawPageCap is the capacity a raw page's buffer starts with: what the rest of the context
+// weighs (its estimated tokens are its text's characters / 4; its JSON, escapes and fields,
+// takes up to half as much again), at most the page's budget (the page's bytes never exceed
+// its characters), with room for the fields the caller adds. An estimate that falls short
+// only costs the buffer's growth.
+func rawPageCap(v *pathView, start, budget int) int {
+	rest := budget
+	if v.leaf >= 0 && start < v.len() {
+		rest = min(rest, (v.nodes[v.leaf].out-v.nodes[v.at(start)].out+v.nodes[v.at(start)].tokens)*4*3/2)
+	}
+	return max(rest, 0) + 4096
 }
 
 // setPageHeader puts the latest compaction's summary, file lists and facts on a first page.

@@ -6,6 +6,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/sessionmem/sessionmem/compaction"
+	"github.com/sessionmem/sessionmem/message"
 )
 
 // fitHeader cuts the summary, then the file lists, until the result without messages takes at
@@ -42,13 +43,14 @@ func fitHeader(res *ResumeResult, chars int) {
 	}
 }
 
-// jsonChars is the length in characters of v's JSON encoding, the contract's token measure ×4.
+// jsonChars is the length in characters of v's JSON encoding as a resume page carries it
+// (message.WireChars: non-ASCII characters escaped), the contract's token measure ×4.
 func jsonChars(v any) int {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return 0
 	}
-	return utf8.RuneCount(b)
+	return message.WireChars(b)
 }
 
 // truncateText keeps the first keep characters of s and appends a note.

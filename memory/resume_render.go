@@ -17,7 +17,14 @@ import (
 type pageRenderer struct {
 	raw, prune  bool
 	protectFrom int // entries whose out total is above it are in prune's protected window
+	// page is the raw page's JSON (ResumeResult.RawPage) as add builds it: one buffer for
+	// the whole page (2,000 messages are not 2,000 allocations, each, in a server just
+	// started, costing page faults too), sized by resumePage for what the page will hold.
+	page []byte
 }
+
+// rawPageStart opens a raw page (ResumeResult.RawPage).
+const rawPageStart = `{"messages":[`
 
 // pageItem is one message of a page as the renderer made it.
 type pageItem struct {
@@ -33,13 +40,10 @@ type pageItem struct {
 func (pr pageRenderer) render(rec storage.Record, n *node) (pageItem, error) {
 	if pr.raw && n.kind == KindMessage {
 		// The common case needs no decoding: the stored bytes are the output, unless prune
-		// may change them. A view into the record (add copies what is kept): GetBytes would
-		// copy the message twice over.
-		r := gjson.Get(unsafeString(rec.Data), KindMessage)
-		if r.IsObject() && r.Index > 0 && r.Index+len(r.Raw) <= len(rec.Data) {
-			js := rec.Data[r.Index : r.Index+len(r.Raw)]
+		// may change them. A view into the record (add copies what is kept).
+		if js, ok := objectMember(rec.Data, KindMessage); ok && len(js) > 0 && js[0] == '{' {
 			if !pr.mayPrune(n) || !bytes.Contains(js, []byte(`"type":"tool_result"`)) {
-				return pageItem{stored: js, id: n.id, size: outputChars(js, n.id) + 1}, nil
+				return pageItem{stored: js, id: n.id, size: storedPageChars(js, n.id) + 1}, nil
 			}
 		}
 	}
@@ -79,19 +83,42 @@ func (pr pageRenderer) cut(it pageItem, rec storage.Record, chars int) (pageItem
 }
 
 // add appends it to the page.
-func (pr pageRenderer) add(res *ResumeResult, it pageItem) error {
-	switch {
-	case it.stored != nil:
-		res.RawMessages = append(res.RawMessages, withEntryID(it.stored, it.id))
-	case !pr.raw:
+func (pr *pageRenderer) add(res *ResumeResult, it pageItem) error {
+	if !pr.raw {
 		res.Messages = append(res.Messages, it.m)
-	default:
-		js, err := rawMessageJSON(it.e, it.m, it.changed)
-		if err != nil {
+		return nil
+	}
+	var js []byte
+	if it.stored == nil {
+		var err error
+		if js, err = rawMessageJSON(it.e, it.m, it.changed); err != nil {
 			return err
 		}
-		res.RawMessages = append(res.RawMessages, js)
 	}
+	if len(pr.page) == 0 {
+		pr.page = append(pr.page, rawPageStart...)
+	} else {
+		pr.page = append(pr.page, ',')
+	}
+	start := len(pr.page)
+	if it.stored != nil && bytes.IndexByte(it.stored, '\n') < 0 && bytes.IndexByte(it.stored, '\r') < 0 {
+		pr.page = appendWithEntryID(pr.page, it.stored, it.id)
+	} else {
+		if it.stored != nil {
+			js = withEntryID(it.stored, it.id)
+		}
+		// The page is one line on stdio: a line break between tokens (never written by
+		// this package, but valid JSON) goes.
+		if bytes.IndexByte(js, '\n') >= 0 || bytes.IndexByte(js, '\r') >= 0 {
+			var c bytes.Buffer
+			if err := json.Compact(&c, js); err != nil {
+				return err
+			}
+			js = c.Bytes()
+		}
+		pr.page = message.AppendASCII(pr.page, js)
+	}
+	res.RawMessages = append(res.RawMessages, pr.page[start:len(pr.page):len(pr.page)])
 	return nil
 }
 
@@ -111,37 +138,56 @@ func rawMessageJSON(e *pathEntry, m Message, changed bool) (json.RawMessage, err
 // withEntryID inserts "entry_id" into a stored message's JSON where encoding a Message puts it:
 // after "id" when the client gave one, else first.
 func withEntryID(raw []byte, entryID string) json.RawMessage {
+	out := make([]byte, 0, len(raw)+len(`,"entry_id":""`)+len(entryID))
+	return insertEntryID(out, raw, entryID, func(out, b []byte) []byte { return append(out, b...) })
+}
+
+// appendWithEntryID appends withEntryID(raw, entryID) to out, its non-ASCII characters
+// escaped (message.AppendASCII).
+func appendWithEntryID(out, raw []byte, entryID string) []byte {
+	return insertEntryID(out, raw, entryID, message.AppendASCII)
+}
+
+// insertEntryID appends raw to out with "entry_id" inserted, copying raw's bytes with put.
+func insertEntryID(out, raw []byte, entryID string, put func(out, b []byte) []byte) []byte {
 	at := 1
 	if bytes.HasPrefix(raw, []byte(`{"id":`)) {
 		r := gjson.Get(unsafeString(raw), "id")
 		at = r.Index + len(r.Raw)
 	}
-	out := make([]byte, 0, len(raw)+len(`,"entry_id":""`)+len(entryID))
-	out = append(out, raw[:at]...)
+	out = put(out, raw[:at])
 	if at > 1 {
 		out = append(out, ',')
 	}
 	out = append(out, `"entry_id":"`...)
-	out = append(out, entryID...)
+	out = append(out, entryID...) // an entry id is ASCII
 	out = append(out, '"')
 	if at == 1 {
 		out = append(out, ',')
 	}
-	return append(out, raw[at:]...)
+	return put(out, raw[at:])
 }
 
-// rawOutputChars is the length in characters of json.Marshal of a stored message as Resume
-// returns it, computed from the stored JSON without encoding again: the stored form differs
-// only by HTML escaping (<, > and & become six-character escapes) and the added entry_id.
-// It returns -1 for entries that are not stored messages.
+// rawOutputChars is the length in characters of a stored message as a resume page carries it
+// (storedPageChars), computed from the stored JSON without encoding it again. It returns -1 for
+// entries that are not stored messages.
 func rawOutputChars(e *pathEntry) int {
 	if e.raw == nil {
 		return -1
 	}
-	return outputChars(e.raw, e.ID)
+	return storedPageChars(e.raw, e.ID)
 }
 
-// outputChars is rawOutputChars of a stored message's JSON and its entry id.
+// storedPageChars is the length in characters of a stored message's JSON with its entry id added,
+// as a transport may send it (message.WireChars: non-ASCII characters as \u escapes, which is
+// how resume pages go out, and <, > and & escaped as encoding/json escapes them).
+func storedPageChars(raw []byte, entryID string) int {
+	return message.WireChars(raw) + len(`"entry_id":"",`) + len(entryID)
+}
+
+// outputChars is the length in characters of json.Marshal of a stored message with its entry
+// id: the stored form differs only by HTML escaping (<, > and & become six-character escapes)
+// and the added entry_id. The pinned messages' budget (pinCost) is counted with it.
 func outputChars(raw []byte, entryID string) int {
 	n := utf8.RuneCount(raw)
 	for _, c := range raw {

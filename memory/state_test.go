@@ -1,6 +1,7 @@
 package memory
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
 	"math/rand/v2"
@@ -10,6 +11,7 @@ import (
 	"time"
 
 	"github.com/sessionmem/sessionmem/compaction"
+	"github.com/sessionmem/sessionmem/message"
 	"github.com/sessionmem/sessionmem/storage"
 )
 
@@ -407,8 +409,12 @@ func TestResumePagesMatchReference(t *testing.T) {
 						if res.Messages != nil || len(res.RawMessages) != len(want[i].Messages) {
 							t.Fatalf("raw page %d: %d messages, want %d", i, len(res.RawMessages), len(want[i].Messages))
 						}
-						if g, w := mustString(res.RawMessages), mustString(want[i].Messages); g != w {
+						// (Non-ASCII characters escaped, as resume pages go out.)
+						if g, w := mustString(res.RawMessages), string(message.AppendASCII(nil, []byte(mustString(want[i].Messages)))); g != w {
 							t.Fatalf("raw page %d differs:\ngot  %s\nwant %s", i, clip(g, 2000), clip(w, 2000))
+						}
+						if g, w := string(res.RawPage), `{"messages":[`+joinRaw(res.RawMessages); g != w {
+							t.Fatalf("raw page %d: RawPage is not its messages:\ngot  %s\nwant %s", i, clip(g, 2000), clip(w, 2000))
 						}
 						if cursor = res.NextCursor; cursor == "" {
 							break
@@ -418,6 +424,18 @@ func TestResumePagesMatchReference(t *testing.T) {
 			}
 		})
 	}
+}
+
+// joinRaw joins raw JSON values with commas, as they are.
+func joinRaw(items []json.RawMessage) string {
+	var b bytes.Buffer
+	for i, it := range items {
+		if i > 0 {
+			b.WriteByte(',')
+		}
+		b.Write(it)
+	}
+	return b.String()
 }
 
 func mustString(v any) string { b, _ := json.Marshal(v); return string(b) }

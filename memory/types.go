@@ -95,8 +95,14 @@ type ResumeResult struct {
 	Messages      []Message `json:"messages"`
 	ContextTokens int       `json:"context_tokens"`
 	NextCursor    string    `json:"next_cursor"`
-	// RawMessages replaces Messages when the request set Raw: each message's JSON encoding.
+	// RawMessages replaces Messages when the request set Raw: each message's JSON encoding,
+	// its non-ASCII characters escaped (message.AppendASCII). They are views into RawPage.
 	RawMessages []json.RawMessage `json:"-"`
+	// RawPage, with Raw, is the page's JSON as far as its messages: `{"messages":[` and the
+	// messages, comma-separated. The caller ends it with `]`, the page's other fields and `}`
+	// (appending to it: it has room for them, so that a page of megabytes is built in one
+	// buffer and never copied).
+	RawPage []byte `json:"-"`
 	// Chars is the length in characters of this result's JSON encoding as Resume measured it
 	// (not part of the output).
 	Chars int `json:"-"`

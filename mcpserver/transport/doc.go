@@ -7,8 +7,8 @@
 //     before initialize; ours orders them (each tool declares its Order) and serves
 //     sampling answers without blocking the connection.
 //   - EncodeMessage (encode.go): mcp-go encodes every answer with json.Marshal, re-encoding
-//     the stored JSON of a resume page; ours copies RawStructuredContent as it is and writes
-//     the rest byte for byte as json.Marshal would.
+//     the stored JSON of a resume page; ours copies RawStructuredContent as it is (a resume
+//     page, built ASCII by memory and EndRawPage) and writes the rest as json.Marshal would.
 //   - takeArguments and Arguments (stdio_serve.go, args.go): mcp-go decodes a call's
 //     arguments into a map no tool uses; over stdio they are taken out of the message first,
 //     and every tool reads its arguments as sent through Arguments, whatever the transport.

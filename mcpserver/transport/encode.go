@@ -8,6 +8,8 @@ import (
 	"strconv"
 
 	"github.com/mark3labs/mcp-go/mcp"
+
+	"github.com/sessionmem/sessionmem/message"
 )
 
 // Encoding answers. json.Marshal of a tools/call answer goes through reflection three times
@@ -25,9 +27,12 @@ import (
 // messages (see RawStructured).
 //
 // Without RawStructuredContent the answer is byte for byte what json.Marshal gives (a test
-// compares them). With it, it is the same JSON value; the bytes differ only in that <, > and
-// & inside the raw structured content are not escaped as \u003c, \u003e and \u0026, which
-// JSON readers decode to the same text.
+// compares them). With it, it is the same JSON value; the bytes differ in that <, > and &
+// inside the raw structured content are not escaped as \u003c, \u003e and \u0026, and in
+// that the text content's non-ASCII characters are escaped (\u2248), as RawStructured and
+// EndRawPage escape the structured content's: a resume page goes out as a line of ASCII,
+// which JavaScript clients decode and parse on their fast path (message.AppendASCII). JSON
+// readers decode either to the same text.
 
 // EncodeMessage returns msg as one line of JSON, without the newline, in pieces to be written
 // one after the other: a tool answer's raw structured content (a resume page: megabytes) is
@@ -105,7 +110,12 @@ func encodeToolHead(r mcp.JSONRPCResponse, res *mcp.CallToolResult) ([]byte, err
 			head = append(head, `{"type":`...)
 			head = appendString(head, t.Type)
 			head = append(head, `,"text":`...)
-			head = appendString(head, t.Text)
+			if len(res.RawStructuredContent) > 0 {
+				// The line stays ASCII, as the raw structured content is (RawStructured).
+				head = message.AppendASCII(head, appendString(nil, t.Text))
+			} else {
+				head = appendString(head, t.Text)
+			}
 			head = append(head, '}')
 		} else if head, err = appendJSON(head, c); err != nil {
 			return nil, err
@@ -187,9 +197,9 @@ func plainJSON(s string) bool {
 }
 
 // RawStructured returns the JSON object of head (a value that encodes to a JSON object) with
-// one more field, key, whose value is the array of items: what json.Marshal of a struct with
-// head's fields followed by key gives, without validating and copying the items through the
-// encoder again. Each item must be valid JSON (stored messages, checked when they were read);
+// one more field, key, whose value is the array of items: the JSON value json.Marshal of a
+// struct with head's fields followed by key gives, without validating and copying the items
+// through the encoder again, and written ASCII (message.AppendASCII). Each item must be valid JSON (stored messages, checked when they were read);
 // an item with a line break outside a string (not written by json.Marshal, but valid JSON) is
 // compacted, so the answer stays one line on stdio.
 func RawStructured(head any, key string, items []json.RawMessage) ([]byte, error) {
@@ -205,8 +215,8 @@ func RawStructured(head any, key string, items []json.RawMessage) ([]byte, error
 	for _, it := range items {
 		size += len(it) + 1
 	}
-	out := make([]byte, 0, size)
-	out = append(out, h...)
+	out := make([]byte, 0, size+size/64)
+	out = message.AppendASCII(out, h)
 	if len(h) > 1 {
 		out = append(out, ',')
 	}
@@ -226,7 +236,28 @@ func RawStructured(head any, key string, items []json.RawMessage) ([]byte, error
 			}
 			it = c.Bytes()
 		}
-		out = append(out, it...)
+		out = message.AppendASCII(out, it)
 	}
 	return append(out, ']', '}'), nil
+}
+
+// EndRawPage ends page, a JSON object opened up to an array's items (`{"key":[` and the
+// items, as memory builds a resume page: ASCII, one line), with the array's end and the fields
+// of head (a value that encodes to a JSON object, written ASCII as well), appending to page
+// where it has room: a page of megabytes is not copied. The result is the same JSON value as
+// RawStructured(head, key, items), its key first.
+func EndRawPage(page []byte, head any) ([]byte, error) {
+	h, err := json.Marshal(head)
+	if err != nil {
+		return nil, err
+	}
+	if len(h) < 2 || h[0] != '{' || h[len(h)-1] != '}' {
+		return nil, fmt.Errorf("EndRawPage: %T does not encode to an object", head)
+	}
+	page = append(page, ']')
+	if len(h) > 2 {
+		page = append(page, ',')
+		return message.AppendASCII(page, h[1:]), nil
+	}
+	return append(page, '}'), nil
 }

@@ -13,6 +13,7 @@ import (
 
 	"github.com/sessionmem/sessionmem/compaction"
 	"github.com/sessionmem/sessionmem/memory"
+	"github.com/sessionmem/sessionmem/message"
 	"github.com/sessionmem/sessionmem/transcript/transcripttest"
 )
 
@@ -126,6 +127,13 @@ func TestEncodeMessageMatchesMarshal(t *testing.T) {
 			if bytes.ContainsAny(got, "\n\r") {
 				t.Fatalf("a line break in the answer: %s", got)
 			}
+			if r, ok := tc.msg.(mcp.JSONRPCResponse); ok {
+				// A raw answer's text goes out ASCII, as RawStructured writes its content.
+				if res, ok := r.Result.(*mcp.CallToolResult); ok && res != nil && len(res.RawStructuredContent) > 0 &&
+					message.IsASCII(res.RawStructuredContent) && res.Meta == nil && len(res.InputRequests) == 0 && res.RequestState == "" && !message.IsASCII(got) {
+					t.Fatalf("not ASCII: %s", got)
+				}
+			}
 		})
 	}
 }
@@ -178,7 +186,35 @@ func TestRawStructuredMatchesMarshal(t *testing.T) {
 			if bytes.ContainsAny(got, "\n\r") {
 				t.Fatalf("a line break: %s", got)
 			}
+			if !message.IsASCII(got) {
+				t.Fatalf("not ASCII: %s", got)
+			}
+			// The same page built as memory builds it, messages first.
+			page := []byte(`{"messages":[`)
+			for i, m := range tc.msgs {
+				if i > 0 {
+					page = append(page, ',')
+				}
+				if len(m) == 0 {
+					m = json.RawMessage("null")
+				}
+				var c bytes.Buffer
+				if err := json.Compact(&c, m); err != nil {
+					t.Fatal(err)
+				}
+				page = message.AppendASCII(page, c.Bytes())
+			}
+			ended, err := EndRawPage(page, pageHead{ResumeResult: tc.res})
+			if err != nil {
+				t.Fatal(err)
+			}
+			if !sameJSON(t, ended, want) || !message.IsASCII(ended) || bytes.ContainsAny(ended, "\n\r") {
+				t.Fatalf("EndRawPage differs from json.Marshal:\n got %s\nwant %s", ended, want)
+			}
 		})
+	}
+	if _, err := EndRawPage([]byte(`{"m":[`), []int{1}); err == nil || !strings.Contains(err.Error(), "object") {
+		t.Fatalf("a head that is not an object: %v", err)
 	}
 	if _, err := RawStructured([]int{1}, "messages", nil); err == nil || !strings.Contains(err.Error(), "object") {
 		t.Fatalf("a head that is not an object: %v", err)

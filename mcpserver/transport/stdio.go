@@ -60,6 +60,10 @@ type StdioOptions struct {
 	// Orders returns how a tool's calls are ordered; a tool it does not know (or a nil
 	// Orders) is ordered as a write on the whole store.
 	Orders func(tool string) (Order, bool)
+	// Recycle, when set, is given a tool answer's RawStructuredContent once it is written:
+	// nothing reads it after that, and the buffer of a resume page (megabytes) can serve the
+	// next page.
+	Recycle func(raw []byte)
 }
 
 // Defaults of StdioOptions, and how many tool calls run at once (calls on different sessions;

@@ -166,6 +166,15 @@ func (c *stdioConn) writeMessage(msg any) {
 	if err := c.writeLine(parts...); err != nil {
 		c.log.Warn("stdio: write", "err", err)
 	}
+	if c.opts.Recycle != nil {
+		if r, ok := msg.(mcp.JSONRPCResponse); ok {
+			if res, ok := r.Result.(*mcp.CallToolResult); ok && res != nil && len(res.RawStructuredContent) > 0 {
+				raw := res.RawStructuredContent
+				res.RawStructuredContent = nil
+				c.opts.Recycle(raw)
+			}
+		}
+	}
 }
 
 // writeLine writes the parts of one message and a newline, with no other message between

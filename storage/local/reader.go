@@ -8,6 +8,7 @@ import (
 	"iter"
 	"sort"
 	"sync"
+	"sync/atomic"
 
 	"github.com/sessionmem/sessionmem/storage"
 
@@ -130,19 +131,40 @@ func makeRecord(seq uint64, line []byte) storage.Record {
 
 // frame returns the checked content of one sealed record, from the store's cache of recently
 // decoded frames or decoded now (and cached). The content is shared: never modified.
+//
+// A frame another call is decoding is waited for, not decoded again: a server's warm-up and
+// the client's first resume, started together, both want the session's newest frames, and
+// on a busy machine the second decode of a 2 MB frame took 30 ms of the first page's time.
 func (r *Reader) frame(fr frameInfo) ([]byte, error) {
 	key := frameKey{ino: r.v.zstID.ino, off: fr.off, sum: fr.sum}
-	if content := r.s.frames.get(key); content != nil {
-		return content, nil
+	if r.uncached {
+		if content := r.s.frames.get(key); content != nil {
+			return content, nil
+		}
+		content, _, err := r.decodeFrame(fr, nil, nil)
+		return content, err
 	}
-	content, _, err := r.decodeFrame(fr, nil, nil)
+	for {
+		content, wait := r.s.frames.claim(key)
+		if content != nil {
+			return content, nil
+		}
+		if wait != nil {
+			<-wait // then from the cache, or decoded here if it was not kept
+			continue
+		}
+		return r.decodeClaimed(key, fr)
+	}
+}
+
+// decodeClaimed decodes the frame the caller claimed and ends the claim, whatever happens.
+func (r *Reader) decodeClaimed(key frameKey, fr frameInfo) (content []byte, err error) {
+	defer func() { r.s.frames.done(key, content) }()
+	content, _, err = r.decodeFrame(fr, nil, nil)
 	if err != nil {
-		return nil, err
+		content = nil
 	}
-	if !r.uncached {
-		r.s.frames.put(key, content)
-	}
-	return content, nil
+	return content, err
 }
 
 // decodeFrame reads, checks and decompresses one record into content (reused). It returns the
@@ -222,15 +244,47 @@ type cachedFrame struct {
 
 // frameCache keeps recently decoded frames, least recently used dropped first.
 type frameCache struct {
-	mu    sync.Mutex
-	max   int64
-	size  int64
-	lru   *list.List // of *cachedFrame, most recent first
-	byKey map[frameKey]*list.Element
+	decoded  atomic.Int64 // frames decoded for the cache (claim's callers), for tests
+	mu       sync.Mutex
+	max      int64
+	size     int64
+	lru      *list.List // of *cachedFrame, most recent first
+	byKey    map[frameKey]*list.Element
+	decoding map[frameKey]chan struct{} // frames being decoded (claim), closed when done
 }
 
 func newFrameCache(max int64) *frameCache {
-	return &frameCache{max: max, lru: list.New(), byKey: map[frameKey]*list.Element{}}
+	return &frameCache{max: max, lru: list.New(), byKey: map[frameKey]*list.Element{}, decoding: map[frameKey]chan struct{}{}}
+}
+
+// claim returns k's content if it is cached; else a channel closed when the call decoding it
+// is done, if one is; else nil and nil: the caller decodes it and must call done.
+func (c *frameCache) claim(k frameKey) ([]byte, <-chan struct{}) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if e := c.byKey[k]; e != nil {
+		c.lru.MoveToFront(e)
+		return e.Value.(*cachedFrame).content, nil
+	}
+	if ch := c.decoding[k]; ch != nil {
+		return nil, ch
+	}
+	c.decoding[k] = make(chan struct{})
+	c.decoded.Add(1)
+	return nil, nil
+}
+
+// done ends the decoding of k that claim gave the caller: content (nil if it failed) is
+// cached, and the calls waiting for it go on.
+func (c *frameCache) done(k frameKey, content []byte) {
+	if content != nil {
+		c.put(k, content)
+	}
+	c.mu.Lock()
+	ch := c.decoding[k]
+	delete(c.decoding, k)
+	c.mu.Unlock()
+	close(ch)
 }
 
 func (c *frameCache) get(k frameKey) []byte {
