@@ -261,8 +261,8 @@ func TestReindexReadsSessionsAtOnce(t *testing.T) {
 	}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
-	err := s.Reindex(ctx, func(done, _ int, _ int64) {
-		if done == 2 {
+	err := s.Reindex(ctx, func(p storage.ReindexProgress) {
+		if p.Sessions == 2 {
 			cancel()
 		}
 	})
@@ -270,7 +270,7 @@ func TestReindexReadsSessionsAtOnce(t *testing.T) {
 		t.Fatalf("Reindex cancelled after two sessions: %v", err)
 	}
 	var calls []int
-	if err := s.Reindex(context.Background(), func(done, _ int, _ int64) { calls = append(calls, done) }); err != nil {
+	if err := s.Reindex(context.Background(), func(p storage.ReindexProgress) { calls = append(calls, p.Sessions) }); err != nil {
 		t.Fatal(err)
 	}
 	if fmt.Sprint(calls) != "[1 2 3 4 5 6]" {
