@@ -109,100 +109,115 @@ func TestHTTPRefusesBadIDsAndDeepMessages(t *testing.T) {
 	mux.Handle("/message", transport.WrapHTTP(sse.MessageHandler()))
 	ts := httptest.NewServer(mux)
 	defer ts.Close()
+	refused := refusedLines()
+	t.Run("streamable", func(t *testing.T) { checkStreamableRefusals(t, ts.URL, refused) })
+	t.Run("sse", func(t *testing.T) { checkSSERefusals(t, ts.URL, refused) })
+	checkNothingStored(t, svc)
+}
 
-	post := func(url, session, body string) (int, string, http.Header) {
-		t.Helper()
-		req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
-		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("Accept", "application/json, text/event-stream")
-		if session != "" {
-			req.Header.Set("Mcp-Session-Id", session)
-		}
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		b, _ := io.ReadAll(res.Body)
-		out := string(b)
-		if i := strings.Index(out, "data: "); i >= 0 {
-			out = strings.TrimSpace(strings.SplitN(out[i+6:], "\n", 2)[0])
-		}
-		return res.StatusCode, out, res.Header
-	}
-	refused := []struct {
-		body, id string
-		code     int
-	}{
+// refusedLine is a request an HTTP transport must refuse with 400 and the JSON-RPC error code,
+// answering to id.
+type refusedLine struct {
+	body, id string
+	code     int
+}
+
+// refusedLines are messages nested too deep and lines with bad ids.
+func refusedLines() []refusedLine {
+	refused := []refusedLine{
 		{deepLine(`"deep"`, maxEnvelopeDepth+1), `"deep"`, codeInvalidRequest},
 		{deepLine("", maxEnvelopeDepth+1), "null", codeParseError},
 		{deepLine("7", 5_000_000), "7", codeInvalidRequest},
 	}
 	for _, l := range badIDLines {
-		refused = append(refused, struct {
-			body, id string
-			code     int
-		}{l, "null", codeInvalidRequest})
+		refused = append(refused, refusedLine{l, "null", codeInvalidRequest})
 	}
+	return refused
+}
 
-	t.Run("streamable", func(t *testing.T) {
-		_, _, h := post(ts.URL+"/mcp", "", strings.Split(initLine(1, false), "\n")[0])
-		sid := h.Get("Mcp-Session-Id")
-		post(ts.URL+"/mcp", sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-		for _, r := range refused {
-			status, got, _ := post(ts.URL+"/mcp", sid, r.body)
-			if status != http.StatusBadRequest {
-				t.Errorf("%.80s: status %d, want 400", r.body, status)
-			}
-			checkRefusal(t, r.body, got, r.code, r.id)
+// checkStreamableRefusals sends every refused line to the streamable HTTP endpoint of an
+// initialized session, then a message at the depth limit, which is answered.
+func checkStreamableRefusals(t *testing.T, base string, refused []refusedLine) {
+	_, _, h := postRaw(t, base+"/mcp", "", strings.Split(initLine(1, false), "\n")[0])
+	sid := h.Get("Mcp-Session-Id")
+	postRaw(t, base+"/mcp", sid, `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for _, r := range refused {
+		status, got, _ := postRaw(t, base+"/mcp", sid, r.body)
+		if status != http.StatusBadRequest {
+			t.Errorf("%.80s: status %d, want 400", r.body, status)
 		}
-		if _, got, _ := post(ts.URL+"/mcp", sid, deepLine(`"at"`, maxEnvelopeDepth)); gjson.Get(got, "id").Raw != `"at"` || !gjson.Get(got, "result").Exists() {
-			t.Errorf("a message at the limit: %.300s", got)
-		}
-	})
+		checkRefusal(t, r.body, got, r.code, r.id)
+	}
+	if _, got, _ := postRaw(t, base+"/mcp", sid, deepLine(`"at"`, maxEnvelopeDepth)); gjson.Get(got, "id").Raw != `"at"` || !gjson.Get(got, "result").Exists() {
+		t.Errorf("a message at the limit: %.300s", got)
+	}
+}
 
-	t.Run("sse", func(t *testing.T) {
-		req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, ts.URL+"/sse", nil)
-		res, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer res.Body.Close()
-		events := make(chan string, 100)
-		go func() {
-			sc := bufio.NewScanner(res.Body)
-			sc.Buffer(nil, 1<<20)
-			for sc.Scan() {
-				if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
-					events <- d
-				}
+// checkSSERefusals sends every refused line to SSE's message endpoint, then a ping whose
+// answer must be the next event.
+func checkSSERefusals(t *testing.T, base string, refused []refusedLine) {
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/sse", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	events := make(chan string, 100)
+	go func() {
+		sc := bufio.NewScanner(res.Body)
+		sc.Buffer(nil, 1<<20)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				events <- d
 			}
-			close(events)
-		}()
-		next := func() string {
-			select {
-			case e := <-events:
-				return e
-			case <-time.After(20 * time.Second):
-				t.Fatal("no event in 20s")
-			}
-			return ""
 		}
-		endpoint := ts.URL + next() // the message endpoint, with the session id
-		post(endpoint, "", strings.Split(initLine(1, false), "\n")[0])
-		next()
-		post(endpoint, "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
-		for _, r := range refused {
-			status, got, _ := post(endpoint, "", r.body)
-			if status != http.StatusBadRequest {
-				t.Errorf("%.80s: status %d, want 400", r.body, status)
-			}
-			checkRefusal(t, r.body, got, r.code, r.id)
+		close(events)
+	}()
+	next := func() string {
+		select {
+		case e := <-events:
+			return e
+		case <-time.After(20 * time.Second):
+			t.Fatal("no event in 20s")
 		}
-		post(endpoint, "", `{"jsonrpc":"2.0","id":"after","method":"ping"}`)
-		if got := next(); gjson.Get(got, "id").Raw != `"after"` {
-			t.Errorf("the next event is %.300s, want the answer to the ping sent after the refusals", got)
+		return ""
+	}
+	endpoint := base + next() // the message endpoint, with the session id
+	postRaw(t, endpoint, "", strings.Split(initLine(1, false), "\n")[0])
+	next()
+	postRaw(t, endpoint, "", `{"jsonrpc":"2.0","method":"notifications/initialized"}`)
+	for _, r := range refused {
+		status, got, _ := postRaw(t, endpoint, "", r.body)
+		if status != http.StatusBadRequest {
+			t.Errorf("%.80s: status %d, want 400", r.body, status)
 		}
-	})
-	checkNothingStored(t, svc)
+		checkRefusal(t, r.body, got, r.code, r.id)
+	}
+	postRaw(t, endpoint, "", `{"jsonrpc":"2.0","id":"after","method":"ping"}`)
+	if got := next(); gjson.Get(got, "id").Raw != `"after"` {
+		t.Errorf("the next event is %.300s, want the answer to the ping sent after the refusals", got)
+	}
+}
+
+// postRaw posts body to url (in MCP session, if set) and returns the status, the JSON-RPC
+// answer (the first SSE data line's, for an event stream) and the headers.
+func postRaw(t *testing.T, url, session, body string) (int, string, http.Header) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if session != "" {
+		req.Header.Set("Mcp-Session-Id", session)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	out := string(b)
+	if i := strings.Index(out, "data: "); i >= 0 {
+		out = strings.TrimSpace(strings.SplitN(out[i+6:], "\n", 2)[0])
+	}
+	return res.StatusCode, out, res.Header
 }

@@ -24,31 +24,27 @@ import (
 //	go test ./mcpserver -run XXX -bench StdioParallel -benchtime 20x -count 5
 func BenchmarkStdioParallel(b *testing.B) {
 	body := strings.Repeat("The parser reads tokens and builds the tree; ", 45) // ~2 KB
-	// Every sub-benchmark gets a fresh store, so one that grew a session does not slow the next.
-	newService := func(b *testing.B) *memory.Service {
-		store, err := local.Open(b.TempDir(), local.Options{Summarize: memory.Summarize})
-		if err != nil {
-			b.Fatal(err)
+	for _, w := range parallelWorkloads(body) {
+		for _, tr := range parallelTransports() {
+			b.Run(w.name+"/"+tr.name, func(b *testing.B) {
+				// A fresh store each, so one that grew a session does not slow the next.
+				runParallel(b, parallelService(b, body), tr.serve, w.req)
+			})
 		}
-		b.Cleanup(func() { store.Close() })
-		svc := memory.New(store, memory.Options{})
-		for i := range 64 {
-			var items []memory.ImportItem
-			for j := range 40 {
-				items = append(items, memory.ImportItem{Message: &memory.Message{ID: fmt.Sprintf("m%d", j), Role: memory.RoleUser,
-					Content: []memory.Block{{Type: memory.BlockText, Text: body}}}})
-			}
-			if _, err := svc.Import(context.Background(), memory.ImportRequest{SessionID: fmt.Sprintf("s%d", i), WorkingDir: "/p", Items: items}); err != nil {
-				b.Fatal(err)
-			}
-		}
-		return svc
 	}
+}
+
+// parallelWorkload makes the i-th of the 64 requests one op sends.
+type parallelWorkload struct {
+	name string
+	req  func(i int) string
+}
+
+// parallelWorkloads are resumes of 64 sessions, saves into 64 sessions or one, lists, and a
+// mix of saves and resumes.
+func parallelWorkloads(body string) []parallelWorkload {
 	seq := 0
-	workloads := []struct {
-		name string
-		req  func(i int) string
-	}{
+	return []parallelWorkload{
 		{"resume-64-sessions", func(i int) string {
 			return callLine(fmt.Sprintf("r%d", i), "session_resume", map[string]any{"session_id": fmt.Sprintf("s%d", i), "max_tokens": 4000})
 		}},
@@ -72,10 +68,17 @@ func BenchmarkStdioParallel(b *testing.B) {
 			return callLine(fmt.Sprintf("x%d", i), "session_resume", map[string]any{"session_id": fmt.Sprintf("s%d", i%8), "max_tokens": 4000})
 		}},
 	}
-	transports := []struct {
-		name  string
-		serve func(ctx context.Context, svc *memory.Service, in io.Reader, out io.Writer) error
-	}{
+}
+
+// parallelTransport serves svc over stdio on in and out until ctx ends.
+type parallelTransport struct {
+	name  string
+	serve func(ctx context.Context, svc *memory.Service, in io.Reader, out io.Writer) error
+}
+
+// parallelTransports are mcp-go's stdio server (5 and 16 workers) and ServeStdio.
+func parallelTransports() []parallelTransport {
+	return []parallelTransport{
 		{"mcp-go-5-workers", func(ctx context.Context, svc *memory.Service, in io.Reader, out io.Writer) error {
 			return server.NewStdioServer(New(svc, Options{})).Listen(ctx, in, out)
 		}},
@@ -88,44 +91,63 @@ func BenchmarkStdioParallel(b *testing.B) {
 			return ServeStdio(ctx, New(svc, Options{}), in, out, StdioOptions{})
 		}},
 	}
-	for _, w := range workloads {
-		for _, tr := range transports {
-			b.Run(w.name+"/"+tr.name, func(b *testing.B) {
-				svc := newService(b)
-				inR, inW := io.Pipe()
-				outR, outW := io.Pipe()
-				ctx, cancel := context.WithCancel(context.Background())
-				done := make(chan struct{})
-				go func() { tr.serve(ctx, svc, inR, outW); outW.Close(); close(done) }()
-				sc := bufio.NewScanner(outR)
-				sc.Buffer(nil, 64<<20)
-				io.WriteString(inW, initLine(0, false)+"\n")
-				sc.Scan()
-				b.ResetTimer()
-				for b.Loop() {
-					var sb strings.Builder
-					for i := range 64 {
-						sb.WriteString(w.req(i))
-						sb.WriteByte('\n')
-					}
-					go io.WriteString(inW, sb.String())
-					for range 64 {
-						if !sc.Scan() {
-							b.Fatal("server closed")
-						}
-						if gjson.Get(sc.Text(), "result.isError").Bool() {
-							b.Fatalf("error: %.300s", sc.Text())
-						}
-					}
-				}
-				b.StopTimer()
-				inW.Close()
-				cancel()
-				go io.Copy(io.Discard, outR)
-				<-done
-			})
+}
+
+// parallelService is a service on a fresh store of 64 sessions of 40 messages of body.
+func parallelService(b *testing.B, body string) *memory.Service {
+	store, err := local.Open(b.TempDir(), local.Options{Summarize: memory.Summarize})
+	if err != nil {
+		b.Fatal(err)
+	}
+	b.Cleanup(func() { store.Close() })
+	svc := memory.New(store, memory.Options{})
+	for i := range 64 {
+		var items []memory.ImportItem
+		for j := range 40 {
+			items = append(items, memory.ImportItem{Message: &memory.Message{ID: fmt.Sprintf("m%d", j), Role: memory.RoleUser,
+				Content: []memory.Block{{Type: memory.BlockText, Text: body}}}})
+		}
+		if _, err := svc.Import(context.Background(), memory.ImportRequest{SessionID: fmt.Sprintf("s%d", i), WorkingDir: "/p", Items: items}); err != nil {
+			b.Fatal(err)
 		}
 	}
+	return svc
+}
+
+// runParallel measures ops of 64 requests made by req, written at once, and their 64 answers,
+// over serve.
+func runParallel(b *testing.B, svc *memory.Service, serve func(ctx context.Context, svc *memory.Service, in io.Reader, out io.Writer) error, req func(i int) string) {
+	inR, inW := io.Pipe()
+	outR, outW := io.Pipe()
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() { serve(ctx, svc, inR, outW); outW.Close(); close(done) }()
+	sc := bufio.NewScanner(outR)
+	sc.Buffer(nil, 64<<20)
+	io.WriteString(inW, initLine(0, false)+"\n")
+	sc.Scan()
+	b.ResetTimer()
+	for b.Loop() {
+		var sb strings.Builder
+		for i := range 64 {
+			sb.WriteString(req(i))
+			sb.WriteByte('\n')
+		}
+		go io.WriteString(inW, sb.String())
+		for range 64 {
+			if !sc.Scan() {
+				b.Fatal("server closed")
+			}
+			if gjson.Get(sc.Text(), "result.isError").Bool() {
+				b.Fatalf("error: %.300s", sc.Text())
+			}
+		}
+	}
+	b.StopTimer()
+	inW.Close()
+	cancel()
+	go io.Copy(io.Discard, outR)
+	<-done
 }
 
 // BenchmarkStdioRoundTrip measures the sequencer's own cost per request: one ping (nothing

@@ -47,7 +47,10 @@ func NewDocs(mapping fileops.Mapping) storage.DocsFunc {
 		case KindMessage:
 			msg := r.Get("message")
 			d.Kind, d.Role = fts.KindMessage, msg.Get("role").String()
-			d.Text = messageText(msg)
+			var ok bool
+			if d.Text, ok = messageTextScan(msg.Raw); !ok {
+				d.Text = messageText(msg)
+			}
 			for _, op := range x.Message([]byte(msg.Raw), h.WorkingDir) {
 				d.Files = appendAbs(d.Files, op.Path, h.WorkingDir)
 			}

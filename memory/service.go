@@ -16,8 +16,13 @@ import (
 	"github.com/sessionmem/sessionmem/storage"
 )
 
-// cacheSize bounds how many sessions' states a process keeps (about 150 bytes per entry each).
+// cacheSize bounds how many sessions' states a process keeps, and cacheBudget what they take
+// together (state.cost): a state costs a few hundred bytes per entry, so 64 sessions of 2,000
+// messages held 20 MiB of a saving server's heap. The most recently used state is kept
+// whatever its size. (A variable for tests.)
 const cacheSize = 64
+
+var cacheBudget = 8 << 20
 
 // Service is what the tools call. It is safe for concurrent use, and several processes may
 // share one store.
@@ -28,9 +33,10 @@ type Service struct {
 	now   func() time.Time
 	files fileops.Extractor
 
-	mu    sync.Mutex
-	cache map[string]*state
-	lru   []string
+	mu        sync.Mutex
+	cache     map[string]*state
+	lru       []lruEntry // least recently used first
+	cacheUsed int        // the bytes of the states in lru (state.cost)
 
 	snaps *snapshotter // nil when the store keeps no snapshots
 }
@@ -164,33 +170,43 @@ func (s *Service) Warm(ctx context.Context, n int) error {
 // maxWarmRecords bounds what Warm reads per session.
 const maxWarmRecords = 20000
 
+// lruEntry is a state in the cache's LRU order and what it cost when last used.
+type lruEntry struct {
+	id    string
+	bytes int
+}
+
 // remember caches st as the most recently used state, evicting the least recently used
-// beyond cacheSize.
+// beyond cacheSize states or cacheBudget bytes. The caller holds st.mu (st.cost reads it).
 func (s *Service) remember(id string, st *state) {
+	cost := st.cost()
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	for i, x := range s.lru {
-		if x == id {
-			s.lru = append(s.lru[:i], s.lru[i+1:]...)
-			break
-		}
-	}
-	s.lru = append(s.lru, id)
-	if len(s.lru) > cacheSize {
-		delete(s.cache, s.lru[0])
+	s.dropLocked(id)
+	s.lru = append(s.lru, lruEntry{id: id, bytes: cost})
+	s.cacheUsed += cost
+	s.cache[id] = st
+	for len(s.lru) > 1 && (len(s.lru) > cacheSize || s.cacheUsed > cacheBudget) {
+		delete(s.cache, s.lru[0].id)
+		s.cacheUsed -= s.lru[0].bytes
 		s.lru = s.lru[1:]
 	}
-	s.cache[id] = st
 }
 
 func (s *Service) forget(id string) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	delete(s.cache, id)
+	s.dropLocked(id)
+}
+
+// dropLocked takes id out of the LRU order; s.mu is held.
+func (s *Service) dropLocked(id string) {
 	for i, x := range s.lru {
-		if x == id {
+		if x.id == id {
+			s.cacheUsed -= x.bytes
 			s.lru = append(s.lru[:i], s.lru[i+1:]...)
-			break
+			return
 		}
 	}
 }

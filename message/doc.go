@@ -1,5 +1,5 @@
 // Package message owns the contract's message: its model (Message, Block, Usage, roles and
-// block types), the one place its field names are written (fields.go and model.go's struct
+// block types), the one place its field names are written (model.go: its constants and struct
 // tags), and its readers and writers: DecodeInput reads a message as a client sends it
 // (input.go, and a one-pass decoder for the common case, input_fast.go), DecodeStored reads
 // one as stored (decode.go), Append writes it without reflection (encode.go), AppendASCII and

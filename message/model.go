@@ -49,6 +49,17 @@ type Usage struct {
 	OutputTokens int `json:"output_tokens"`
 }
 
+// The contract's field names that more than one reader or writer spells. They are written
+// here and in the struct tags of this file, nowhere else in sessionmem: code that needs one
+// by name (this package's decoders and encoders, compaction's readers, memory's validation,
+// mcpserver's schema) uses the constant, so renaming a field of the contract is an edit of
+// this file. (Claude Code's transcripts have a media_type of their own, Anthropic's API
+// field, which transcript reads under its own name: it follows that format, not this one.)
+const (
+	FieldToolCallID = "tool_call_id"
+	FieldMediaType  = "media_type"
+)
+
 // Block is one content block. Which fields are set depends on Type:
 // text: Text; thinking: Thinking; tool_call: ID, Name, Arguments; tool_result: ToolCallID,
 // Content, IsError; image: MediaType, Data (base64).

@@ -4,8 +4,8 @@
 // served and behind what (see its ops.go).
 //
 // Metrics implements mcpserver.Observer, so it counts every tool call whatever the transport,
-// and reads the store's figures (storage.IndexLagger, a PostgreSQL pool's pgxpool.Stat) only
-// when scraped. Failed calls are classified by what their error wraps (outcome.go): a caller's
+// and reads the store's figures (storage.IndexLagger, a PostgreSQL pool's pgxpool.Stat
+// through PoolStatter) only when scraped. Failed calls are classified by what their error wraps (outcome.go): a caller's
 // mistake (memory's sentinels), a store failure by kind (storage's sentinels), a timeout.
 //
 // Imports: the standard library, prometheus/client_golang, pgx's pgxpool (the Stat type),

@@ -27,6 +27,15 @@ type MetricsOptions struct {
 	Pool func() *pgxpool.Stat
 }
 
+// PoolStatter is a store that reads and writes through a pgx connection pool (the
+// PostgreSQL store), whose figures MetricsOptions.Pool reads. It is declared here, not in
+// storage, because its figures are pgx's type, which only ops and that backend import; a
+// caller checks for it with a type assertion.
+type PoolStatter interface {
+	// PoolStat returns the pool's figures now.
+	PoolStat() *pgxpool.Stat
+}
+
 // Metrics is the server's Prometheus registry and the mcpserver.Observer that feeds it.
 type Metrics struct {
 	reg         *prometheus.Registry

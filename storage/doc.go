@@ -1,6 +1,7 @@
 // Package storage defines what sessionmem needs from a session store and the types every
 // backend shares: the Store, Reader and Writer interfaces, session headers, listing metadata,
-// records, list queries, verify reports and the sentinel errors.
+// records, list queries, verify reports (verify.go: problems by kind, each worded by its
+// backend) and the sentinel errors.
 //
 // # Backends
 //
@@ -31,6 +32,10 @@
 // and Settings, a few store-wide values kept in the store itself where no file beside it can
 // hold them (the PostgreSQL store; the local store's callers keep files in its directory).
 // IndexLagger (lag.go) says how far a Searcher's index is behind, for operators' metrics.
+// Reindexer, IndexStatser and IndexVerifier (reindex.go) rebuild, describe and check it;
+// Sizer and Pinger (operate.go) measure a store and check that its server answers. cmd asks
+// for each of these by interface, never by a backend's type, and says so when a store lacks
+// one.
 //
 // # Imports
 //

@@ -77,7 +77,9 @@ type ccBlock struct {
 	ToolUseID string          `json:"tool_use_id"`
 	Content   json.RawMessage `json:"content"`
 	IsError   bool            `json:"is_error"`
-	Source    *struct {
+	// Source is an image's, in the Anthropic API's shape Claude Code writes: these are that
+	// format's field names, whatever sessionmem's contract calls its own.
+	Source *struct {
 		Type      string `json:"type"`
 		MediaType string `json:"media_type"`
 		Data      string `json:"data"`

@@ -112,7 +112,17 @@ func TestCLIOnPostgres(t *testing.T) {
 	both(t, dir, pg, "", "verify")
 	both(t, dir, pg, "", "verify", "--repair")
 
-	// stats: the same counts; sizes are each store's own.
+	checkStatsOnBoth(t, dir, pg)
+	checkImportIntoDatabase(t, exported)
+	checkHookIntoDatabase(t)
+	both(t, dir, pg, "", "delete", "--yes", seedBeta)
+	both(t, dir, pg, "", "list")
+	into := checkMigrateBothWays(t, dir, pg)
+	checkReindexOnDatabase(t, dir, into)
+}
+
+// checkStatsOnBoth: stats gives the same counts on both stores; sizes are each store's own.
+func checkStatsOnBoth(t *testing.T, dir, pg string) {
 	for _, store := range []string{dir, pg} {
 		r := runCLI(t, "", "stats", "--json", "--store", store).must(t)
 		var st storeStats
@@ -128,16 +138,18 @@ func TestCLIOnPostgres(t *testing.T) {
 	if !strings.Contains(r.stdout, "In database   ") || !strings.Contains(r.stdout, "Store         "+storeLabel(pg)) {
 		t.Fatalf("stats:\n%s", r.stdout)
 	}
+}
 
-	// import: an export into a fresh database, twice (the second adds nothing), exports the
-	// same bytes again.
+// checkImportIntoDatabase: an export imported into a fresh database, twice (the second adds
+// nothing), exports the same bytes again.
+func checkImportIntoDatabase(t *testing.T, exported string) {
 	file := filepath.Join(t.TempDir(), "alpha.jsonl")
 	if err := os.WriteFile(file, []byte(exported), 0o600); err != nil {
 		t.Fatal(err)
 	}
 	fresh := pgtest.Shared(t).NewDatabase(t)
 	t.Setenv("XDG_STATE_HOME", t.TempDir())
-	r = runCLI(t, "", "import", "--file", file, "--store", fresh).must(t)
+	r := runCLI(t, "", "import", "--file", file, "--store", fresh).must(t)
 	if !strings.Contains(r.stdout, "sess-alpha (new)") {
 		t.Fatalf("import:\n%s", r.stdout)
 	}
@@ -148,11 +160,13 @@ func TestCLIOnPostgres(t *testing.T) {
 	if again := runCLI(t, "", "export", seedAlpha, "--store", fresh).must(t).stdout; again != exported {
 		t.Fatalf("export → import → export changed the bytes")
 	}
+}
 
-	// hook: a Claude Code Stop imports the transcript into the database.
+// checkHookIntoDatabase: a Claude Code Stop hook imports the transcript into the database.
+func checkHookIntoDatabase(t *testing.T) {
 	transcriptPath := copyFixture(t, "claude-code.jsonl", t.TempDir(), "projects/-work-proj/"+ccSession+".jsonl")
 	hookDB := pgtest.Shared(t).NewDatabase(t)
-	r = runCLI(t, hookPayload(t, map[string]string{"session_id": ccSession, "transcript_path": transcriptPath, "cwd": "/work/proj", "hook_event_name": "Stop"}),
+	r := runCLI(t, hookPayload(t, map[string]string{"session_id": ccSession, "transcript_path": transcriptPath, "cwd": "/work/proj", "hook_event_name": "Stop"}),
 		"hook", "claude-code", "--store", hookDB)
 	if r.code != 0 {
 		t.Fatalf("hook: exit %d, %s", r.code, r.stderr)
@@ -160,12 +174,13 @@ func TestCLIOnPostgres(t *testing.T) {
 	if got := listJSON(t, hookDB); len(got) != 1 || got[0].ID != ccFixtureID || got[0].MessageCount != 7 {
 		t.Fatalf("after the hook: %+v", got)
 	}
+}
 
-	// delete, then migrate both ways.
-	both(t, dir, pg, "", "delete", "--yes", seedBeta)
-	both(t, dir, pg, "", "list")
+// checkMigrateBothWays migrates pg to a directory and that to a new database, twice (the
+// second copies nothing), and returns the new database.
+func checkMigrateBothWays(t *testing.T, dir, pg string) string {
 	back := t.TempDir()
-	r = runCLI(t, "", "migrate", "--from", pg, "--to", back).must(t)
+	r := runCLI(t, "", "migrate", "--from", pg, "--to", back).must(t)
 	noSecret(t, r.stdout+r.stderr)
 	if !strings.Contains(r.stdout, "1 session, ") || !strings.Contains(r.stdout, "(1 created, 0 completed, 0 already up to date)") {
 		t.Fatalf("migrate to a directory:\n%s", r.stdout)
@@ -182,9 +197,14 @@ func TestCLIOnPostgres(t *testing.T) {
 	if a, b := normalize(runCLI(t, "", "show", seedAlpha, "--all", "--store", into).must(t).stdout), normalize(runCLI(t, "", "show", seedAlpha, "--all", "--store", dir).must(t).stdout); a != b {
 		t.Fatalf("show differs after local → postgres → local → postgres:\n%s\n---\n%s", a, b)
 	}
-	// reindex on a database builds the documents the store lacks (none here: every save and
-	// every migrated record wrote its own), with progress; search then finds the text.
-	r = runCLI(t, "", "reindex", "--store", into).must(t)
+	return into
+}
+
+// checkReindexOnDatabase: reindex on a database builds the documents the store lacks (none
+// here: every save and every migrated record wrote its own), with progress; search then
+// finds the text on both stores.
+func checkReindexOnDatabase(t *testing.T, dir, into string) {
+	r := runCLI(t, "", "reindex", "--store", into).must(t)
 	if !strings.Contains(r.stdout, "Search documents cover") || !strings.Contains(r.stderr, "reindex:") {
 		t.Fatalf("reindex on PostgreSQL:\n%s\n%s", r.stdout, r.stderr)
 	}

@@ -13,8 +13,6 @@ import (
 
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/storage"
-	"github.com/sessionmem/sessionmem/storage/local"
-	"github.com/sessionmem/sessionmem/storage/postgres"
 )
 
 const searchHelp = `Usage: sessionmem search QUERY [--here | --working-dir DIR] [--file PATH] [--session ID]
@@ -179,69 +177,62 @@ func runReindex(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer cs.close(e)
-	if ps, ok := cs.store.(*postgres.Store); ok {
-		return reindexPostgres(ctx, e, ps)
-	}
-	ls, ok := cs.store.(*local.Store)
+	rx, ok := cs.store.(storage.Reindexer)
 	if !ok {
-		return fmt.Errorf("this store has no search index to rebuild")
+		return errors.New("this store has no search index to rebuild")
 	}
+	defer adaptMemoryLimit(ctx, e.getenv, reindexMemoryFloor)()
 	start := time.Now()
 	last := time.Time{}
 	var mb float64
-	err = ls.Reindex(ctx, func(done, total int, bytes int64) {
-		mb = float64(bytes) / 1e6
-		if time.Since(last) >= time.Second || done == total {
-			last = time.Now()
-			fmt.Fprintf(e.stderr, "reindex: %d of %d sessions, %.1f MB of records, %.1f MB/s\n",
-				done, total, mb, mb/max(time.Since(start).Seconds(), 1e-3))
-		}
-	})
-	if err != nil {
-		return err
-	}
-	st, err := ls.SearchStats(ctx)
-	if err != nil {
-		return err
-	}
-	fmt.Fprintf(e.stdout, "Indexed %s entries of %s sessions (%.1f MB of records) in %s; the index takes %s.\n",
-		thousands(st.Docs), thousands(st.Sessions), mb, time.Since(start).Round(100*time.Millisecond), byteSize(st.Bytes))
-	return nil
-}
-
-// reindexPostgres builds the search documents of the records a PostgreSQL store holds without
-// them (stored before its schema had documents, or by a server without them): saves write
-// their own documents, so this only catches up, resumably, with progress on stderr.
-func reindexPostgres(ctx context.Context, e *env, ps *postgres.Store) error {
-	start := time.Now()
-	last := time.Time{}
-	err := ps.Reindex(ctx, func(p postgres.IndexProgress) {
+	err = rx.Reindex(ctx, func(p storage.ReindexProgress) {
+		mb = float64(p.Bytes) / 1e6
 		if time.Since(last) >= time.Second || p.Done() {
 			last = time.Now()
-			fmt.Fprintf(e.stderr, "reindex: %s of %s records have search documents\n", thousands(p.Records), thousands(p.Total))
+			fmt.Fprintf(e.stderr, "reindex: %s\n", reindexProgress(p, mb/max(time.Since(start).Seconds(), 1e-3)))
 		}
 	})
 	if err != nil {
 		return err
 	}
-	p, err := ps.Progress(ctx)
+	took := time.Since(start).Round(100 * time.Millisecond)
+	sx, ok := cs.store.(storage.IndexStatser)
+	if !ok {
+		fmt.Fprintf(e.stdout, "Reindexed in %s (this store does not describe its index).\n", took)
+		return nil
+	}
+	st, err := sx.IndexStats(ctx)
 	if err != nil {
 		return err
 	}
-	fmt.Fprintf(e.stdout, "Search documents cover %s of %s records (%s).\n",
-		thousands(p.Records), thousands(p.Total), time.Since(start).Round(100*time.Millisecond))
+	if st.PerRecord {
+		// The PostgreSQL store: saves write their own documents, so reindex only caught up.
+		fmt.Fprintf(e.stdout, "Search documents cover %s of %s records (%s).\n", thousands(st.Records), thousands(st.TotalRecords), took)
+		return nil
+	}
+	fmt.Fprintf(e.stdout, "Indexed %s entries of %s sessions (%.1f MB of records) in %s; the index takes %s.\n",
+		thousands(st.Entries), thousands(st.Sessions), mb, took, byteSize(st.Bytes))
 	return nil
 }
 
-// verifySearchIndex checks a local store's full-text index and reports its size against the
-// session files'. A damaged index is derived data: it is reported and rebuilt (here, now),
-// never counted as a damaged store.
-func verifySearchIndex(ctx context.Context, e *env, st storage.Store, dir string) {
-	ls, ok := st.(*local.Store)
-	if !ok {
-		return
+// reindexProgress words one progress report of reindex: sessions and the rate of reading for
+// a store that indexes session by session, records for one that tracks records.
+func reindexProgress(p storage.ReindexProgress, mbPerSec float64) string {
+	if p.PerRecord {
+		return fmt.Sprintf("%s of %s records have search documents", thousands(p.Records), thousands(p.TotalRecords))
 	}
-	err := ls.VerifySearch(ctx)
+	return fmt.Sprintf("%d of %d sessions, %.1f MB of records, %.1f MB/s", p.Sessions, p.TotalSessions, float64(p.Bytes)/1e6, mbPerSec)
+}
+
+// verifySearchIndex checks the store's full-text index, when it can check it, and reports its
+// size against the sessions'. A damaged index is derived data: it is reported and rebuilt
+// (here, now), never counted as a damaged store.
+func verifySearchIndex(ctx context.Context, e *env, st storage.Store) {
+	iv, ok := st.(storage.IndexVerifier)
+	if !ok {
+		return // nothing to check apart from the records (the PostgreSQL store's documents are rows beside them)
+	}
+	err := iv.VerifyIndex(ctx)
 	switch {
 	case errors.Is(err, storage.ErrSearchUnavailable):
 		fmt.Fprintf(e.stdout, "Search index: unavailable (%v).\n", err)
@@ -250,20 +241,26 @@ func verifySearchIndex(ctx context.Context, e *env, st storage.Store, dir string
 		fmt.Fprintf(e.stdout, "Search index: DAMAGED (%v); it is being rebuilt from the sessions ('sessionmem reindex' does it now).\n", err)
 		return
 	}
-	stats, err := ls.SearchStats(ctx)
+	sx, ok := st.(storage.IndexStatser)
+	if !ok {
+		fmt.Fprintln(e.stdout, "Search index: ok.")
+		return
+	}
+	stats, err := sx.IndexStats(ctx)
 	if err != nil {
 		fmt.Fprintf(e.stdout, "Search index: %v\n", err)
 		return
 	}
-	_, sessions, _ := diskUsage(dir)
 	state := "ok"
 	if stats.Rebuilding {
 		state = "ok, being rebuilt"
 	}
 	ratio := ""
-	if sessions > 0 {
-		ratio = fmt.Sprintf(", %.2f× the session files' %s", float64(stats.Bytes)/float64(sessions), byteSize(sessions))
+	if sz, ok := st.(storage.Sizer); ok {
+		if size, err := sz.Size(ctx); err == nil && size.Sessions > 0 {
+			ratio = fmt.Sprintf(", %.2f× the session files' %s", float64(stats.Bytes)/float64(size.Sessions), byteSize(size.Sessions))
+		}
 	}
 	fmt.Fprintf(e.stdout, "Search index: %s, %s entries of %s sessions, %s on disk%s.\n", state,
-		thousands(stats.Docs), thousands(stats.Sessions), byteSize(stats.Bytes), ratio)
+		thousands(stats.Entries), thousands(stats.Sessions), byteSize(stats.Bytes), ratio)
 }

@@ -2,7 +2,8 @@ package main
 
 // stats and verify: the commands about the store as a whole.
 //
-// stats works through Store.List for the counts and Store.View + Reader.Records for raw sizes.
+// stats works through Store.List for the counts, Store.View + Reader.Records for raw sizes and
+// storage.Sizer for the sizes in storage.
 // verify uses Store.IDs (every session file, including those List skips) and Store.Verify,
 // then decodes each intact session's records as memory does.
 
@@ -10,16 +11,13 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"io/fs"
 	"iter"
 	"log/slog"
-	"path/filepath"
 	"strings"
 
 	"github.com/sessionmem/sessionmem/internal/buildinfo"
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/storage"
-	"github.com/sessionmem/sessionmem/storage/postgres"
 )
 
 const statsHelp = `Usage: sessionmem stats [--json]
@@ -98,14 +96,13 @@ func runStats(ctx context.Context, e *env, args []string) error {
 		}
 	}
 	prog.done()
-	if pg, ok := cs.store.(*postgres.Store); ok {
-		u, err := pg.Usage(ctx)
+	sz, measured := cs.store.(storage.Sizer)
+	if measured {
+		size, err := sz.Size(ctx)
 		if err != nil {
 			return err
 		}
-		st.StoreBytes, st.SessionBytes = u.Total, u.Records
-	} else if st.StoreBytes, st.SessionBytes, err = diskUsage(cs.dir); err != nil {
-		return err
+		st.StoreBytes, st.SessionBytes = size.Total, size.Sessions
 	}
 	if st.SessionBytes > 0 {
 		st.Ratio = float64(st.RawBytes) / float64(st.SessionBytes)
@@ -120,13 +117,16 @@ func runStats(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintf(w, "Compactions   %s\n", thousands(int64(st.Compactions)))
 	fmt.Fprintf(w, "Records       %s (every stored entry: messages, compactions, renames, ...)\n", thousands(st.Records))
 	fmt.Fprintf(w, "Raw JSONL     %s (%s bytes)\n", byteSize(st.RawBytes), thousands(st.RawBytes))
-	if isURLStore(cs.dir) {
+	switch {
+	case !measured:
+		fmt.Fprintln(w, "Size          not measured (this store cannot measure its size)")
+	case isURLStore(cs.dir):
 		fmt.Fprintf(w, "In database   %s in the records table (%s bytes, TOAST and index included), %s with every sessionmem table\n",
 			byteSize(st.SessionBytes), thousands(st.SessionBytes), byteSize(st.StoreBytes))
 		if st.SessionBytes > 0 {
 			fmt.Fprintf(w, "Ratio         %.1fx (raw JSONL / records table)\n", st.Ratio)
 		}
-	} else {
+	default:
 		fmt.Fprintf(w, "On disk       %s in session files (%s bytes), %s with index and import state\n",
 			byteSize(st.SessionBytes), thousands(st.SessionBytes), byteSize(st.StoreBytes))
 		if st.SessionBytes > 0 {
@@ -137,35 +137,6 @@ func runStats(ctx context.Context, e *env, args []string) error {
 		fmt.Fprintf(w, "Unreadable    %d sessions (not counted in raw size; run 'sessionmem verify')\n", st.Unreadable)
 	}
 	return nil
-}
-
-// diskUsage sums the sizes of the regular files under dir, and of those under dir/sessions.
-func diskUsage(dir string) (all, sessions int64, err error) {
-	sessDir := filepath.Join(dir, "sessions") + string(filepath.Separator)
-	err = filepath.WalkDir(dir, func(path string, d fs.DirEntry, err error) error {
-		if err != nil {
-			if errors.Is(err, fs.ErrNotExist) {
-				return nil // removed while we walked
-			}
-			return err
-		}
-		if !d.Type().IsRegular() {
-			return nil
-		}
-		fi, err := d.Info()
-		if err != nil {
-			return nil
-		}
-		all += fi.Size()
-		if strings.HasPrefix(path, sessDir) {
-			sessions += fi.Size()
-		}
-		return nil
-	})
-	if err != nil {
-		return 0, 0, fmt.Errorf("measure %s: %w", dir, err)
-	}
-	return all, sessions, nil
 }
 
 const verifyHelp = `Usage: sessionmem verify [--repair]
@@ -244,13 +215,13 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 			damaged++ // could not be checked; not known to be intact
 			report("DAMAGED", id, err.Error())
 			continue
-		case rep.NewerFormat != nil:
+		case rep.NewerFormat() != nil:
 			newer++
-			report("NEWER", id, rep.NewerFormat.Error())
+			report("NEWER", id, problemDetails(rep, storage.ProblemNewerFormat))
 			continue
-		case rep.Damaged != nil:
+		case rep.Damaged() != nil:
 			damaged++
-			report("DAMAGED", id, rep.Damaged.Error())
+			report("DAMAGED", id, problemDetails(rep, storage.ProblemDamaged))
 			continue
 		}
 		records, err := verifySession(ctx, cs.store, id)
@@ -266,13 +237,13 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 			if !*repair {
 				label = "WARNING"
 			}
-			report(label, id, fmt.Sprintf("%s (%d records intact)", describeTorn(rep), records))
+			report(label, id, fmt.Sprintf("%s (%d records intact)", problemDetails(rep, storage.ProblemTorn), records))
 		default:
 			ok++
 		}
 	}
 	prog.done()
-	verifySearchIndex(ctx, e, cs.store, cs.dir)
+	verifySearchIndex(ctx, e, cs.store)
 	fmt.Fprintf(e.stdout, "Checked %d sessions: %d ok, %d repaired, %d damaged", ok+repaired+damaged+newer, ok, repaired, damaged)
 	if newer > 0 {
 		fmt.Fprintf(e.stdout, ", %d written by a newer sessionmem (not checked)", newer)
@@ -294,40 +265,17 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	return errors.Join(errs...)
 }
 
-// describeTorn says what a crash left at the ends of a session's files, as cut by --repair
-// (rep.Repaired) or as found.
-func describeTorn(rep storage.VerifyReport) string {
+// problemDetails is what the store says of rep's problems of kind, in the order found: where
+// a crash left torn ends and, once repaired, what was cut; what is damaged; what a newer
+// version wrote.
+func problemDetails(rep storage.VerifyReport, kind storage.ProblemKind) string {
 	var parts []string
-	if rep.TornSealed > 0 {
-		parts = append(parts, fmt.Sprintf("torn end of sealed log (%s at offset %d)", plural(int(rep.TornSealed), "byte"), rep.SealedBytes))
-	}
-	switch {
-	case rep.NoTail && rep.TornTail > 0:
-		parts = append(parts, fmt.Sprintf("tail file has no header line (%s, no records)", plural(int(rep.TornTail), "byte")))
-	case rep.NoTail:
-		parts = append(parts, "tail file missing")
-	case rep.TornTail > 0:
-		var what []string
-		if rep.StaleLines > 0 && rep.TailRecords == 0 {
-			what = append(what, plural(rep.StaleLines, "line")+" already sealed")
+	for _, p := range rep.Problems {
+		if p.Kind == kind {
+			parts = append(parts, p.Detail)
 		}
-		if rep.DroppedLines > 0 {
-			what = append(what, plural(rep.DroppedLines, "complete line")+" not continuing the sequence")
-		}
-		detail := ""
-		if len(what) > 0 {
-			detail = ": " + strings.Join(what, ", ")
-		}
-		parts = append(parts, fmt.Sprintf("torn end of tail (%s at offset %d%s)", plural(int(rep.TornTail), "byte"), rep.TailBytes, detail))
 	}
-	msg := strings.Join(parts, "; ")
-	switch {
-	case rep.Repaired && rep.NoTail:
-		return "wrote an empty tail: " + msg
-	case rep.Repaired:
-		return "cut " + msg
-	}
-	return msg
+	return strings.Join(parts, "; ")
 }
 
 // verifySession reads every record of a session under its shared lock and decodes them as

@@ -33,45 +33,40 @@ func TestCLIStats(t *testing.T) {
 }
 
 func TestCLIVerify(t *testing.T) {
-	sessFile := func(store, id, suffix string) string { return filepath.Join(store, "sessions", id+suffix) }
-	garbage := []byte{0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07}
-	flipFrame := func(t *testing.T, store string) {
-		zst := sessFile(store, seedAlpha, ".zst")
-		b, err := os.ReadFile(zst)
-		if err != nil {
-			t.Fatal(err)
-		}
-		// The last bytes belong to the last compressed frame; flip some in its middle.
-		for i := len(b) - 40; i < len(b)-30; i++ {
-			b[i] ^= 0xff
-		}
-		if err := os.WriteFile(zst, b, 0o600); err != nil {
-			t.Fatal(err)
-		}
+	for _, tt := range cliVerifyCases() {
+		t.Run(tt.name, func(t *testing.T) { runCLIVerifyCase(t, tt) })
 	}
-	tests := []struct {
-		name     string
-		damage   func(t *testing.T, store string)
-		repair   bool
-		wantCode int
-		want     []string // in stdout
-		wantErr  string   // in stderr ("" means stderr must be empty)
-		cut      int64    // bytes --repair must cut from the damaged file (sess-alpha)
-		suffix   string   // that file
-	}{
+}
+
+// cliVerifyCase is a damage done to a seeded store (to sess-alpha) and what verify must say.
+type cliVerifyCase struct {
+	name     string
+	damage   func(t *testing.T, store string)
+	repair   bool
+	wantCode int
+	want     []string // in stdout
+	wantErr  string   // in stderr ("" means stderr must be empty)
+	cut      int64    // bytes --repair must cut from the damaged file (sess-alpha)
+	suffix   string   // that file
+}
+
+// cliVerifyCases are TestCLIVerify's cases.
+func cliVerifyCases() []cliVerifyCase {
+	garbage := []byte{0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07}
+	return []cliVerifyCase{
 		{"clean store", nil, false, 0,
 			[]string{"Checked 2 sessions: 2 ok, 0 repaired, 0 damaged.\n"}, "", 0, ""},
 		{"torn end is reported, not cut, without --repair", func(t *testing.T, store string) {
-			appendBytes(t, sessFile(store, seedAlpha, ".zst"), garbage)
+			appendBytes(t, sessionFile(store, seedAlpha, ".zst"), garbage)
 		}, false, 0, []string{"WARNING   sess-alpha: torn end of sealed log (7 bytes at offset ",
 			"Checked 2 sessions: 1 ok, 1 repaired, 0 damaged.\n", "Run 'sessionmem verify --repair'"}, "", 0, ".zst"},
 		{"torn end is repaired", func(t *testing.T, store string) {
-			appendBytes(t, sessFile(store, seedAlpha, ".zst"), garbage)
+			appendBytes(t, sessionFile(store, seedAlpha, ".zst"), garbage)
 		}, true, 0, []string{"REPAIRED  sess-alpha: cut torn end of sealed log (7 bytes at offset ",
 			"Checked 2 sessions: 1 ok, 1 repaired, 0 damaged.\n"}, "", 7, ".zst"},
 		{"torn tail line is repaired", func(t *testing.T, store string) {
 			// A session at rest is its .zst alone; one being written has a tail too.
-			p := sessFile(store, seedAlpha, ".tail.jsonl")
+			p := sessionFile(store, seedAlpha, ".tail.jsonl")
 			if _, err := os.Stat(p); os.IsNotExist(err) {
 				if err := os.WriteFile(p, []byte("{\"v\":2,\"tail\":\"sess-alpha\"}\n"), 0o600); err != nil {
 					t.Fatal(err)
@@ -80,13 +75,13 @@ func TestCLIVerify(t *testing.T) {
 			appendBytes(t, p, []byte(`{"seq":99,"type":"mess`))
 		}, true, 0, []string{"REPAIRED  sess-alpha: cut torn end of tail (22 bytes at offset ",
 			"1 ok, 1 repaired, 0 damaged"}, "", 22, ".tail.jsonl"},
-		{"damage in a frame", flipFrame, false, 1,
+		{"damage in a frame", flipLastFrame, false, 1,
 			[]string{"DAMAGED   sess-alpha: session sess-alpha: ", "1 ok, 0 repaired, 1 damaged", "restore those sessions"},
 			"1 damaged sessions", 0, ".zst"},
-		{"damage in a frame is not cut by --repair", flipFrame, true, 1,
+		{"damage in a frame is not cut by --repair", flipLastFrame, true, 1,
 			[]string{"DAMAGED   sess-alpha", "1 ok, 0 repaired, 1 damaged"}, "1 damaged sessions", 0, ".zst"},
 		{"newer format is not checked", func(t *testing.T, store string) {
-			p := sessFile(store, seedAlpha, ".tail.jsonl")
+			p := sessionFile(store, seedAlpha, ".tail.jsonl")
 			if err := os.WriteFile(p, []byte("{\"v\":9,\"tail\":\"sess-alpha\"}\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
@@ -94,48 +89,69 @@ func TestCLIVerify(t *testing.T) {
 			"Checked 2 sessions: 1 ok, 0 repaired, 0 damaged, 1 written by a newer sessionmem (not checked).\n"},
 			"1 sessions not checked: upgrade sessionmem", 0, ".tail.jsonl"},
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			store := seedStore(t)
-			var path string
-			var before int64
-			if tt.damage != nil {
-				tt.damage(t, store)
-				path = sessFile(store, seedAlpha, tt.suffix)
-				before = fileSize(t, path)
-			}
-			args := []string{"verify", "--store", store}
-			if tt.repair {
-				args = append(args, "--repair")
-			}
-			r := runCLI(t, "", args...)
-			if r.code != tt.wantCode {
-				t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tt.wantCode, r.stdout, r.stderr)
-			}
-			for _, w := range tt.want {
-				if !strings.Contains(r.stdout, w) {
-					t.Errorf("stdout lacks %q:\n%s", w, r.stdout)
-				}
-			}
-			if tt.wantErr == "" && r.stderr != "" || !strings.Contains(r.stderr, tt.wantErr) {
-				t.Errorf("stderr = %q, want %q", r.stderr, tt.wantErr)
-			}
-			if path != "" {
-				if got, want := fileSize(t, path), before-tt.cut; got != want {
-					t.Fatalf("%s: %d bytes after verify, want %d", filepath.Base(path), got, want)
-				}
-			}
-			if tt.wantCode == 0 {
-				// Whatever was cut, the session reads back and checks clean now.
-				runCLI(t, "", "show", seedAlpha, "--store", store).must(t)
-				r := runCLI(t, "", "verify", "--store", store).must(t)
-				if tt.repair && !strings.Contains(r.stdout, "2 ok") {
-					t.Fatalf("after repair:\n%s", r.stdout)
-				}
-			}
-			// The other session stays readable.
-			runCLI(t, "", "show", seedBeta, "--store", store).must(t)
-		})
+}
+
+// runCLIVerifyCase damages a fresh seeded store as tt says, runs verify and checks its exit
+// code, output, the bytes cut, and that the store reads back afterwards.
+func runCLIVerifyCase(t *testing.T, tt cliVerifyCase) {
+	store := seedStore(t)
+	var path string
+	var before int64
+	if tt.damage != nil {
+		tt.damage(t, store)
+		path = sessionFile(store, seedAlpha, tt.suffix)
+		before = fileSize(t, path)
+	}
+	args := []string{"verify", "--store", store}
+	if tt.repair {
+		args = append(args, "--repair")
+	}
+	r := runCLI(t, "", args...)
+	if r.code != tt.wantCode {
+		t.Fatalf("exit %d, want %d\nstdout:\n%s\nstderr:\n%s", r.code, tt.wantCode, r.stdout, r.stderr)
+	}
+	for _, w := range tt.want {
+		if !strings.Contains(r.stdout, w) {
+			t.Errorf("stdout lacks %q:\n%s", w, r.stdout)
+		}
+	}
+	if tt.wantErr == "" && r.stderr != "" || !strings.Contains(r.stderr, tt.wantErr) {
+		t.Errorf("stderr = %q, want %q", r.stderr, tt.wantErr)
+	}
+	if path != "" {
+		if got, want := fileSize(t, path), before-tt.cut; got != want {
+			t.Fatalf("%s: %d bytes after verify, want %d", filepath.Base(path), got, want)
+		}
+	}
+	if tt.wantCode == 0 {
+		// Whatever was cut, the session reads back and checks clean now.
+		runCLI(t, "", "show", seedAlpha, "--store", store).must(t)
+		r := runCLI(t, "", "verify", "--store", store).must(t)
+		if tt.repair && !strings.Contains(r.stdout, "2 ok") {
+			t.Fatalf("after repair:\n%s", r.stdout)
+		}
+	}
+	// The other session stays readable.
+	runCLI(t, "", "show", seedBeta, "--store", store).must(t)
+}
+
+// sessionFile is the path of a local store's session file.
+func sessionFile(store, id, suffix string) string { return filepath.Join(store, "sessions", id+suffix) }
+
+// flipLastFrame damages sess-alpha's last sealed record in the middle of its frame.
+func flipLastFrame(t *testing.T, store string) {
+	t.Helper()
+	zst := sessionFile(store, seedAlpha, ".zst")
+	b, err := os.ReadFile(zst)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// The last bytes belong to the last compressed frame; flip some in its middle.
+	for i := len(b) - 40; i < len(b)-30; i++ {
+		b[i] ^= 0xff
+	}
+	if err := os.WriteFile(zst, b, 0o600); err != nil {
+		t.Fatal(err)
 	}
 }
 

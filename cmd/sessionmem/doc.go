@@ -8,7 +8,10 @@
 //
 // The store is a directory (storage/local) or a postgres:// URL (storage/postgres); store.go
 // resolves and opens it, and storeLabel keeps a URL's password out of every log line,
-// error and output.
+// error and output. Opening is the only place a backend is named: what the commands need
+// beyond storage.Store (reindex, the index's and the store's sizes, readiness, the pool's
+// figures) they ask for through storage's optional interfaces and ops.PoolStatter, and
+// say so when a store lacks one.
 //
 // This package owns flags and environment (turned into a validated config once, at start),
 // logging (slog to stderr or a file, through the redactor; stdout belongs to the protocol in

@@ -18,21 +18,45 @@ import (
 // where the line has a usable id. session is an existing session (so refusals are checked
 // against real data too).
 func malformedRequests(session string) []string {
-	var out []string
-	n := 0
-	id := func() string { n++; return fmt.Sprintf(`"m%d"`, n-1) }
-	add := func(format string, a ...any) { out = append(out, fmt.Sprintf(format, a...)) }
-	// Not JSON, or not a request.
-	for _, l := range []string{"{", "}", "garbage", `{"jsonrpc":`, "[", "null", "true", "123", `"str"`, `{'a':1}`,
+	var l requestList
+	l.addNotRequests()
+	l.addBrokenEnvelopes()
+	l.addBadArgumentsPerTool()
+	l.addBadSaves(session)
+	l.addBadCalls(session)
+	return l.out
+}
+
+// requestList gathers malformed requests, numbering the ids "m0", "m1", … in order.
+type requestList struct {
+	out []string
+	n   int
+}
+
+func (l *requestList) id() string { l.n++; return fmt.Sprintf(`"m%d"`, l.n-1) }
+
+func (l *requestList) add(format string, a ...any) { l.out = append(l.out, fmt.Sprintf(format, a...)) }
+
+// call adds a tools/call of tool with args.
+func (l *requestList) call(tool, args string) {
+	l.add(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, l.id(), tool, args)
+}
+
+// addNotRequests adds lines that are not JSON, or not a request.
+func (l *requestList) addNotRequests() {
+	for _, line := range []string{"{", "}", "garbage", `{"jsonrpc":`, "[", "null", "true", "123", `"str"`, `{'a':1}`,
 		"\x00\x01\x02", `{"a":1}}`, strings.Repeat("[", 20000), `{"jsonrpc":"2.0","id":1,"method":"tools/call"`, "[]",
 		`[{"jsonrpc":"2.0","id":"b1","method":"ping"}]`, `{"jsonrpc":"2.0","id":{},"method":"ping"}`, `{"jsonrpc":"2.0","id":[1],"method":"ping"}`,
 		`{"jsonrpc":"2.0","id":true,"method":"ping"}`, `{"jsonrpc":"2.0","id":1e400,"method":"ping"}`,
 		`{"jsonrpc":"2.0","id":"x","result":{}}`, `{"jsonrpc":"2.0","id":"y","error":{"code":1,"message":"m"}}`,
 		`{"jsonrpc":"2.0","method":"notifications/cancelled","params":"junk"}`, `{"jsonrpc":"2.0","method":"no/such/notification"}`} {
-		add("%s", l)
+		l.add("%s", line)
 	}
-	// Broken envelopes with usable ids.
-	for _, l := range []string{
+}
+
+// addBrokenEnvelopes adds broken envelopes with usable ids: versions, methods, params.
+func (l *requestList) addBrokenEnvelopes() {
+	for _, line := range []string{
 		`{"jsonrpc":"1.0","id":%s,"method":"ping"}`, `{"jsonrpc":2,"id":%s,"method":"ping"}`, `{"id":%s,"method":"ping"}`,
 		`{"jsonrpc":"2.0","id":%s,"method":5}`, `{"jsonrpc":"2.0","id":%s}`, `{"jsonrpc":"2.0","id":%s,"method":""}`,
 		`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":[]}`, `{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":"x"}`,
@@ -49,25 +73,30 @@ func malformedRequests(session string) []string {
 		`{"jsonrpc":"2.0","id":%s,"method":"prompts/get","params":{"name":5}}`,
 		`{"jsonrpc":"2.0","id":%s,"method":"logging/setLevel","params":{"level":"loud"}}`,
 	} {
-		add(l, id())
+		l.add(line, l.id())
 	}
-	call := func(tool, args string) {
-		add(`{"jsonrpc":"2.0","id":%s,"method":"tools/call","params":{"name":%q,"arguments":%s}}`, id(), tool, args)
-	}
+}
+
+// addBadArgumentsPerTool adds, for every tool, arguments of the wrong shape, unknown keys and
+// bad session ids.
+func (l *requestList) addBadArgumentsPerTool() {
 	tools := []string{"session_save", "session_resume", "session_compact", "session_list", "session_fork", "session_delete", "session_search"}
-	// Every tool: arguments of the wrong shape, unknown keys, bad session ids.
 	for _, tool := range tools {
 		for _, args := range []string{`[]`, `"x"`, `5`, `{"unknown_key":1}`, `{"session_id":5}`, `{"session_id":"../escape"}`,
 			`{"session_id":".."}`, `{"session_id":"` + strings.Repeat("a", 200) + `"}`, `{"session_id":"has space"}`, `{"session_id":"no-such-session"}`,
 			`{"session_id":"bad\u0000nul"}`, `{"session_id":"\ud800"}`, `{"working_dir":"relative/dir"}`, `{"working_dir":5}`, `{"limit":-1,"session_id":"x y"}`} {
-			call(tool, args)
+			l.call(tool, args)
 		}
 	}
+}
+
+// addBadSaves adds session_save calls with every way a message or its metadata can be
+// wrong, invalid UTF-8 as raw bytes in several fields among them.
+func (l *requestList) addBadSaves(session string) {
 	msg := func(m string) string {
 		return `{"session_id":"` + session + `","messages":[` + m + `]}`
 	}
 	long := strings.Repeat("x", 600)
-	// session_save: every way a message or its metadata can be wrong.
 	for _, args := range []string{
 		`{"messages":[{"role":"user","content":"x"}]}`, // no working_dir
 		`{"working_dir":"/p","parent_id":"e1","messages":[{"role":"user","content":"x"}]}`,
@@ -100,7 +129,7 @@ func malformedRequests(session string) []string {
 		`{"session_id":"` + session + `","messages":[` + strings.Repeat(`{"role":"user","content":"x"},`, 1000) + `{"role":"user","content":"x"}]}`,
 		`{"session_id":"` + session + `","messages":[{"role":"user","content":"` + strings.Repeat("y", 9<<20) + `"}]}`,
 	} {
-		call("session_save", args)
+		l.call("session_save", args)
 	}
 	// Invalid UTF-8 as raw bytes, in several fields.
 	for _, args := range []string{
@@ -109,8 +138,14 @@ func malformedRequests(session string) []string {
 		"{\"working_dir\":\"/p\",\"name\":\"\xe2\x82\",\"messages\":[{\"role\":\"user\",\"content\":\"x\"}]}",
 		"{\"session_id\":\"" + session + "\",\"messages\":[{\"role\":\"assistant\",\"content\":[{\"type\":\"tool_call\",\"id\":\"c\",\"name\":\"x\",\"arguments\":{\"k\xff\":1}}]}]}",
 	} {
-		call("session_save", args)
+		l.call("session_save", args)
 	}
+}
+
+// addBadCalls adds the other tools' calls with arguments out of range or naming what does
+// not exist.
+func (l *requestList) addBadCalls(session string) {
+	long := strings.Repeat("x", 600)
 	sid := `"session_id":"` + session + `"`
 	for _, c := range []struct{ tool, args string }{
 		{"session_resume", `{` + sid + `,"max_tokens":5}`}, {"session_resume", `{` + sid + `,"max_tokens":"lots"}`},
@@ -131,9 +166,8 @@ func malformedRequests(session string) []string {
 		{"session_search", `{"query":"` + strings.Repeat("q", 2000) + `"}`}, {"session_search", `{"query":"x","limit":-3}`},
 		{"session_search", `{"query":"x","limit":[1]}`}, {"session_search", `{"query":["x"]}`},
 	} {
-		call(c.tool, c.args)
+		l.call(c.tool, c.args)
 	}
-	return out
 }
 
 // snapshot returns every file of the store and its bytes.

@@ -24,14 +24,27 @@ const serveMemoryFloor = 40 << 20
 // floor, updated every memoryLimitEvery.
 const memoryLimitEvery = time.Second
 
+// reindexMemoryFloor is the least soft memory limit of a reindex. What a rebuild keeps live
+// is bounded whatever the store's size (the segment being built, at most ftsindex's 32 MiB
+// budget, and the sessions and docs on their way to it: 35-70 MiB measured), but on a loaded
+// machine the collector, short of CPU, let the heap reach 170 MiB (216 MB of RSS on a 1 GB
+// store, against 136 MB in a quieter run). The limit caps that; it binds only past twice
+// the usual live heap, since a floor of 64 MiB made the rebuild take a quarter more CPU.
+const reindexMemoryFloor = 128 << 20
+
 // adaptMemoryLimit keeps the soft memory limit at max(floor, 1.5 × the live heap) until ctx
-// ends, unless GOMEMLIMIT or a limit set before it (a test) decides.
-func adaptMemoryLimit(ctx context.Context, getenv func(string) string, floor int64) {
+// ends or stop is called, unless GOMEMLIMIT or a limit set before it (a test) decides. stop
+// waits for the adjusting goroutine and removes the limit (for a command that runs in a
+// test's process).
+func adaptMemoryLimit(ctx context.Context, getenv func(string) string, floor int64) (stop func()) {
 	if getenv("GOMEMLIMIT") != "" || debug.SetMemoryLimit(-1) != math.MaxInt64 {
-		return
+		return func() {}
 	}
 	debug.SetMemoryLimit(floor)
+	ctx, cancel := context.WithCancel(ctx)
+	done := make(chan struct{})
 	go func() {
+		defer close(done)
 		sample := []metrics.Sample{{Name: "/gc/heap/live:bytes"}}
 		t := time.NewTicker(memoryLimitEvery)
 		defer t.Stop()
@@ -48,6 +61,11 @@ func adaptMemoryLimit(ctx context.Context, getenv func(string) string, floor int
 			debug.SetMemoryLimit(memoryLimitFor(int64(sample[0].Value.Uint64()), floor))
 		}
 	}()
+	return func() {
+		cancel()
+		<-done
+		debug.SetMemoryLimit(math.MaxInt64)
+	}
 }
 
 // memoryLimitFor is the limit for a live heap of live bytes.

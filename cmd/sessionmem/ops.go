@@ -11,12 +11,9 @@ import (
 	"path/filepath"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgxpool"
-
 	"github.com/sessionmem/sessionmem/mcpserver"
 	"github.com/sessionmem/sessionmem/ops"
 	"github.com/sessionmem/sessionmem/storage"
-	"github.com/sessionmem/sessionmem/storage/postgres"
 )
 
 // readyTimeout bounds one readiness check: a load balancer's probe times out after a
@@ -40,14 +37,20 @@ type opsServer struct {
 func startOps(cfg serveConfig, store storage.Store, d *drain, e *env, logger *slog.Logger) (*opsServer, error) {
 	o := &opsServer{token: cfg.Token, logger: logger, health: ops.Healthz()}
 	mo := ops.MetricsOptions{Tools: mcpserver.ToolNames(), Backend: "local"}
+	if isURLStore(cfg.Store) {
+		mo.Backend = "postgres" // the only backend opened by URL (openStore)
+	}
 	if il, ok := store.(storage.IndexLagger); ok {
 		mo.IndexLag = il.IndexLag
 	}
+	if ps, ok := store.(ops.PoolStatter); ok {
+		mo.Pool = ps.PoolStat
+	}
+	// A store in a server is ready while the server answers; one in a directory, while the
+	// directory takes new files.
 	storeReady := ops.DirsWritable(cfg.Store, filepath.Join(cfg.Store, "sessions"))
-	if pg, ok := store.(*postgres.Store); ok {
-		mo.Backend = "postgres"
-		mo.Pool = func() *pgxpool.Stat { return pg.PoolStat() }
-		storeReady = pg.Ping
+	if p, ok := store.(storage.Pinger); ok {
+		storeReady = p.Ping
 	}
 	o.metrics = ops.NewMetrics(mo)
 	o.ready = ops.Readyz(readyTimeout, logger.With("check", "readyz"), d.readyCheck, ops.ReadyCheck(storeReady))

@@ -142,7 +142,7 @@ func storedIDs(t *testing.T, url, session string) []string {
 		t.Fatal(err)
 	}
 	rep, err := st.Verify(ctx, session, false)
-	if err != nil || rep.Damaged != nil {
+	if err != nil || rep.Damaged() != nil {
 		t.Fatalf("verify: %+v, %v", rep, err)
 	}
 	m, err := st.Get(ctx, session)

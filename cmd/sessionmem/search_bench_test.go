@@ -36,15 +36,23 @@ func searchBenchStore(b *testing.B) (string, int) {
 	} else {
 		dir = filepath.Join(dir, fmt.Sprintf("search-%dmb", mb))
 	}
+	buildSizedStore(b, dir, mb)
+	return dir, mb
+}
+
+// buildSizedStore builds, in dir, a store of about mb MB of message JSON (see above), unless dir
+// holds one already (a file bench-complete marks it done).
+func buildSizedStore(tb testing.TB, dir string, mb int) {
+	tb.Helper()
 	done := filepath.Join(dir, "bench-complete")
 	if _, err := os.Stat(done); err == nil {
-		return dir, mb
+		return
 	}
 	os.RemoveAll(dir)
-	pool := transcripttest.Sized(b, 5000, 1024, 4096)
+	pool := transcripttest.Sized(tb, 5000, 1024, 4096)
 	store, err := local.Open(dir, local.Options{Summarize: memory.Summarize, Docs: memory.Docs})
 	if err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	svc := memory.New(store, memory.Options{})
 	ctx := context.Background()
@@ -63,21 +71,20 @@ func searchBenchStore(b *testing.B) (string, int) {
 			i++
 		}
 		if _, err := svc.Save(ctx, memory.SaveRequest{WorkingDir: fmt.Sprintf("/bench/p%d", s%10), Messages: batch}); err != nil {
-			b.Fatal(err)
+			tb.Fatal(err)
 		}
 	}
 	// The index as a full reindex leaves it (queued saves, then optimized).
 	t := time.Now()
 	if err := store.Reindex(ctx, nil); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
-	b.Logf("seeded %.0f MB of message JSON in %v; reindex %v (%.1f MB/s)", float64(bytes)/1e6, t.Sub(start).Round(time.Second),
+	tb.Logf("seeded %.0f MB of message JSON in %v; reindex %v (%.1f MB/s)", float64(bytes)/1e6, t.Sub(start).Round(time.Second),
 		time.Since(t).Round(100*time.Millisecond), float64(bytes)/1e6/time.Since(t).Seconds())
 	if err := store.Close(); err != nil {
-		b.Fatal(err)
+		tb.Fatal(err)
 	}
 	os.WriteFile(done, nil, 0o600)
-	return dir, mb
 }
 
 // BenchmarkStdioSearch: session_search round trips (p50) for natural-language questions of 6

@@ -168,7 +168,15 @@ func TestEverySecretKindStaysOffDisk(t *testing.T) {
 	store := t.TempDir()
 	logFile := filepath.Join(t.TempDir(), "serve.log")
 	secrets := redacttest.Plant(99)
-	var outputs []string
+	outputs := plantSecretsOverMCP(t, store, logFile, secrets)
+	files := writeSecretTranscripts(t, t.TempDir(), secrets)
+	outputs = append(outputs, runSecretCommands(t, store, files, secrets)...)
+	checkNoSecrets(t, store, logFile, secrets, outputs)
+}
+
+// plantSecretsOverMCP saves each secret in every field of every tool's arguments through a
+// server logging at debug level to logFile, and returns every answer.
+func plantSecretsOverMCP(t *testing.T, store, logFile string, secrets []redacttest.Secret) []string {
 	srv := startRaw(t, store, []string{"--log-file", logFile, "--log-level", "debug"})
 	var all []string
 	srv.ask(initializeLine, &all)
@@ -229,10 +237,12 @@ func TestEverySecretKindStaysOffDisk(t *testing.T) {
 		ask("resources/read", obj{"uri": "session://" + idish + "/summary"})
 	}
 	srv.finish(60 * time.Second)
-	outputs = append(outputs, all...)
+	return all
+}
 
-	// Imports: a Claude Code and a pi transcript per kind.
-	dir := t.TempDir()
+// writeSecretTranscripts writes a Claude Code and a pi transcript per secret into dir, the
+// secret in every field an import stores, and returns their paths.
+func writeSecretTranscripts(t *testing.T, dir string, secrets []redacttest.Secret) []string {
 	for i, sec := range secrets {
 		text, _ := json.Marshal("see " + sec.Text + " ok")
 		one, _ := json.Marshal(strings.Join(strings.Fields("see "+sec.Text+" ok"), " "))
@@ -259,8 +269,15 @@ func TestEverySecretKindStaysOffDisk(t *testing.T) {
 			}
 		}
 	}
-	env := []string{"SESSIONMEM_STORE=" + store, "SESSIONMEM_LOG_LEVEL=debug"}
 	files, _ := filepath.Glob(filepath.Join(dir, "*.jsonl"))
+	return files
+}
+
+// runSecretCommands imports the transcripts (a hook too) and runs every command that prints
+// what is stored, returning what they printed.
+func runSecretCommands(t *testing.T, store string, files []string, secrets []redacttest.Secret) []string {
+	var outputs []string
+	env := []string{"SESSIONMEM_STORE=" + store, "SESSIONMEM_LOG_LEVEL=debug"}
 	out, errOut, code := bin(t, "", env, append([]string{"import", "--file"}, files...)...)
 	if code != 0 {
 		t.Fatalf("import: %s %s", out, errOut)
@@ -291,6 +308,12 @@ func TestEverySecretKindStaysOffDisk(t *testing.T) {
 		t.Fatalf("only %d sessions stored", len(gjson.Get(list, "#.session_id").Array()))
 	}
 
+	return outputs
+}
+
+// checkNoSecrets looks for every secret in the store's bytes (decompressed, index and
+// import state included), the log and outputs.
+func checkNoSecrets(t *testing.T, store, logFile string, secrets []redacttest.Secret, outputs []string) {
 	stored := storeBytes(t, store)
 	logs, err := os.ReadFile(logFile)
 	if err != nil {

@@ -53,20 +53,11 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return fmt.Errorf("%s: %w", envRedact, err)
 	}
-	logOut := e.stderr
-	if cfg.LogFile != "" {
-		f, err := os.OpenFile(cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
-		if err != nil {
-			return fmt.Errorf("open log file: %w", err)
-		}
-		defer f.Close()
-		// The whole line too, as on stderr (redactingWriter): a rule can match across an
-		// attribute's key and value, which the handler below redacts one at a time.
-		logOut = &redactWriter{w: f, r: red}
+	logger, closeLog, err := serveLogger(cfg, e, red)
+	if err != nil {
+		return err
 	}
-	// Every log record, at every level and from every package, is redacted before it is
-	// written: a secret in a request must not reach the log file either.
-	logger := slog.New(redact.NewHandler(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}), red))
+	defer closeLog()
 	adaptMemoryLimit(ctx, e.getenv, serveMemoryFloor)
 	if path := e.getenv("SESSIONMEM_CPUPROFILE"); path != "" {
 		// For measuring the server under a real client (docs/BENCHMARKS.md); written when
@@ -104,26 +95,7 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	// Before the store closes (deferred calls run last first): the state snapshots still due
 	// are written, so the next start reads a snapshot instead of whole logs.
 	defer svc.Close()
-	// The first resume after a start is usually of the session worked on last: build its
-	// state in the background so that call reads a page, not the whole log.
-	go func() {
-		// A warm-up is an optimisation: whatever goes wrong in it must not end the server.
-		defer func() {
-			if p := recover(); p != nil {
-				logger.Error("warm-up failed", "panic", fmt.Sprint(p))
-			}
-		}()
-		if err := svc.Warm(ctx, warmSessions); err != nil && ctx.Err() == nil {
-			logger.Debug("warm-up", "err", err)
-		}
-	}()
-	// In the background too: what an older version (or older rules) stored is redacted again
-	// once per rule set (see redact_marker.go).
-	go redactOnUpgrade(ctx, svc, cfg.Store, red, logger)
-	if cfg.Retention.Enabled() {
-		// In the background: a large store must never delay the client's initialize.
-		go retain(ctx, svc, cfg.Retention, logger)
-	}
+	startBackground(ctx, svc, cfg, red, logger)
 	d := &drain{}
 	opsSrv, err := startOps(cfg, store, d, e, logger)
 	if err != nil {
@@ -142,6 +114,49 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		return serveStdio(ctx, mcpSrv, d, e, logger)
 	}
 	return serveHTTP(ctx, mcpSrv, svc, d, opsSrv, cfg, e, logger)
+}
+
+// serveLogger makes the server's logger: to stderr or cfg.LogFile, every record redacted.
+// closeLog closes the log file, if any.
+func serveLogger(cfg serveConfig, e *env, red *redact.Redactor) (logger *slog.Logger, closeLog func(), err error) {
+	logOut, closeLog := e.stderr, func() {}
+	if cfg.LogFile != "" {
+		f, err := os.OpenFile(cfg.LogFile, os.O_CREATE|os.O_WRONLY|os.O_APPEND, 0o600)
+		if err != nil {
+			return nil, nil, fmt.Errorf("open log file: %w", err)
+		}
+		closeLog = func() { f.Close() }
+		// The whole line too, as on stderr (redactingWriter): a rule can match across an
+		// attribute's key and value, which the handler below redacts one at a time.
+		logOut = &redactWriter{w: f, r: red}
+	}
+	// Every log record, at every level and from every package, is redacted before it is
+	// written: a secret in a request must not reach the log file either.
+	return slog.New(redact.NewHandler(slog.NewTextHandler(logOut, &slog.HandlerOptions{Level: cfg.LogLevel}), red)), closeLog, nil
+}
+
+// startBackground starts what a server does beside answering calls, none of which may delay
+// the client's initialize: the warm-up, the redaction of what older rules stored, retention.
+func startBackground(ctx context.Context, svc *memory.Service, cfg serveConfig, red *redact.Redactor, logger *slog.Logger) {
+	// The first resume after a start is usually of the session worked on last: build its
+	// state in the background so that call reads a page, not the whole log.
+	go func() {
+		// A warm-up is an optimisation: whatever goes wrong in it must not end the server.
+		defer func() {
+			if p := recover(); p != nil {
+				logger.Error("warm-up failed", "panic", fmt.Sprint(p))
+			}
+		}()
+		if err := svc.Warm(ctx, warmSessions); err != nil && ctx.Err() == nil {
+			logger.Debug("warm-up", "err", err)
+		}
+	}()
+	// What an older version (or older rules) stored is redacted again once per rule set
+	// (see redact_marker.go).
+	go redactOnUpgrade(ctx, svc, cfg.Store, red, logger)
+	if cfg.Retention.Enabled() {
+		go retain(ctx, svc, cfg.Retention, logger)
+	}
 }
 
 // writeHeapProfiles writes a heap profile to path every interval until ctx ends, each

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strconv"
 	"strings"
@@ -28,15 +29,14 @@ import (
 // under 8 concurrent clients doing what agents do (save, resume, list, search, compact, fork,
 // delete: mostly saves), sampling the server's resident memory, open descriptors and
 // goroutines every 10 s (scripts/soak.sh runs it). It fails on any error, on any saved
-// message missing at the end, and when the samples keep growing after warm-up: the last
-// quarter of the run may exceed the second by at most 25% in memory and goroutines and by at
-// most 8 descriptors.
+// message missing at the end, and when the samples keep growing after warm-up (checkFlat).
 func TestSoak(t *testing.T) {
 	d, err := time.ParseDuration(os.Getenv("SESSIONMEM_SOAK"))
 	if err != nil || d <= 0 {
 		t.Skip("set SESSIONMEM_SOAK to a duration (e.g. 20m) to run the soak")
 	}
 	store := t.TempDir()
+	seedSoak(t, store)
 	base, cmd := httpServer(t, store)
 	pool := transcripttest.Sized(t, 3000, 1024, 4096)
 	ctx, cancel := context.WithTimeout(context.Background(), d)
@@ -82,6 +82,26 @@ func TestSoak(t *testing.T) {
 		t.Errorf("%d saved messages missing, e.g. %v", len(lost), lost[:min(5, len(lost))])
 	}
 	checkFlat(t, samples)
+}
+
+// seedSoak copies into store a store of $SESSIONMEM_SOAK_SEED_MB MB of message JSON
+// (buildSizedStore's, built once and kept in $SESSIONMEM_SOAK_SEED_DIR when set), so that the soak
+// runs against a store of a size people have, whose caches fill as they would on one, rather
+// than against an empty one that only its own saves grow.
+func seedSoak(t *testing.T, store string) {
+	mb, _ := strconv.Atoi(os.Getenv("SESSIONMEM_SOAK_SEED_MB"))
+	if mb <= 0 {
+		return
+	}
+	dir := os.Getenv("SESSIONMEM_SOAK_SEED_DIR")
+	if dir == "" {
+		dir = t.TempDir()
+	}
+	seed := filepath.Join(dir, fmt.Sprintf("search-%dmb", mb))
+	buildSizedStore(t, seed, mb)
+	if err := os.CopyFS(store, os.DirFS(seed)); err != nil {
+		t.Fatal(err)
+	}
 }
 
 type soakStats struct {
@@ -279,9 +299,17 @@ func sampleServer(ctx context.Context, pid int, base string, period time.Duratio
 	}
 }
 
-// checkFlat fails when the samples keep growing after warm-up (the first quarter): the last
-// quarter's largest may exceed the second quarter's largest by 25% in memory and goroutines,
-// and by 8 descriptors.
+// checkFlat fails when the samples keep growing after warm-up (the first quarter).
+//
+// Memory is judged by its anonymous part (RssAnon: Go's heap and runtime, SQLite's own
+// allocations, stacks): what the process itself holds. The file-backed rest of RSS is the
+// binary's pages and the search index's pages its readers map, clean page cache the kernel
+// takes back under pressure, which follows the index's size and the searches' pages; it is
+// reported beside, not judged. The last quarter's largest anonymous memory may exceed the
+// second quarter's largest by 25%. Descriptors and goroutines come and go with the requests
+// in flight at the moment of a sample (one burst of a merge, seals and eight calls reads as a
+// peak), so their medians are compared: a leak moves every sample, not one (+8 descriptors,
+// +25% goroutines).
 func checkFlat(t *testing.T, samples []sample) {
 	q := len(samples) / 4
 	if q < 2 {
@@ -295,22 +323,32 @@ func checkFlat(t *testing.T, samples []sample) {
 		}
 		return m
 	}
+	median := func(ss []sample, f func(sample) int64) int64 {
+		vs := make([]int64, len(ss))
+		for i, s := range ss {
+			vs[i] = f(s)
+		}
+		slices.Sort(vs)
+		return vs[len(vs)/2]
+	}
 	second, last := samples[q:2*q], samples[len(samples)-q:]
 	for _, c := range []struct {
 		name  string
+		stat  func([]sample, func(sample) int64) int64
 		f     func(sample) int64
 		limit func(int64) int64
 	}{
-		{"resident memory", func(s sample) int64 { return s.rss }, func(v int64) int64 { return v + v/4 }},
-		{"descriptors", func(s sample) int64 { return int64(s.fds) }, func(v int64) int64 { return v + 8 }},
-		{"goroutines", func(s sample) int64 { return int64(s.goroutines) }, func(v int64) int64 { return v + v/4 }},
+		{"anonymous memory (peak)", peak, func(s sample) int64 { return s.anon }, func(v int64) int64 { return v + v/4 }},
+		{"descriptors (median)", median, func(s sample) int64 { return int64(s.fds) }, func(v int64) int64 { return v + 8 }},
+		{"goroutines (median)", median, func(s sample) int64 { return int64(s.goroutines) }, func(v int64) int64 { return v + v/4 }},
 	} {
-		a, b := peak(second, c.f), peak(last, c.f)
+		a, b := c.stat(second, c.f), c.stat(last, c.f)
 		if a < 0 || b < 0 {
 			continue // not measured
 		}
+		t.Logf("%s: %d in the second quarter, %d in the last", c.name, a, b)
 		if b > c.limit(a) {
-			t.Errorf("%s grew: at most %d in the second quarter, %d in the last", c.name, a, b)
+			t.Errorf("%s grew: %d in the second quarter, %d in the last", c.name, a, b)
 		}
 	}
 }

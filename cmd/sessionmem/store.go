@@ -14,6 +14,7 @@ import (
 	"time"
 
 	"github.com/sessionmem/sessionmem/memory"
+	"github.com/sessionmem/sessionmem/ops"
 	"github.com/sessionmem/sessionmem/storage"
 	"github.com/sessionmem/sessionmem/storage/local"
 	"github.com/sessionmem/sessionmem/storage/postgres"
@@ -129,6 +130,11 @@ func openStore(ctx context.Context, loc string, logger *slog.Logger) (storage.St
 	}
 	return st, nil
 }
+
+// startOps finds the pool's figures through ops.PoolStatter (postgres cannot name ops,
+// which sits above it), so this checks at build time that the PostgreSQL store still offers
+// them.
+var _ ops.PoolStatter = (*postgres.Store)(nil)
 
 // pgOptions are a PostgreSQL store's options: like the local store, it gets memory.Docs, so
 // every save writes its search documents in its own transaction (SESSIONMEM_SEARCH_INDEX=off

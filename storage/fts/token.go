@@ -65,6 +65,28 @@ func scanTerms(text string, emit func(term []byte, start, end int)) {
 	})
 }
 
+// ScanWords calls emit with the byte range of each word of text in order: the source of
+// one term each, or of none when AppendTerm refuses it (too long). ScanWords and AppendTerm
+// are the two halves of AppendTerms, for an indexer that remembers each distinct word's
+// term instead of lower-casing and stemming every occurrence again: a word's term depends
+// on the word alone.
+func ScanWords(text string, emit func(start, end int)) { scan(text, emit) }
+
+// AppendTerm appends the term of word (one of ScanWords' ranges) to dst: lower-cased, and
+// stemmed when Stemmable. ok is false, and dst unchanged, when the word yields no term
+// (longer than MaxTermBytes once lower-cased).
+func AppendTerm(dst []byte, word string) ([]byte, bool) {
+	start := len(dst)
+	dst, ok := appendLower(dst, word)
+	if !ok {
+		return dst[:start], false
+	}
+	if Stemmable(dst[start:]) {
+		dst = dst[:start+porterStem(dst[start:])] // AppendStem, in place
+	}
+	return dst, true
+}
+
 // Stemmable reports whether a lower-cased term is indexed by its English stem (AppendStem):
 // a word of three or more ASCII letters. The decision depends on the word alone, never on
 // its case or its neighbours, so a query word and the text it should find always get the

@@ -83,3 +83,34 @@ func TestStemmable(t *testing.T) {
 		}
 	}
 }
+
+// TestScanWordsAppendTerm: ScanWords and AppendTerm, word by word, give the terms
+// AppendTerms gives, in order (an indexer remembering each word's term relies on it), and
+// AppendTerm leaves dst as it was for a word it refuses.
+func TestScanWordsAppendTerm(t *testing.T) {
+	texts := []string{
+		"Fixing the fixes: fixed it, don't 'quote' me; parseConfig parse_config v2 README login.go",
+		"Über café naïve résumé ﬁle ΣΊΣΥΦΟΣ 日本語のテスト 中文 한국어 x ok 42 3.14 travelled skies",
+		strings.Repeat("z", MaxTermBytes) + " " + strings.Repeat("Z", MaxTermBytes+1) + " " + strings.Repeat("é", MaxTermBytes/2+1) + " end",
+		"", "   ", "a", "'", "''s", "generously GENEROUSLY Generously",
+	}
+	for _, text := range texts {
+		var got []string
+		dst := []byte("prefix")
+		ScanWords(text, func(start, end int) {
+			term, ok := AppendTerm(dst, text[start:end])
+			if !ok {
+				if string(term) != "prefix" {
+					t.Errorf("%q: a refused word changed dst to %q", text[start:end], term)
+				}
+				return
+			}
+			got = append(got, string(term[len("prefix"):]))
+		})
+		body, n := AppendTerms(nil, text)
+		want := strings.Fields(string(body))
+		if n != len(got) || !slices.Equal(got, want) {
+			t.Errorf("%q: %q (%d), want %q (%d)", text, got, len(got), want, n)
+		}
+	}
+}

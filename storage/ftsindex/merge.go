@@ -28,7 +28,7 @@ const (
 	// each size below packLimit, some 44,000 docs (50 MB of heap with 2 KB messages). Past
 	// it, Merge rewrites the oldest packed segments as rows (read per term, through the
 	// bounded list cache), so a searching server's memory stops growing with its saves.
-	packBudget = 4 << 20
+	packBudget = 2 << 20
 )
 
 // segMeta is a segments row without its docs.

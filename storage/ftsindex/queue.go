@@ -3,7 +3,6 @@ package ftsindex
 import (
 	"context"
 	"errors"
-	"iter"
 	"sync"
 	"time"
 )
@@ -228,70 +227,4 @@ func (q *Queue) flush() {
 	if len(batches) > 0 {
 		q.ix.mergeInBackground()
 	}
-}
-
-// IndexAll indexes a stream of batches in large transactions (about 4,096 docs or 16 MB of
-// text each: each is a segment, and larger ones are rewritten by fewer merges), the way to
-// (re)build an index: the caller's iterator (reading the store, building Docs) runs in this
-// goroutine while the previous transaction commits in another, so both cores work. progress, when set, is called after each transaction with the docs
-// indexed so far. It stops at the first error of the iterator or of Index.
-func (ix *Index) IndexAll(ctx context.Context, batches iter.Seq2[Batch, error], progress func(docs int)) error {
-	const maxDocs, maxText = 4096, 16 << 20
-	inner, cancel := context.WithCancel(ctx)
-	defer cancel()
-	work := make(chan []Batch, 1)
-	result := make(chan error, 1)
-	go func() {
-		var err error
-		done := 0
-		for group := range work {
-			if err != nil {
-				continue // drain
-			}
-			if _, err = ix.Index(inner, group...); err != nil {
-				cancel()
-				continue
-			}
-			if err = ix.Merge(inner); err != nil {
-				cancel()
-				continue
-			}
-			for _, b := range group {
-				done += len(b.Docs)
-			}
-			if progress != nil {
-				progress(done)
-			}
-		}
-		result <- err
-	}()
-	var group []Batch
-	docs, text := 0, 0
-	var iterErr error
-	for b, err := range batches {
-		if err != nil {
-			iterErr = err
-			break
-		}
-		if inner.Err() != nil {
-			break
-		}
-		group = append(group, b)
-		docs += len(b.Docs)
-		for _, d := range b.Docs {
-			text += len(d.Text)
-		}
-		if docs >= maxDocs || text >= maxText {
-			work <- group
-			group, docs, text = nil, 0, 0
-		}
-	}
-	if len(group) > 0 && iterErr == nil && inner.Err() == nil {
-		work <- group
-	}
-	close(work)
-	if err := errors.Join(iterErr, <-result); err != nil {
-		return err
-	}
-	return ctx.Err()
 }

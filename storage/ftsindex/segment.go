@@ -7,6 +7,7 @@ import (
 	"slices"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/cespare/xxhash/v2"
 
@@ -61,7 +62,7 @@ func (d *segDocs) add(id, sess int64, seq uint64, t int64, kind, role, entry str
 	ri := slices.Index(d.roleNames, role)
 	if ri < 0 {
 		ri = len(d.roleNames)
-		d.roleNames = append(d.roleNames, role)
+		d.roleNames = append(d.roleNames, strings.Clone(role))
 	}
 	d.ids = append(d.ids, id)
 	d.sess = append(d.sess, sess)

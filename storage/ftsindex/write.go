@@ -234,83 +234,116 @@ type errRow struct{ err error }
 func (e errRow) Scan(...any) error { return e.err }
 
 func (w *writer) batch(b Batch, bodies []body) (Progress, error) {
-	s := b.Session
+	p := Progress{SessionID: b.Session.ID, Created: b.Session.Created}
+	sr, err := w.sessionRow(b.Session)
+	if err != nil || sr.deleted {
+		p.Deleted = sr.deleted
+		return p, err
+	}
+	for i, d := range b.Docs {
+		if err := w.done(); err != nil {
+			return p, err
+		}
+		if sr.has(d.Seq) {
+			continue
+		}
+		w.doc(sr.id, d, bodies[i])
+		sr.add(d.Seq, bodies[i].n)
+	}
+	p.Through, err = w.finishBatch(&sr, b.From, b.Through)
+	return p, err
+}
+
+// sessRowState is a session's row as a batch finds it in the transaction and changes it:
+// what is indexed already (every seq up to through, and the seqs of batches that came ahead
+// of a missing one: gaps), and what the batch adds.
+type sessRowState struct {
+	id           int64
+	deleted      bool // a tombstone of this incarnation: the batch is ignored
+	through      uint64
+	gaps         []uint64
+	added, terms int64
+}
+
+// has reports whether the doc of seq is indexed already (records are immutable: skip it).
+func (sr *sessRowState) has(seq uint64) bool {
+	return seq <= sr.through || slices.Contains(sr.gaps, seq)
+}
+
+// add counts a doc of n terms the batch indexes.
+func (sr *sessRowState) add(seq uint64, n int) {
+	sr.gaps = append(sr.gaps, seq)
+	sr.added++
+	sr.terms += int64(n)
+}
+
+// sessionRow finds (or creates) the row of s for a batch: a tombstone of this incarnation
+// makes it deleted, another incarnation or working directory replaces the old row, and every
+// batch updates the name.
+func (w *writer) sessionRow(s Session) (sessRowState, error) {
 	created := nanos(s.Created)
-	p := Progress{SessionID: s.ID, Created: s.Created}
+	var sr sessRowState
 	var tomb int64
 	switch err := w.queryRow(`SELECT created FROM tombstones WHERE sid = ?`, s.ID).Scan(&tomb); {
 	case err == nil && tomb == created:
-		p.Deleted = true
-		return p, nil
+		sr.deleted = true
+		return sr, nil
 	case err == nil:
 		if _, err := w.exec(`DELETE FROM tombstones WHERE sid = ?`, s.ID); err != nil {
-			return p, err
+			return sr, err
 		}
 	case !errors.Is(err, sql.ErrNoRows):
-		return p, err
+		return sr, err
 	}
-	var id, oldCreated int64
+	var oldCreated int64
 	var oldDir string
-	var through uint64
 	var gapBlob []byte
-	err := w.queryRow(`SELECT id, created, working_dir, through, gaps FROM sessions WHERE sid = ?`, s.ID).Scan(&id, &oldCreated, &oldDir, &through, &gapBlob)
+	err := w.queryRow(`SELECT id, created, working_dir, through, gaps FROM sessions WHERE sid = ?`, s.ID).Scan(&sr.id, &oldCreated, &oldDir, &sr.through, &gapBlob)
 	switch {
 	case err == nil && (oldCreated != created || normDir(oldDir) != normDir(s.WorkingDir)):
 		// The id was deleted and created again: the old incarnation goes, and the new one
 		// gets a new row (its docs are told apart by the row id). A changed working directory
 		// is treated alike: every doc's filters depend on it.
 		if err := forget(w.ctx, w.tx, s.ID); err != nil {
-			return p, err
+			return sr, err
 		}
 		err = sql.ErrNoRows
 	case err == nil:
-		if _, err := w.exec(`UPDATE sessions SET name = ? WHERE id = ? AND name != ?`, s.Name, id, s.Name); err != nil {
-			return p, err
+		if _, err := w.exec(`UPDATE sessions SET name = ? WHERE id = ? AND name != ?`, s.Name, sr.id, s.Name); err != nil {
+			return sr, err
 		}
 	}
 	switch {
 	case errors.Is(err, sql.ErrNoRows):
-		through, gapBlob = 0, nil
+		sr.through, gapBlob = 0, nil
 		res, err := w.exec(`INSERT INTO sessions (sid, created, working_dir, name, through) VALUES (?, ?, ?, ?, 0)`, s.ID, created, s.WorkingDir, s.Name)
 		if err != nil {
-			return p, err
+			return sr, err
 		}
-		if id, err = res.LastInsertId(); err != nil {
-			return p, err
+		if sr.id, err = res.LastInsertId(); err != nil {
+			return sr, err
 		}
 		if err := bumpSessions(w.ctx, w.tx); err != nil {
-			return p, err
+			return sr, err
 		}
 	case err != nil:
-		return p, err
+		return sr, err
 	}
-	// What is indexed already: every seq up to through, and the seqs of batches that came
-	// ahead of a missing one (gaps).
-	gaps := decodeSeqs(gapBlob)
-	var added, terms int64
-	for i, d := range b.Docs {
-		if err := w.done(); err != nil {
-			return p, err
-		}
-		if d.Seq <= through || slices.Contains(gaps, d.Seq) {
-			continue
-		}
-		w.doc(id, d, bodies[i])
-		gaps = append(gaps, d.Seq)
-		added++
-		terms += int64(bodies[i].n)
+	sr.gaps = decodeSeqs(gapBlob)
+	return sr, nil
+}
+
+// finishBatch writes the row's progress after a batch of from..through and returns it: the
+// progress moves to through only when the batch continues it.
+func (w *writer) finishBatch(sr *sessRowState, from, through uint64) (uint64, error) {
+	if from <= sr.through+1 && through > sr.through {
+		sr.through = through
 	}
-	if b.From <= through+1 && b.Through > through {
-		through = b.Through
-	}
-	gaps = slices.DeleteFunc(gaps, func(seq uint64) bool { return seq <= through })
-	slices.Sort(gaps)
-	if _, err := w.exec(`UPDATE sessions SET through = ?, gaps = ?, ndocs = ndocs + ?, nterms = nterms + ? WHERE id = ?`,
-		through, encodeSeqs(gaps), added, terms, id); err != nil {
-		return p, err
-	}
-	p.Through = through
-	return p, nil
+	sr.gaps = slices.DeleteFunc(sr.gaps, func(seq uint64) bool { return seq <= sr.through })
+	slices.Sort(sr.gaps)
+	_, err := w.exec(`UPDATE sessions SET through = ?, gaps = ?, ndocs = ndocs + ?, nterms = nterms + ? WHERE id = ?`,
+		sr.through, encodeSeqs(sr.gaps), sr.added, sr.terms, sr.id)
+	return sr.through, err
 }
 
 // doc adds a doc to the transaction's segment, under the next doc id.

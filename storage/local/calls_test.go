@@ -116,31 +116,7 @@ func TestConcurrentCalls(t *testing.T) {
 						mu.Lock()
 						acked[id] = append(acked[id], tag)
 						mu.Unlock()
-						err = s.viewR(ctx, id, func(r *Reader) error {
-							if n := active[id].Add(1); n >= 1000 {
-								return fmt.Errorf("view on %s overlaps an update", id)
-							}
-							defer active[id].Add(-1)
-							tags, err := tagsOf(ctx, r)
-							if err != nil {
-								return err
-							}
-							if len(tags) < seen[id] || !contains(tags, tag) {
-								return fmt.Errorf("view of %s: %d records after %d, own %s missing", id, len(tags), seen[id], tag)
-							}
-							seen[id] = len(tags)
-							if i%4 != 0 {
-								return nil
-							}
-							// A View nested in a View of the same session shares the lock.
-							return s.viewR(ctx, id, func(r2 *Reader) error {
-								if r2.LastSeq() != r.LastSeq() {
-									return fmt.Errorf("nested view of %s: LastSeq %d, outer %d", id, r2.LastSeq(), r.LastSeq())
-								}
-								return nil
-							})
-						})
-						if err != nil {
+						if err := viewOwnWrite(ctx, s, id, tag, active[id], seen, i%4 == 0); err != nil {
 							t.Errorf("view %s: %v", id, err)
 							return
 						}
@@ -151,35 +127,72 @@ func TestConcurrentCalls(t *testing.T) {
 			if t.Failed() {
 				return
 			}
-			total := 0
-			for _, id := range ids {
-				for _, s := range stores {
-					err := s.viewR(t.Context(), id, func(r *Reader) error {
-						tags, err := tagsOf(t.Context(), r)
-						if err != nil {
-							return err
-						}
-						if len(tags) != len(acked[id]) {
-							return fmt.Errorf("%d records, %d acknowledged", len(tags), len(acked[id]))
-						}
-						for _, tag := range acked[id] {
-							if !contains(tags, tag) {
-								return fmt.Errorf("acknowledged %s missing", tag)
-							}
-						}
-						return nil
-					})
-					if err != nil {
-						t.Fatalf("final view of %s: %v", id, err)
-					}
-				}
-				total += len(acked[id])
-			}
-			if total != goroutines*rounds {
+			if total := checkAllAcked(t, stores, ids, acked); total != goroutines*rounds {
 				t.Fatalf("%d records acknowledged, want %d", total, goroutines*rounds)
 			}
 		})
 	}
+}
+
+// viewOwnWrite checks a View of id after an Update acknowledged tag: it overlaps no Update
+// (active counts 1 per View, 1000 per Update), it sees tag and no fewer records than the
+// last View of this goroutine (seen), and with nested a View inside it sees the same.
+func viewOwnWrite(ctx context.Context, s *Store, id, tag string, active *atomic.Int64, seen map[string]int, nested bool) error {
+	return s.viewR(ctx, id, func(r *Reader) error {
+		if n := active.Add(1); n >= 1000 {
+			return fmt.Errorf("view on %s overlaps an update", id)
+		}
+		defer active.Add(-1)
+		tags, err := tagsOf(ctx, r)
+		if err != nil {
+			return err
+		}
+		if len(tags) < seen[id] || !contains(tags, tag) {
+			return fmt.Errorf("view of %s: %d records after %d, own %s missing", id, len(tags), seen[id], tag)
+		}
+		seen[id] = len(tags)
+		if !nested {
+			return nil
+		}
+		// A View nested in a View of the same session shares the lock.
+		return s.viewR(ctx, id, func(r2 *Reader) error {
+			if r2.LastSeq() != r.LastSeq() {
+				return fmt.Errorf("nested view of %s: LastSeq %d, outer %d", id, r2.LastSeq(), r.LastSeq())
+			}
+			return nil
+		})
+	})
+}
+
+// checkAllAcked checks that every store reads each session's acknowledged tags exactly, and
+// returns how many there are.
+func checkAllAcked(t *testing.T, stores []*Store, ids []string, acked map[string][]string) int {
+	t.Helper()
+	total := 0
+	for _, id := range ids {
+		for _, s := range stores {
+			err := s.viewR(t.Context(), id, func(r *Reader) error {
+				tags, err := tagsOf(t.Context(), r)
+				if err != nil {
+					return err
+				}
+				if len(tags) != len(acked[id]) {
+					return fmt.Errorf("%d records, %d acknowledged", len(tags), len(acked[id]))
+				}
+				for _, tag := range acked[id] {
+					if !contains(tags, tag) {
+						return fmt.Errorf("acknowledged %s missing", tag)
+					}
+				}
+				return nil
+			})
+			if err != nil {
+				t.Fatalf("final view of %s: %v", id, err)
+			}
+		}
+		total += len(acked[id])
+	}
+	return total
 }
 
 func contains(list []string, s string) bool {
@@ -265,70 +278,99 @@ func TestLockWaitHonoursContext(t *testing.T) {
 // stand-in for another process: its own descriptors and locks) has a view of its files cached.
 func TestDeleteRecreateWithCachedFiles(t *testing.T) {
 	dir := memTempDir(t)
-	s1 := mustOpen(t, dir, Options{SealRecords: 2})
-	s2 := mustOpen(t, dir, Options{SealRecords: 2})
-	ctx := t.Context()
-	appendTag := func(s *Store, tag string) (uint64, error) {
-		var seq uint64
-		err := s.updateW(ctx, "x", func(w *Writer) error {
-			out, err := w.Append([]storage.Record{{Data: []byte(`{"tag":"` + tag + `"}`)}}, storage.Meta{})
-			if err == nil {
-				seq = out[0].Seq
-			}
-			return err
-		})
-		return seq, err
-	}
-	view := func(s *Store) (storage.Header, []string, error) {
-		var h storage.Header
-		var tags []string
-		err := s.viewR(ctx, "x", func(r *Reader) error {
-			h = r.Header()
-			var err error
-			tags, err = tagsOf(ctx, r)
-			return err
-		})
-		return h, tags, err
-	}
-	check := func(step string, s *Store, wantDir string, want ...string) {
-		t.Helper()
-		h, tags, err := view(s)
-		if err != nil {
-			t.Fatalf("%s: view: %v", step, err)
-		}
-		if h.WorkingDir != wantDir || strings.Join(tags, ",") != strings.Join(want, ",") {
-			t.Fatalf("%s: header dir %q, records %v; want %q, %v", step, h.WorkingDir, tags, wantDir, want)
-		}
-	}
+	r := &recreateRig{t: t, ctx: t.Context(), dir: dir,
+		s1: mustOpen(t, dir, Options{SealRecords: 2}), s2: mustOpen(t, dir, Options{SealRecords: 2})}
+	r.firstLife()
+	r.secondLife()
+	r.thirdLife()
+	r.fourthLife()
+}
 
-	if err := s1.Create(context.Background(), storage.Header{ID: "x", WorkingDir: "/one"}, storage.Meta{}); err != nil {
+// recreateRig is TestDeleteRecreateWithCachedFiles' two Stores on one directory and its
+// session "x".
+type recreateRig struct {
+	t      *testing.T
+	ctx    context.Context
+	dir    string
+	s1, s2 *Store
+}
+
+// appendTag appends a record tagged tag to x through s and returns its seq.
+func (r *recreateRig) appendTag(s *Store, tag string) (uint64, error) {
+	var seq uint64
+	err := s.updateW(r.ctx, "x", func(w *Writer) error {
+		out, err := w.Append([]storage.Record{{Data: []byte(`{"tag":"` + tag + `"}`)}}, storage.Meta{})
+		if err == nil {
+			seq = out[0].Seq
+		}
+		return err
+	})
+	return seq, err
+}
+
+// view returns x's header and tags as s reads them.
+func (r *recreateRig) view(s *Store) (storage.Header, []string, error) {
+	var h storage.Header
+	var tags []string
+	err := s.viewR(r.ctx, "x", func(rd *Reader) error {
+		h = rd.Header()
+		var err error
+		tags, err = tagsOf(r.ctx, rd)
+		return err
+	})
+	return h, tags, err
+}
+
+// check checks that s reads x with working directory wantDir and the tags want.
+func (r *recreateRig) check(step string, s *Store, wantDir string, want ...string) {
+	t := r.t
+	t.Helper()
+	h, tags, err := r.view(s)
+	if err != nil {
+		t.Fatalf("%s: view: %v", step, err)
+	}
+	if h.WorkingDir != wantDir || strings.Join(tags, ",") != strings.Join(want, ",") {
+		t.Fatalf("%s: header dir %q, records %v; want %q, %v", step, h.WorkingDir, tags, wantDir, want)
+	}
+}
+
+// firstLife: x written by s1 and read by both; deleted by s2, s1's calls then find nothing
+// and no descriptor stays open on its deleted files.
+func (r *recreateRig) firstLife() {
+	t := r.t
+	if err := r.s1.Create(context.Background(), storage.Header{ID: "x", WorkingDir: "/one"}, storage.Meta{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tag := range []string{"a", "b", "c"} {
-		if _, err := appendTag(s1, tag); err != nil {
+		if _, err := r.appendTag(r.s1, tag); err != nil {
 			t.Fatal(err)
 		}
 	}
-	check("first life, writer", s1, "/one", "a", "b", "c")
-	check("first life, other store", s2, "/one", "a", "b", "c")
+	r.check("first life, writer", r.s1, "/one", "a", "b", "c")
+	r.check("first life, other store", r.s2, "/one", "a", "b", "c")
 
-	if err := s2.Delete(ctx, "x"); err != nil {
+	if err := r.s2.Delete(r.ctx, "x"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := view(s1); !errors.Is(err, storage.ErrNotFound) {
+	if _, _, err := r.view(r.s1); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("view after delete elsewhere: %v, want storage.ErrNotFound", err)
 	}
-	if _, err := appendTag(s1, "lost"); !errors.Is(err, storage.ErrNotFound) {
+	if _, err := r.appendTag(r.s1, "lost"); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("update after delete elsewhere: %v, want storage.ErrNotFound", err)
 	}
-	if _, deleted, ok := openSessionFiles(t, dir); ok && deleted != 0 {
+	if _, deleted, ok := openSessionFiles(t, r.dir); ok && deleted != 0 {
 		t.Fatalf("%d descriptors still open on deleted session files", deleted)
 	}
+}
 
-	if err := s2.Create(context.Background(), storage.Header{ID: "x", WorkingDir: "/two"}, storage.Meta{}); err != nil {
+// secondLife: x created again by s2, then read and written by s1, whose cached view is of
+// the deleted files.
+func (r *recreateRig) secondLife() {
+	t := r.t
+	if err := r.s2.Create(context.Background(), storage.Header{ID: "x", WorkingDir: "/two"}, storage.Meta{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := appendTag(s2, "d"); err != nil {
+	if _, err := r.appendTag(r.s2, "d"); err != nil {
 		t.Fatal(err)
 	}
 	// s1's cached view is of the deleted files: it must lock the new lock file, so it waits
@@ -336,11 +378,11 @@ func TestDeleteRecreateWithCachedFiles(t *testing.T) {
 	holding, release := make(chan struct{}), make(chan struct{})
 	held := make(chan error, 1)
 	go func() {
-		held <- s2.updateW(ctx, "x", func(*Writer) error { close(holding); <-release; return nil })
+		held <- r.s2.updateW(r.ctx, "x", func(*Writer) error { close(holding); <-release; return nil })
 	}()
 	<-holding
-	short, cancel := context.WithTimeout(ctx, 50*time.Millisecond)
-	err := s1.viewR(short, "x", func(*Reader) error { return nil })
+	short, cancel := context.WithTimeout(r.ctx, 50*time.Millisecond)
+	err := r.s1.viewR(short, "x", func(*Reader) error { return nil })
 	cancel()
 	close(release)
 	if herr := <-held; herr != nil {
@@ -349,55 +391,62 @@ func TestDeleteRecreateWithCachedFiles(t *testing.T) {
 	if !errors.Is(err, context.DeadlineExceeded) {
 		t.Fatalf("view while the recreated session is held elsewhere: %v, want %v", err, context.DeadlineExceeded)
 	}
-	check("second life, seen by the old cache", s1, "/two", "d")
-	if seq, err := appendTag(s1, "e"); err != nil || seq != 2 {
+	r.check("second life, seen by the old cache", r.s1, "/two", "d")
+	if seq, err := r.appendTag(r.s1, "e"); err != nil || seq != 2 {
 		t.Fatalf("append to the recreated session: seq %d, %v; want 2", seq, err)
 	}
-	check("second life, other store", s2, "/two", "d", "e")
+	r.check("second life, other store", r.s2, "/two", "d", "e")
+}
 
-	// And the other way round, plus a delete by the store that caches the files itself.
-	if err := s1.Delete(ctx, "x"); err != nil {
+// thirdLife: the other way round, plus a delete by the store that caches the files itself.
+func (r *recreateRig) thirdLife() {
+	t := r.t
+	if err := r.s1.Delete(r.ctx, "x"); err != nil {
 		t.Fatal(err)
 	}
-	if _, _, err := view(s2); !errors.Is(err, storage.ErrNotFound) {
+	if _, _, err := r.view(r.s2); !errors.Is(err, storage.ErrNotFound) {
 		t.Fatalf("view after delete: %v, want storage.ErrNotFound", err)
 	}
-	if err := s1.Create(context.Background(), storage.Header{ID: "x", WorkingDir: "/three"}, storage.Meta{}); err != nil {
+	if err := r.s1.Create(context.Background(), storage.Header{ID: "x", WorkingDir: "/three"}, storage.Meta{}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tag := range []string{"f", "g", "h"} {
-		if _, err := appendTag(s2, tag); err != nil {
+		if _, err := r.appendTag(r.s2, tag); err != nil {
 			t.Fatal(err)
 		}
 	}
-	check("third life, writer", s2, "/three", "f", "g", "h")
-	check("third life, other store", s1, "/three", "f", "g", "h")
+	r.check("third life, writer", r.s2, "/three", "f", "g", "h")
+	r.check("third life, other store", r.s1, "/three", "f", "g", "h")
+}
 
+// fourthLife: a fourth x and its tail file replaced, under the other store's cached view.
+func (r *recreateRig) fourthLife() {
+	t := r.t
 	// Deleted and created again elsewhere with no call of s1 in between, then the tail file
 	// replaced (removed; the next writer makes a new one): s1 must drop every cached file.
-	if err := s1.Delete(ctx, "x"); err != nil {
+	if err := r.s1.Delete(r.ctx, "x"); err != nil {
 		t.Fatal(err)
 	}
-	if err := s1.Create(context.Background(), storage.Header{ID: "x", WorkingDir: "/four"}, storage.Meta{}); err != nil {
+	if err := r.s1.Create(context.Background(), storage.Header{ID: "x", WorkingDir: "/four"}, storage.Meta{}); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := appendTag(s1, "i"); err != nil {
+	if _, err := r.appendTag(r.s1, "i"); err != nil {
 		t.Fatal(err)
 	}
-	check("fourth life, old cache", s2, "/four", "i")
-	if err := os.Remove(filepath.Join(dir, "sessions", "x.tail.jsonl")); err != nil {
+	r.check("fourth life, old cache", r.s2, "/four", "i")
+	if err := os.Remove(filepath.Join(r.dir, "sessions", "x.tail.jsonl")); err != nil {
 		t.Fatal(err)
 	}
-	check("tail removed", s2, "/four") // record i was only in the tail
-	if _, err := appendTag(s1, "j"); err != nil {
+	r.check("tail removed", r.s2, "/four") // record i was only in the tail
+	if _, err := r.appendTag(r.s1, "j"); err != nil {
 		t.Fatal(err)
 	}
-	check("tail replaced", s2, "/four", "j")
+	r.check("tail replaced", r.s2, "/four", "j")
 	// The view that gave up waiting for s2's lock left its flock call running; it closes its
 	// descriptor once that call returns (s2 released long ago, but under load the goroutine
 	// may not have run yet).
 	abandonedWaits.Wait()
-	if _, deleted, ok := openSessionFiles(t, dir); ok && deleted != 0 {
+	if _, deleted, ok := openSessionFiles(t, r.dir); ok && deleted != 0 {
 		t.Fatalf("%d descriptors still open on deleted session files", deleted)
 	}
 }

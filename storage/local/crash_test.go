@@ -307,7 +307,7 @@ func (w *crashWork) step() {
 		id := w.pick()
 		rep, err := w.s.Verify(ctx, id, true)
 		w.must(err, "verify "+id)
-		if rep.Damaged != nil || rep.Torn() {
+		if rep.Damaged() != nil || rep.Torn() {
 			w.t.Fatalf("workload: verify %s with no crash: %+v", id, rep)
 		}
 	}

@@ -157,7 +157,7 @@ func (c *crashChecker) observe(fsys *crashFS, m crashModel, where string) (map[s
 			continue
 		}
 		rep, err := s.Verify(ctx, id, false)
-		if err != nil || rep.Damaged != nil || rep.NewerFormat != nil {
+		if err != nil || rep.Damaged() != nil || rep.NewerFormat() != nil {
 			c.fail("verify finds damage", where, "session %s: %v %+v\n%s", id, err, rep, fsys.files("/"))
 			ok = false
 			continue
@@ -332,10 +332,10 @@ func (c *crashChecker) recover(fsys *crashFS, m *crashModel, seed uint64, where 
 	ok := true
 	for _, id := range ids {
 		rep, err := s.Verify(ctx, id, true)
-		if err == nil && rep.Damaged == nil {
+		if err == nil && rep.Damaged() == nil {
 			rep, err = s.Verify(ctx, id, false) // what is left after the repair
 		}
-		if err != nil || rep.Damaged != nil || rep.Torn() {
+		if err != nil || rep.Damaged() != nil || rep.Torn() {
 			c.fail("repair fails", where, "session %s: %v %+v", id, err, rep)
 			ok = false
 		}

@@ -162,7 +162,7 @@ func TestCrashTornSealRecord(t *testing.T) {
 	if got, err := crashRead(s, "a"); err != nil || !slices.Equal(got, want) {
 		t.Fatalf("read after the power loss: %d records, %v; want the %d the tail holds", len(got), err, len(want))
 	}
-	if rep, err := s.Verify(context.Background(), "a", false); err != nil || rep.Damaged != nil || rep.TornSealed == 0 {
+	if rep, err := s.verifyFiles(context.Background(), "a", false); err != nil || rep.Damaged != nil || rep.TornSealed == 0 {
 		t.Fatalf("verify: %+v, %v; want a torn seal, not damage", rep, err)
 	}
 	crashAppend(t, s, "a", `{"type":"message","n":4}`)
@@ -170,7 +170,7 @@ func TestCrashTornSealRecord(t *testing.T) {
 	if got, err := crashRead(s, "a"); err != nil || !slices.Equal(got, want) {
 		t.Fatalf("read after the next save: %d records, %v; want %d", len(got), err, len(want))
 	}
-	if rep, err := s.Verify(context.Background(), "a", false); err != nil || rep.Damaged != nil || rep.Torn() {
+	if rep, err := s.Verify(context.Background(), "a", false); err != nil || rep.Damaged() != nil || rep.Torn() {
 		t.Fatalf("verify after the next save: %+v, %v", rep, err)
 	}
 }

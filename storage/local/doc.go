@@ -163,13 +163,15 @@
 //
 // # Search
 //
-// With Options.Docs the store is a storage.Searcher over an index in search/ (ftsindex, SQLite
-// FTS5), derived from the session files and never on a save's fsync path (searchsync.go):
+// With Options.Docs the store is a storage.Searcher over an index in search/ (ftsindex, in
+// SQLite), derived from the session files and never on a save's fsync path (searchsync.go):
 // after an Update returns its lock, the records it appended go to a background queue that
 // indexes them about 100 ms later; a syncer goroutine looks every 400 ms for records other
 // processes appended and did not index (a range still missing at the next look is indexed:
 // a live writer's own queue always wins that race), and at open catches up on every session,
-// most recently updated first, reading a chunk of records per shared lock. Delete tombstones
+// most recently updated first, reading a chunk of records per shared lock, several sessions
+// at once (searchfeed.go; their chunks reach the index in that order all the same), into
+// ftsindex.IndexAll's large segments. Delete tombstones
 // the session in the index; a Rewrite (redaction) makes the syncer replace the whole index,
 // which CompactMeta awaits, so that no byte of the old text survives in it. A missing,
 // damaged or older-format index is replaced by an empty one and rebuilt; the file

@@ -24,112 +24,60 @@ import (
 
 func TestIndexRebuild(t *testing.T) {
 	payloads := testLines(t)
-	summarize := func(calls *int) func(h storage.Header, recs iter.Seq2[storage.Record, error]) (storage.Meta, error) {
-		return func(h storage.Header, recs iter.Seq2[storage.Record, error]) (storage.Meta, error) {
-			*calls++
-			n := 0
-			for _, err := range recs {
-				if err != nil {
-					return storage.Meta{}, err
-				}
-				n++
-			}
-			return storage.Meta{Name: "summarized", Messages: n}, nil
-		}
-	}
-	build := func(t *testing.T) string {
-		dir := t.TempDir()
-		s := mustOpen(t, dir, Options{SealRecords: 8})
-		for i := range 5 {
-			id := fmt.Sprintf("s%d", i)
-			mustCreate(t, s, id)
-			appendBatches(t, s, id, [][]storage.Record{recordsOf(payloads[:i*5+1])})
-		}
-		if err := s.Close(); err != nil {
-			t.Fatal(err)
-		}
-		return dir
-	}
-	check := func(t *testing.T, s *Store, wantSummarized int) {
-		l, err := s.List(context.Background(), storage.ListQuery{})
-		if err != nil {
-			t.Fatal(err)
-		}
-		if len(l) != 5 {
-			t.Fatalf("List has %d sessions, want 5", len(l))
-		}
-		summarized := 0
-		for _, m := range l {
-			var i int
-			fmt.Sscanf(m.ID, "s%d", &i)
-			if m.LastSeq != uint64(i*5+1) || m.WorkingDir != "/work/"+m.ID {
-				t.Errorf("%s: %+v", m.ID, m)
-			}
-			if m.Name == "summarized" {
-				summarized++
-				if m.Messages != i*5+1 {
-					t.Errorf("%s: Messages %d", m.ID, m.Messages)
-				}
-			}
-		}
-		if summarized != wantSummarized {
-			t.Fatalf("%d sessions summarized, want %d", summarized, wantSummarized)
-		}
-	}
 	t.Run("missing", func(t *testing.T) {
-		dir := build(t)
+		dir := buildIndexStore(t, payloads)
 		os.Remove(filepath.Join(dir, "index.jsonl"))
 		calls := 0
-		s := mustOpen(t, dir, Options{Summarize: summarize(&calls)})
-		check(t, s, 5)
+		s := mustOpen(t, dir, Options{Summarize: countingSummarize(&calls)})
+		checkIndexList(t, s, 5)
 		if calls != 5 {
 			t.Fatalf("Summarize called %d times", calls)
 		}
 		s.Close()
 		calls = 0
-		s = mustOpen(t, dir, Options{Summarize: summarize(&calls)})
-		check(t, s, 5)
+		s = mustOpen(t, dir, Options{Summarize: countingSummarize(&calls)})
+		checkIndexList(t, s, 5)
 		if calls != 0 {
 			t.Fatalf("rebuilt index not trusted: %d calls", calls)
 		}
 	})
 	t.Run("missing without summarize", func(t *testing.T) {
-		dir := build(t)
+		dir := buildIndexStore(t, payloads)
 		os.Remove(filepath.Join(dir, "index.jsonl"))
 		s := mustOpen(t, dir, Options{})
-		check(t, s, 0)
+		checkIndexList(t, s, 0)
 	})
 	t.Run("damaged lines", func(t *testing.T) {
-		dir := build(t)
+		dir := buildIndexStore(t, payloads)
 		p := filepath.Join(dir, "index.jsonl")
 		b, _ := os.ReadFile(p)
 		lines := bytes.SplitAfter(b, []byte("\n"))
 		lines[len(lines)-2] = []byte("{garbage\x00\x01\n") // the newest line of one session
 		os.WriteFile(p, bytes.Join(lines, nil), 0o600)
 		calls := 0
-		s := mustOpen(t, dir, Options{Summarize: summarize(&calls)})
-		check(t, s, 1)
+		s := mustOpen(t, dir, Options{Summarize: countingSummarize(&calls)})
+		checkIndexList(t, s, 1)
 		nb, _ := os.ReadFile(p)
 		if bytes.Contains(nb, []byte("garbage")) {
 			t.Fatal("damaged index not rewritten")
 		}
 	})
 	t.Run("damaged header", func(t *testing.T) {
-		dir := build(t)
+		dir := buildIndexStore(t, payloads)
 		p := filepath.Join(dir, "index.jsonl")
 		b, _ := os.ReadFile(p)
 		copy(b, "XXXX")
 		os.WriteFile(p, b, 0o600)
 		calls := 0
-		s := mustOpen(t, dir, Options{Summarize: summarize(&calls)})
-		check(t, s, 0) // lines were still usable; the file is rewritten with a good header
+		s := mustOpen(t, dir, Options{Summarize: countingSummarize(&calls)})
+		checkIndexList(t, s, 0) // lines were still usable; the file is rewritten with a good header
 		nb, _ := os.ReadFile(p)
 		if !bytes.HasPrefix(nb, []byte(`{"v":1,"index":"sessionmem",`)) {
 			t.Fatalf("index not rewritten: %.60s", nb)
 		}
 	})
 	t.Run("stale after crash before index write", func(t *testing.T) {
-		dir := build(t)
+		dir := buildIndexStore(t, payloads)
 		p := filepath.Join(dir, "index.jsonl")
 		old, _ := os.ReadFile(p)
 		s := mustOpen(t, dir, Options{})
@@ -137,7 +85,7 @@ func TestIndexRebuild(t *testing.T) {
 		s.Close()
 		os.WriteFile(p, old, 0o600) // the index line of that append never made it
 		calls := 0
-		s = mustOpen(t, dir, Options{Summarize: summarize(&calls)})
+		s = mustOpen(t, dir, Options{Summarize: countingSummarize(&calls)})
 		m, err := s.Get(context.Background(), "s2")
 		if err != nil {
 			t.Fatal(err)
@@ -147,7 +95,7 @@ func TestIndexRebuild(t *testing.T) {
 		}
 	})
 	t.Run("deleted session file", func(t *testing.T) {
-		dir := build(t)
+		dir := buildIndexStore(t, payloads)
 		os.Remove(filepath.Join(dir, "sessions", "s3.zst"))
 		s := mustOpen(t, dir, Options{})
 		if _, err := s.Get(context.Background(), "s3"); !errors.Is(err, storage.ErrNotFound) {
@@ -170,6 +118,68 @@ func TestIndexRebuild(t *testing.T) {
 			t.Fatalf("LastSeq %d", m.LastSeq)
 		}
 	})
+}
+
+// countingSummarize is a SummarizeFunc that counts its calls, names the session
+// "summarized" and counts its records as messages.
+func countingSummarize(calls *int) func(h storage.Header, recs iter.Seq2[storage.Record, error]) (storage.Meta, error) {
+	return func(h storage.Header, recs iter.Seq2[storage.Record, error]) (storage.Meta, error) {
+		*calls++
+		n := 0
+		for _, err := range recs {
+			if err != nil {
+				return storage.Meta{}, err
+			}
+			n++
+		}
+		return storage.Meta{Name: "summarized", Messages: n}, nil
+	}
+}
+
+// buildIndexStore makes a closed store of sessions s0..s4, si holding i*5+1 records.
+func buildIndexStore(t *testing.T, payloads [][]byte) string {
+	t.Helper()
+	dir := t.TempDir()
+	s := mustOpen(t, dir, Options{SealRecords: 8})
+	for i := range 5 {
+		id := fmt.Sprintf("s%d", i)
+		mustCreate(t, s, id)
+		appendBatches(t, s, id, [][]storage.Record{recordsOf(payloads[:i*5+1])})
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// checkIndexList checks that s lists buildIndexStore's sessions, wantSummarized of them
+// summarized again.
+func checkIndexList(t *testing.T, s *Store, wantSummarized int) {
+	t.Helper()
+	l, err := s.List(context.Background(), storage.ListQuery{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if len(l) != 5 {
+		t.Fatalf("List has %d sessions, want 5", len(l))
+	}
+	summarized := 0
+	for _, m := range l {
+		var i int
+		fmt.Sscanf(m.ID, "s%d", &i)
+		if m.LastSeq != uint64(i*5+1) || m.WorkingDir != "/work/"+m.ID {
+			t.Errorf("%s: %+v", m.ID, m)
+		}
+		if m.Name == "summarized" {
+			summarized++
+			if m.Messages != i*5+1 {
+				t.Errorf("%s: Messages %d", m.ID, m.Messages)
+			}
+		}
+	}
+	if summarized != wantSummarized {
+		t.Fatalf("%d sessions summarized, want %d", summarized, wantSummarized)
+	}
 }
 
 func TestNewerFormatAndDamage(t *testing.T) {

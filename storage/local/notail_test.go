@@ -56,7 +56,7 @@ func TestIdleSealRemovesTail(t *testing.T) {
 					t.Fatalf("%s: Get: last seq %d (%v), want %d", name, m.LastSeq, err, tt.first)
 				}
 			}
-			if rep, err := a.Verify(t.Context(), "s", false); err != nil || rep.Torn() || rep.Damaged != nil {
+			if rep, err := a.Verify(t.Context(), "s", false); err != nil || rep.Torn() || rep.Damaged() != nil {
 				t.Fatalf("Verify without a tail: %+v, %v", rep, err)
 			}
 			if tt.then > 0 {
@@ -86,7 +86,7 @@ func TestIdleSealRemovesTail(t *testing.T) {
 				t.Fatal(err)
 			}
 			equalLines(t, got, want)
-			if rep, err := c.Verify(t.Context(), "s", true); err != nil || rep.Torn() || rep.Damaged != nil || rep.Repaired {
+			if rep, err := c.Verify(t.Context(), "s", true); err != nil || rep.Torn() || rep.Damaged() != nil || rep.Repaired {
 				t.Fatalf("Verify(repair) without a tail: %+v, %v", rep, err)
 			}
 			if _, err := os.Stat(tail); !errors.Is(err, os.ErrNotExist) {

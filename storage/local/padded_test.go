@@ -112,7 +112,7 @@ func TestPaddedAppends(t *testing.T) {
 	if n := tailSize(t, dir, "p"); n != size {
 		t.Fatalf("a writer's open changed the padded tail: %d bytes, was %d", n, size)
 	}
-	rep, err := s.Verify(context.Background(), "p", false)
+	rep, err := s.verifyFiles(context.Background(), "p", false)
 	if err != nil || rep.Torn() || rep.Damaged != nil || rep.TailPadding != size-int64(len(data)) {
 		t.Fatalf("Verify = %+v, %v; want intact with %d bytes of padding", rep, err, size-int64(len(data)))
 	}

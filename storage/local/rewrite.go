@@ -23,108 +23,19 @@ func (s *Store) Rewrite(ctx context.Context, id string, fn storage.RewriteFunc) 
 		return false, err
 	}
 	defer s.leave()
-	var changed bool
-	var meta storage.Meta
+	var plan rewritePlan
 	err := s.update(ctx, id, func(w *Writer) error {
-		h := w.Header()
-		var recs []storage.Record
-		var lines [][]byte
-		for rec, err := range w.Records(1) {
-			if err != nil {
-				return err
-			}
-			line := bytes.Clone(rec.Data)
-			rec.Data = line
-			recs = append(recs, rec)
-			lines = append(lines, line)
+		var err error
+		if plan, err = planRewrite(w, fn); err != nil || !plan.changed {
+			return err
 		}
-		nh, data, m, err := fn(h, recs)
+		file, err := s.encodeRewrite(w, plan)
 		if err != nil {
 			return err
 		}
-		if len(data) != len(recs) {
-			return fmt.Errorf("rewrite session %s: %d records returned for %d", id, len(data), len(recs))
-		}
-		nh.ID, nh.Version, nh.Created, nh.Nonce = h.ID, h.Version, h.Created, h.Nonce
-		changed = nh != h
-		for i, d := range data {
-			if d == nil {
-				continue
-			}
-			line, _, err := storage.AppendRecord(nil, storage.Record{Kind: recs[i].Kind, Data: d}, recs[i].Seq)
-			if err != nil {
-				return fmt.Errorf("rewrite session %s: record %d: %w", id, recs[i].Seq, err)
-			}
-			line = bytes.TrimSuffix(line, []byte{'\n'})
-			if !bytes.Equal(line, lines[i]) {
-				lines[i], changed = line, true
-			}
-		}
-		if !changed {
-			return nil
-		}
-		file, err := encodeHeaderFrame(nh)
-		if err != nil {
-			return fmt.Errorf("rewrite session %s: %w", id, err)
-		}
-		// The same frame boundaries as before (each compaction starts one), the tail last.
-		groups := make([]int, 0, len(w.v.frames)+1)
-		for _, f := range w.v.frames {
-			groups = append(groups, int(f.count))
-		}
-		if n := len(w.v.lines); n > 0 {
-			groups = append(groups, n)
-		}
-		next := 0
-		for _, n := range groups {
-			var content []byte
-			for _, l := range lines[next : next+n] {
-				content = append(append(content, l...), '\n')
-			}
-			enc := s.enc
-			if len(content) < 256 {
-				enc = s.encSmall
-			}
-			rec := enc.EncodeAll(content, make([]byte, recordHeaderSize, recordHeaderSize+len(content)/4+64))
-			frame := rec[recordHeaderSize:]
-			if len(frame) > math.MaxUint32 {
-				return fmt.Errorf("rewrite session %s: frame of %d bytes is too large", id, len(frame))
-			}
-			putRecordHeader(rec, frame, uint32(n), recs[next].Seq)
-			file = append(file, rec...)
-			next += n
-		}
-		if next != len(lines) {
-			return fmt.Errorf("rewrite session %s: frames hold %d records, the session %d", id, next, len(lines))
-		}
-		// From here the cached view no longer describes the files: the next open re-reads.
-		w.poison()
-		// The snapshot holds strings of the old records (ids, names, a preview): it goes
-		// first, so that no crash leaves it beside the new file.
-		if err := s.removeSnapshot(id); err != nil {
-			return fmt.Errorf("rewrite session %s: %w", id, err)
-		}
-		// Nothing reads the old file now: closed first, because a file system without POSIX
-		// rename semantics (Windows' FAT, older Windows) refuses to replace an open file.
-		w.zst.Close()
-		w.zst = nil
-		if err := writeFileAtomic(s.fs, s.sessDir, id+zstSuffix, file, durableName); err != nil {
-			return fmt.Errorf("rewrite session %s: %w", id, err)
-		}
-		if w.tail != nil {
-			// Its lines are stale now (dropped on read), but appends will write over them:
-			// the truncation must be durable first, as a seal's is (emptyTail).
-			if err := w.tail.Truncate(w.v.tailHdrLen); err == nil {
-				if err := w.tail.Sync(); err != nil {
-					s.log.Warn("storage: could not sync the emptied tail", "session", id, "err", err)
-				}
-			}
-		}
-		s.sealer.sealed(id) // the tail is empty: nothing left for the sealer
-		meta = m
-		return nil
+		return s.replaceSessionFile(w, file)
 	})
-	if err != nil || !changed {
+	if err != nil || !plan.changed {
 		return false, err
 	}
 	if s.search != nil {
@@ -132,10 +43,131 @@ func (s *Store) Rewrite(ctx context.Context, id string, fn storage.RewriteFunc) 
 	}
 	// A fresh open reads the new file; its index line replaces the old metadata.
 	err = s.update(ctx, id, func(w *Writer) error {
-		w.putIndex(meta, true)
+		w.putIndex(plan.meta, true)
 		return nil
 	})
 	return true, err
+}
+
+// rewritePlan is what a RewriteFunc made of a session: the header to keep, every record's
+// line as it will be stored (seq first, as AppendRecord writes it), the metadata afterwards,
+// and whether any of it differs from what is stored.
+type rewritePlan struct {
+	header  storage.Header
+	recs    []storage.Record // as stored, for their seq and kind
+	lines   [][]byte
+	meta    storage.Meta
+	changed bool
+}
+
+// planRewrite reads every record of the session w holds, runs fn on them and encodes what
+// it returns. The header's identity (id, version, creation, nonce) is kept whatever fn says.
+func planRewrite(w *Writer, fn storage.RewriteFunc) (rewritePlan, error) {
+	id, h := w.id, w.Header()
+	var p rewritePlan
+	for rec, err := range w.Records(1) {
+		if err != nil {
+			return p, err
+		}
+		line := bytes.Clone(rec.Data)
+		rec.Data = line
+		p.recs = append(p.recs, rec)
+		p.lines = append(p.lines, line)
+	}
+	nh, data, m, err := fn(h, p.recs)
+	if err != nil {
+		return p, err
+	}
+	if len(data) != len(p.recs) {
+		return p, fmt.Errorf("rewrite session %s: %d records returned for %d", id, len(data), len(p.recs))
+	}
+	nh.ID, nh.Version, nh.Created, nh.Nonce = h.ID, h.Version, h.Created, h.Nonce
+	p.header, p.meta, p.changed = nh, m, nh != h
+	for i, d := range data {
+		if d == nil {
+			continue
+		}
+		line, _, err := storage.AppendRecord(nil, storage.Record{Kind: p.recs[i].Kind, Data: d}, p.recs[i].Seq)
+		if err != nil {
+			return p, fmt.Errorf("rewrite session %s: record %d: %w", id, p.recs[i].Seq, err)
+		}
+		line = bytes.TrimSuffix(line, []byte{'\n'})
+		if !bytes.Equal(line, p.lines[i]) {
+			p.lines[i], p.changed = line, true
+		}
+	}
+	return p, nil
+}
+
+// encodeRewrite builds the new .zst: the header frame, then the records in the frames they
+// were in (each compaction starts one), the tail's lines as one more frame.
+func (s *Store) encodeRewrite(w *Writer, p rewritePlan) ([]byte, error) {
+	id := w.id
+	file, err := encodeHeaderFrame(p.header)
+	if err != nil {
+		return nil, fmt.Errorf("rewrite session %s: %w", id, err)
+	}
+	groups := make([]int, 0, len(w.v.frames)+1)
+	for _, f := range w.v.frames {
+		groups = append(groups, int(f.count))
+	}
+	if n := len(w.v.lines); n > 0 {
+		groups = append(groups, n)
+	}
+	next := 0
+	for _, n := range groups {
+		var content []byte
+		for _, l := range p.lines[next : next+n] {
+			content = append(append(content, l...), '\n')
+		}
+		enc := s.enc
+		if len(content) < 256 {
+			enc = s.encSmall
+		}
+		rec := enc.EncodeAll(content, make([]byte, recordHeaderSize, recordHeaderSize+len(content)/4+64))
+		frame := rec[recordHeaderSize:]
+		if len(frame) > math.MaxUint32 {
+			return nil, fmt.Errorf("rewrite session %s: frame of %d bytes is too large", id, len(frame))
+		}
+		putRecordHeader(rec, frame, uint32(n), p.recs[next].Seq)
+		file = append(file, rec...)
+		next += n
+	}
+	if next != len(p.lines) {
+		return nil, fmt.Errorf("rewrite session %s: frames hold %d records, the session %d", id, next, len(p.lines))
+	}
+	return file, nil
+}
+
+// replaceSessionFile puts file in place of the session's .zst, durably, and empties the tail
+// whose lines it holds.
+func (s *Store) replaceSessionFile(w *Writer, file []byte) error {
+	id := w.id
+	// From here the cached view no longer describes the files: the next open re-reads.
+	w.poison()
+	// The snapshot holds strings of the old records (ids, names, a preview): it goes
+	// first, so that no crash leaves it beside the new file.
+	if err := s.removeSnapshot(id); err != nil {
+		return fmt.Errorf("rewrite session %s: %w", id, err)
+	}
+	// Nothing reads the old file now: closed first, because a file system without POSIX
+	// rename semantics (Windows' FAT, older Windows) refuses to replace an open file.
+	w.zst.Close()
+	w.zst = nil
+	if err := writeFileAtomic(s.fs, s.sessDir, id+zstSuffix, file, durableName); err != nil {
+		return fmt.Errorf("rewrite session %s: %w", id, err)
+	}
+	if w.tail != nil {
+		// Its lines are stale now (dropped on read), but appends will write over them:
+		// the truncation must be durable first, as a seal's is (emptyTail).
+		if err := w.tail.Truncate(w.v.tailHdrLen); err == nil {
+			if err := w.tail.Sync(); err != nil {
+				s.log.Warn("storage: could not sync the emptied tail", "session", id, "err", err)
+			}
+		}
+	}
+	s.sealer.sealed(id) // the tail is empty: nothing left for the sealer
+	return nil
 }
 
 // CompactMeta implements storage.Rewriter: it rewrites index.jsonl with one line per live

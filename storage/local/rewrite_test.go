@@ -25,7 +25,7 @@ func TestRewrite(t *testing.T) {
 		{{Kind: "message", Data: []byte(`{"id":"4","text":"old secret three, in the tail"}`)}},
 	}
 	want := appendBatches(t, s, "a", batches)
-	before, err := s.Verify(ctx, "a", false)
+	before, err := s.verifyFiles(ctx, "a", false)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -64,7 +64,7 @@ func TestRewrite(t *testing.T) {
 			t.Fatalf("record %d: got %s, want %s", i+1, got[i], w)
 		}
 	}
-	after, err := s.Verify(ctx, "a", false)
+	after, err := s.verifyFiles(ctx, "a", false)
 	if err != nil || after.Records != before.Records || after.Frames != before.Frames+1 {
 		t.Fatalf("verify after: %+v (before %+v), %v", after, before, err)
 	}

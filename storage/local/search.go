@@ -170,9 +170,10 @@ func (s *Store) SearchStats(ctx context.Context) (SearchStats, error) {
 	return SearchStats{Stats: st, Rebuilding: s.search.rebuilding()}, err
 }
 
-// VerifySearch checks the whole index (ftsindex.Verify): nil when it is intact. A damaged
-// index is rebuilt in the background (or by Reindex); the error wraps ftsindex.ErrCorrupt.
-func (s *Store) VerifySearch(ctx context.Context) error {
+// VerifyIndex implements storage.IndexVerifier: it checks the whole index (ftsindex.Verify),
+// nil when it is intact. A damaged index is rebuilt in the background (or by Reindex); the
+// error wraps ftsindex.ErrCorrupt.
+func (s *Store) VerifyIndex(ctx context.Context) error {
 	if err := s.enter(); err != nil {
 		return err
 	}
@@ -186,11 +187,12 @@ func (s *Store) VerifySearch(ctx context.Context) error {
 	return err
 }
 
-// Reindex replaces the index by an empty one and indexes every session again, now, calling
-// progress (when set) after each session with the sessions done, their number and the bytes
-// of records read. Search answers ErrSearchUnavailable in every process until it is done;
-// an interrupted reindex is finished by the next process that opens the store.
-func (s *Store) Reindex(ctx context.Context, progress func(sessions, total int, bytes int64)) error {
+// Reindex implements storage.Reindexer: it replaces the index by an empty one and indexes
+// every session again, now, calling progress (when set) after each session with the sessions
+// done, their number and the bytes of records read. Search answers ErrSearchUnavailable in
+// every process until it is done; an interrupted reindex is finished by the next process
+// that opens the store.
+func (s *Store) Reindex(ctx context.Context, progress func(storage.ReindexProgress)) error {
 	if err := s.enter(); err != nil {
 		return err
 	}
@@ -199,10 +201,13 @@ func (s *Store) Reindex(ctx context.Context, progress func(sessions, total int, 
 	if err != nil && !errors.Is(err, storage.ErrSearchUnavailable) || ix == nil {
 		return err
 	}
-	if progress == nil {
-		// pass tells Reindex from the syncer (which it keeps out meanwhile) by a progress
-		// function: without one, Reindex's own passes would be kept out too, for ever.
-		progress = func(int, int, int64) {}
+	// pass tells Reindex from the syncer (which it keeps out meanwhile) by a progress
+	// function: without one, Reindex's own passes would be kept out too, for ever.
+	passProgress := func(int, int, int64) {}
+	if progress != nil {
+		passProgress = func(done, total int, bytes int64) {
+			progress(storage.ReindexProgress{Sessions: done, TotalSessions: total, Bytes: bytes})
+		}
 	}
 	x := s.search
 	x.mu.Lock()
@@ -222,7 +227,7 @@ func (s *Store) Reindex(ctx context.Context, progress func(sessions, total int, 
 	x.mu.Unlock()
 	for {
 		// The syncer may have taken the rebuild first; then wait for it.
-		if err := x.pass(ctx, true, progress); err != nil {
+		if err := x.pass(ctx, true, passProgress); err != nil {
 			return fmt.Errorf("reindex: %w", err)
 		}
 		if !x.rebuilding() {

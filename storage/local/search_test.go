@@ -167,7 +167,7 @@ func TestSearchCatchUpAndRebuild(t *testing.T) {
 		if err != nil || st.Docs != 2*n || st.Rebuilding {
 			t.Fatalf("%s: stats %+v %v", what, st, err)
 		}
-		if err := s.VerifySearch(context.Background()); err != nil {
+		if err := s.VerifyIndex(context.Background()); err != nil {
 			t.Fatalf("%s: verify: %v", what, err)
 		}
 		s.Close()
@@ -230,7 +230,7 @@ func TestSearchReindex(t *testing.T) {
 	}
 	waitHits(t, s, storage.SearchQuery{Match: mustParse(t, "reindex")}, 5, time.Second)
 	var calls int
-	err := s.Reindex(context.Background(), func(done, total int, bytes int64) { calls++ })
+	err := s.Reindex(context.Background(), func(storage.ReindexProgress) { calls++ })
 	if err != nil || calls != 5 {
 		t.Fatalf("Reindex: %v after %d progress calls", err, calls)
 	}
@@ -242,6 +242,47 @@ func TestSearchReindex(t *testing.T) {
 		t.Fatalf("Reindex without progress: %v", err)
 	}
 	waitHits(t, s, storage.SearchQuery{Match: mustParse(t, "reindex")}, 5, 0)
+}
+
+// TestReindexReadsSessionsAtOnce: a rebuild reads several sessions at once, each in several
+// chunks, and indexes every record once; one cancelled part way (its readers blocked on
+// chunks nobody takes) returns, and the next rebuild completes.
+func TestReindexReadsSessionsAtOnce(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), searchOpts())
+	const sessions, per = 6, chunkRecords + chunkRecords/2
+	for i := range sessions {
+		id := fmt.Sprintf("p%d", i)
+		mustCreate(t, s, id)
+		texts := make([]string, per)
+		for j := range texts {
+			texts[j] = fmt.Sprintf("word%d in session%d", j, i)
+		}
+		appendText(t, s, id, texts...)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	err := s.Reindex(ctx, func(p storage.ReindexProgress) {
+		if p.Sessions == 2 {
+			cancel()
+		}
+	})
+	if !errors.Is(err, context.Canceled) {
+		t.Fatalf("Reindex cancelled after two sessions: %v", err)
+	}
+	var calls []int
+	if err := s.Reindex(context.Background(), func(p storage.ReindexProgress) { calls = append(calls, p.Sessions) }); err != nil {
+		t.Fatal(err)
+	}
+	if fmt.Sprint(calls) != "[1 2 3 4 5 6]" {
+		t.Fatalf("progress %v", calls)
+	}
+	st, err := s.SearchStats(context.Background())
+	if err != nil || st.Docs != sessions*per || st.Sessions != sessions || st.Rebuilding {
+		t.Fatalf("after the rebuild: %+v, %v", st, err)
+	}
+	for _, w := range []string{"word0", fmt.Sprintf("word%d", chunkRecords), fmt.Sprintf("word%d", per-1)} {
+		waitHits(t, s, storage.SearchQuery{Match: mustParse(t, w)}, sessions, 0)
+	}
 }
 
 const searchHelperEnv = "STORAGE_SEARCH_HELPER"

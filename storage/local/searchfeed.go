@@ -4,13 +4,15 @@ import (
 	"context"
 	"errors"
 	"iter"
+	"runtime"
+	"sync"
 
 	"github.com/sessionmem/sessionmem/storage"
 	"github.com/sessionmem/sessionmem/storage/ftsindex"
 )
 
-// What a pass found missing is read from the session files, a chunk per shared lock, and
-// indexed in large transactions.
+// What a pass found missing is read from the session files, a chunk per shared lock, by
+// several sessions at once, and indexed in large transactions.
 
 // feed is one session to index from seq from on.
 type feed struct {
@@ -19,33 +21,37 @@ type feed struct {
 }
 
 // feed indexes the sessions' missing records in large transactions (IndexAll), reading
-// each session a chunk at a time under its shared lock.
+// each session a chunk at a time under its shared lock, up to GOMAXPROCS sessions at once
+// (decompressing and building the docs is most of a rebuild's work); the chunks reach
+// the index in todo's order all the same, so docs get the ids one reader would give them.
 func (x *searchIdx) feed(ctx context.Context, ix *ftsindex.Index, todo []feed, progress func(sessions, total int, bytes int64)) error {
-	var fed []known
+	fed := make([]known, len(todo))
 	var bytes int64
 	x.mu.Lock()
 	gen := x.gen
 	x.mu.Unlock()
 	batches := func(yield func(ftsindex.Batch, error) bool) {
-		guard := func(b ftsindex.Batch, err error) bool {
-			x.mu.Lock()
-			rewritten := x.gen != gen
-			x.mu.Unlock()
-			// What was read may be text a redaction removed: the reset redoes it all.
-			return !rewritten && yield(b, err)
-		}
-		for i, f := range todo {
-			through, ok := x.readSession(ctx, f, &bytes, guard)
-			if !ok {
+		for i, r := range x.readAll(ctx, todo) {
+			for b := range r.chunks {
+				x.mu.Lock()
+				rewritten := x.gen != gen
+				x.mu.Unlock()
+				// What was read may be text a redaction removed: the reset redoes it all.
+				if rewritten || !yield(b, nil) {
+					return
+				}
+			}
+			if !r.ok {
 				return
 			}
-			fed = append(fed, known{created: f.meta.Created, through: through})
+			fed[i] = known{created: todo[i].meta.Created, through: r.through}
+			bytes += r.bytes
 			if progress != nil {
 				progress(i+1, len(todo), bytes)
 			}
 		}
 	}
-	if err := ix.IndexAll(ctx, prefetch(iter.Seq2[ftsindex.Batch, error](batches), 4), nil); err != nil {
+	if err := ix.IndexAll(ctx, batches, nil); err != nil {
 		return err
 	}
 	for i, k := range fed {
@@ -54,6 +60,77 @@ func (x *searchIdx) feed(ctx context.Context, ix *ftsindex.Index, todo []feed, p
 		}
 	}
 	return nil
+}
+
+// sessionRead is one session being read by readAll: its chunks, then (once chunks is
+// closed) the last seq they cover, the bytes of records read and whether it was read to
+// the end (false: stopped).
+type sessionRead struct {
+	chunks  chan ftsindex.Batch
+	through uint64
+	bytes   int64
+	ok      bool
+}
+
+// readAll reads the sessions of todo, up to GOMAXPROCS at once, and yields them in todo's
+// order (with their index): the caller takes each one's chunks until the channel closes,
+// then reads its result. Every reader has stopped when the sequence returns.
+func (x *searchIdx) readAll(ctx context.Context, todo []feed) iter.Seq2[int, *sessionRead] {
+	return func(yield func(int, *sessionRead) bool) {
+		workers := runtime.GOMAXPROCS(0)
+		stop := make(chan struct{})
+		work := make(chan int)
+		order := make(chan *sessionRead, workers)
+		reads := make([]*sessionRead, len(todo))
+		var wg sync.WaitGroup
+		// Readers take sessions in order, so the first one the caller waits for is always
+		// being read: a reader blocked on a later session's chunks never holds it up.
+		for range workers {
+			wg.Go(func() {
+				for i := range work {
+					r := reads[i]
+					r.through, r.ok = x.readSession(ctx, todo[i], &r.bytes, func(b ftsindex.Batch, _ error) bool {
+						select {
+						case r.chunks <- b:
+							return true
+						case <-stop:
+							return false
+						}
+					})
+					close(r.chunks)
+				}
+			})
+		}
+		go func() {
+			defer close(order)
+			defer close(work)
+			for i := range todo {
+				reads[i] = &sessionRead{chunks: make(chan ftsindex.Batch)}
+				select {
+				case order <- reads[i]:
+				case <-stop:
+					return
+				}
+				select {
+				case work <- i:
+				case <-stop:
+					close(reads[i].chunks) // never read: the caller stopped
+					return
+				}
+			}
+		}()
+		defer func() {
+			close(stop)
+			wg.Wait()
+		}()
+		i := 0
+		for r := range order {
+			if !yield(i, r) {
+				return
+			}
+			i++
+		}
+	}
 }
 
 // readSession yields f's records from f.from on as batches of at most a chunk each, and

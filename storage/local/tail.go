@@ -27,29 +27,9 @@ func (r *Reader) scanTail(tid fileID, off int64) error {
 	r.v.tailID = tid
 	tr := tailReader{f: r.tail, size: tid.size, pos: off}
 	if off == 0 {
-		line, _, end, err := tr.next()
-		if err != nil {
-			return fmt.Errorf("read session %s tail: %w", r.id, err)
+		if ok, err := r.readTailHeader(&tr); !ok || err != nil {
+			return err
 		}
-		if end != endLine {
-			// No complete header line: the tail holds no record. Tails are created whole,
-			// so only damage gets here; a writer starts it afresh.
-			if r.writable {
-				return r.recreateTail()
-			}
-			r.v.hasTail, r.v.tailEnd, r.v.tailHdrLen, r.v.padded = false, 0, 0, false
-			return nil
-		}
-		var th tailHeader
-		if err := json.Unmarshal(line, &th); err != nil || th.Version < 1 {
-			return fmt.Errorf("session %s: tail header line is damaged: %w", r.id, storage.ErrCorrupt)
-		}
-		if th.Version > TailFormatVersion {
-			return versionError("session "+r.id+" tail", th.Version, TailFormatVersion, th.By)
-		}
-		r.v.tailVer = th.Version
-		r.v.tailHdrLen, r.v.tailEnd = tr.pos, tr.pos
-		r.v.padChecked, r.v.staleFrom = false, 0
 	}
 	r.v.hasTail = true
 	after := r.v.lastSeq()
@@ -101,15 +81,51 @@ func (r *Reader) scanTail(tid fileID, off int64) error {
 	if r.v.tailEnd == tid.size {
 		r.v.padChecked = true
 	}
-	if r.writable && r.v.padded && !r.v.padChecked {
+	if !r.writable {
+		return nil
+	}
+	return r.cutTail(tid)
+}
+
+// readTailHeader reads the tail's header line (scanTail from the start). ok is false when
+// there is none: the tail then holds no record, and a writer has started it afresh.
+func (r *Reader) readTailHeader(tr *tailReader) (ok bool, err error) {
+	line, _, end, err := tr.next()
+	if err != nil {
+		return false, fmt.Errorf("read session %s tail: %w", r.id, err)
+	}
+	if end != endLine {
+		// No complete header line: the tail holds no record. Tails are created whole,
+		// so only damage gets here; a writer starts it afresh.
+		if r.writable {
+			return false, r.recreateTail()
+		}
+		r.v.hasTail, r.v.tailEnd, r.v.tailHdrLen, r.v.padded = false, 0, 0, false
+		return false, nil
+	}
+	var th tailHeader
+	if err := json.Unmarshal(line, &th); err != nil || th.Version < 1 {
+		return false, fmt.Errorf("session %s: tail header line is damaged: %w", r.id, storage.ErrCorrupt)
+	}
+	if th.Version > TailFormatVersion {
+		return false, versionError("session "+r.id+" tail", th.Version, TailFormatVersion, th.By)
+	}
+	r.v.tailVer = th.Version
+	r.v.tailHdrLen, r.v.tailEnd = tr.pos, tr.pos
+	r.v.padChecked, r.v.staleFrom = false, 0
+	return true, nil
+}
+
+// cutTail is scanTail's end for a writer: it checks that what follows the data of a padded
+// tail is all zeros, and cuts whatever follows the kept lines that is not (durably, before
+// anything is appended over it).
+func (r *Reader) cutTail(tid fileID) error {
+	if r.v.padded && !r.v.padChecked {
 		zero, err := allZero(r.tail, r.v.tailEnd, tid.size)
 		if err != nil {
 			return fmt.Errorf("read session %s tail: %w", r.id, err)
 		}
 		r.v.padded, r.v.padChecked = zero, zero
-	}
-	if !r.writable {
-		return nil
 	}
 	cut := r.v.tailEnd
 	if len(r.v.lines) == 0 {

@@ -16,7 +16,14 @@ import (
 
 // Verify checks one session's files completely and, with repair, cuts the torn ends a crash
 // left. It returns an error only when it could not check (invalid id, ErrNotFound, ErrClosed,
-// ctx, I/O); what it found in the files is in the report.
+// ctx, I/O); what it found in the files is in the report, each torn end a repairable problem
+// that says which file and how many bytes (verifyFiles has the figures).
+func (s *Store) Verify(ctx context.Context, id string, repair bool) (storage.VerifyReport, error) {
+	rep, err := s.verifyFiles(ctx, id, repair)
+	return rep.report(), err
+}
+
+// verifyFiles is Verify, reporting in the terms of the files.
 //
 // Without repair it holds the session's shared lock and writes nothing: it walks every record
 // header checking the xxh64, decodes every frame checking the zstd content checksum, the
@@ -28,8 +35,8 @@ import (
 // damaged but torn lets the writer's recovery (what the next Update would do anyway) cut the
 // torn ends, then checks again. TornSealed and TornTail are then the measured difference of
 // the file sizes. A damaged session is left exactly as it is.
-func (s *Store) Verify(ctx context.Context, id string, repair bool) (storage.VerifyReport, error) {
-	rep := storage.VerifyReport{ID: id}
+func (s *Store) verifyFiles(ctx context.Context, id string, repair bool) (fileReport, error) {
+	rep := fileReport{ID: id}
 	if err := checkID(id); err != nil {
 		return rep, err
 	}
@@ -78,7 +85,7 @@ func (s *Store) Verify(ctx context.Context, id string, repair bool) (storage.Ver
 		}
 		return rep, err
 	}
-	after := storage.VerifyReport{ID: id}
+	after := fileReport{ID: id}
 	if err := r.check(ctx, &after); err != nil {
 		return rep, err
 	}
@@ -102,7 +109,7 @@ func (s *Store) Verify(ctx context.Context, id string, repair bool) (storage.Ver
 
 // check fills rep from the attached files, read afresh. Damage and newer formats go into rep;
 // the error is for failures to read.
-func (r *Reader) check(ctx context.Context, rep *storage.VerifyReport) error {
+func (r *Reader) check(ctx context.Context, rep *fileReport) error {
 	c := *r // scratch copy: its view is built here and discarded
 	c.writable = false
 	c.v = sessView{}
@@ -123,7 +130,7 @@ func (r *Reader) check(ctx context.Context, rep *storage.VerifyReport) error {
 
 // classifyInto records err in rep when it is damage or a newer format, and returns the error
 // check must still report (nil for those).
-func classifyInto(rep *storage.VerifyReport, err error) error {
+func classifyInto(rep *fileReport, err error) error {
 	switch {
 	case errors.Is(err, storage.ErrNewerFormat):
 		rep.NewerFormat = err
@@ -143,7 +150,7 @@ type tornRecord struct {
 
 // checkSealed walks the sealed part as a writer does (every xxh64 checked) and measures a torn
 // end. done reports that check ends here, with err.
-func (c *Reader) checkSealed(rep *storage.VerifyReport) (torn *tornRecord, done bool, err error) {
+func (c *Reader) checkSealed(rep *fileReport) (torn *tornRecord, done bool, err error) {
 	fi, err := c.zst.Stat()
 	if err != nil {
 		return nil, true, fmt.Errorf("stat session %s: %w", c.id, err)
@@ -189,7 +196,7 @@ func (c *Reader) checkSealed(rep *storage.VerifyReport) (torn *tornRecord, done 
 
 // checkFrames decodes every sealed record and checks that each line is JSON. done reports
 // that check ends here, with err.
-func (c *Reader) checkFrames(ctx context.Context, rep *storage.VerifyReport) (done bool, err error) {
+func (c *Reader) checkFrames(ctx context.Context, rep *fileReport) (done bool, err error) {
 	var content, comp []byte
 	for _, fr := range c.v.frames {
 		if err := ctx.Err(); err != nil {
@@ -217,7 +224,7 @@ func (c *Reader) checkFrames(ctx context.Context, rep *storage.VerifyReport) (do
 }
 
 // checkTail scans the plain tail as a reader does, and measures what a writer would cut.
-func (c *Reader) checkTail(rep *storage.VerifyReport) error {
+func (c *Reader) checkTail(rep *fileReport) error {
 	if c.tail == nil {
 		rep.NoTail = true
 		return nil

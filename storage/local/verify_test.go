@@ -21,7 +21,7 @@ type verifyWant struct {
 	noTail, damaged, newer bool
 }
 
-func checkReport(t *testing.T, who string, got storage.VerifyReport, w verifyWant) {
+func checkReport(t *testing.T, who string, got fileReport, w verifyWant) {
 	t.Helper()
 	if (got.Damaged != nil) != w.damaged || w.damaged && !errors.Is(got.Damaged, storage.ErrCorrupt) {
 		t.Fatalf("%s: Damaged = %v, want damaged %v", who, got.Damaged, w.damaged)
@@ -52,6 +52,31 @@ func checkReport(t *testing.T, who string, got storage.VerifyReport, w verifyWan
 // (exactly the torn bytes, measured on disk), and that the records before survive.
 func TestVerify(t *testing.T) {
 	fx := buildCrashFixture(t)
+	dir := t.TempDir()
+	v := &verifyRig{fx: fx, dir: dir, s: mustOpen(t, dir, Options{}),
+		zp: filepath.Join(dir, "sessions", "c.zst"), tp: filepath.Join(dir, "sessions", "c.tail.jsonl")}
+	mustCreate(t, v.s, "c")
+	mustCreate(t, v.s, "good")
+	v.goodLines = appendBatches(t, v.s, "good", [][]storage.Record{recordsOf(testLines(t)[:5])})
+	for _, tt := range verifyCases(t, fx) {
+		t.Run(tt.name, func(t *testing.T) {
+			zst := v.installCase(t, tt)
+			got := v.checkWithoutRepair(t, tt, zst)
+			v.checkRepair(t, tt, zst, got)
+			v.checkGoodIntact(t)
+		})
+	}
+}
+
+// verifyCase is a session's files as a crash or damage left them, and what Verify must say.
+type verifyCase struct {
+	name      string
+	zst, tail []byte // nil zst: the fixture's with a newer header; nil tail: no tail file
+	want      verifyWant
+}
+
+// verifyCases are the crash and damage shapes TestVerify installs, built from fx.
+func verifyCases(t *testing.T, fx crashFixture) []verifyCase {
 	cat := func(parts ...[]byte) []byte { return bytes.Join(parts, nil) }
 	z0, z1, t0, t1 := fx.z0, fx.z1, fx.t0, fx.t1
 	tailHdr := t1[:fx.tailHdr]
@@ -78,12 +103,7 @@ func TestVerify(t *testing.T) {
 	strayPad := append([]byte(nil), fx.t1Pad...)
 	copy(strayPad[len(strayPad)-50:], `{"seq":31,"a":1}`+"\n") // a power loss's later page
 	after := []byte("garbage\n" + `{"seq":30,"a":1}` + "\n" + `{"seq":31,"a":2}` + "\n")
-
-	tests := []struct {
-		name      string
-		zst, tail []byte // nil tail: no tail file
-		want      verifyWant
-	}{
+	return []verifyCase{
 		{"intact, sealed twice, with a tail", z1, t1, verifyWant{frames: 2, records: 29}},
 		{"intact, nothing sealed", z0[:fx.hdrEnd], tailHdr, verifyWant{}},
 		{"intact, padded tail", z1, fx.t1Pad, verifyWant{frames: 2, records: 29}},
@@ -121,118 +141,141 @@ func TestVerify(t *testing.T) {
 		{"newer session header", nil, t1, verifyWant{newer: true}},
 		{"newer tail", z1, cat([]byte("{\"v\":9,\"tail\":\"c\"}\n"), t1[fx.tailHdr:]), verifyWant{newer: true}},
 	}
-	dir := t.TempDir()
-	s := mustOpen(t, dir, Options{})
-	mustCreate(t, s, "c")
-	mustCreate(t, s, "good")
-	goodLines := appendBatches(t, s, "good", [][]storage.Record{recordsOf(testLines(t)[:5])})
-	zp, tp := filepath.Join(dir, "sessions", "c.zst"), filepath.Join(dir, "sessions", "c.tail.jsonl")
-	install := func(t *testing.T, zst, tail []byte) {
-		t.Helper()
-		s.dropState("c")
-		if err := os.WriteFile(zp, zst, 0o600); err != nil {
+}
+
+// verifyRig is TestVerify's store: session "c" takes each case's files, "good" stays intact.
+type verifyRig struct {
+	fx        crashFixture
+	dir       string
+	s         *Store
+	zp, tp    string // c's files
+	goodLines []string
+}
+
+// install writes c's files (nil tail: none), dropping what the store cached of c.
+func (v *verifyRig) install(t *testing.T, zst, tail []byte) {
+	t.Helper()
+	v.s.dropState("c")
+	if err := os.WriteFile(v.zp, zst, 0o600); err != nil {
+		t.Fatal(err)
+	}
+	if tail == nil {
+		if err := os.Remove(v.tp); err != nil && !errors.Is(err, os.ErrNotExist) {
 			t.Fatal(err)
 		}
-		if tail == nil {
-			if err := os.Remove(tp); err != nil && !errors.Is(err, os.ErrNotExist) {
-				t.Fatal(err)
-			}
-		} else if err := os.WriteFile(tp, tail, 0o600); err != nil {
-			t.Fatal(err)
+	} else if err := os.WriteFile(v.tp, tail, 0o600); err != nil {
+		t.Fatal(err)
+	}
+}
+
+// read returns the file's bytes, nil if it does not exist.
+func (v *verifyRig) read(t *testing.T, p string) []byte {
+	t.Helper()
+	b, err := os.ReadFile(p)
+	if errors.Is(err, os.ErrNotExist) {
+		return nil
+	}
+	if err != nil {
+		t.Fatal(err)
+	}
+	return b
+}
+
+// installCase installs tt's files and returns the .zst installed.
+func (v *verifyRig) installCase(t *testing.T, tt verifyCase) []byte {
+	t.Helper()
+	zst := tt.zst
+	if zst == nil {
+		zst = append([]byte(nil), v.fx.z1...)
+		v.install(t, zst, tt.tail)
+		writeHeader(t, v.dir, "c", `{"v":2,"id":"c"}`)
+		zst = v.read(t, v.zp)
+	}
+	v.install(t, zst, tt.tail)
+	return zst
+}
+
+// checkWithoutRepair checks Verify's report without repair, and that it wrote nothing.
+func (v *verifyRig) checkWithoutRepair(t *testing.T, tt verifyCase, zst []byte) fileReport {
+	t.Helper()
+	got, err := v.s.verifyFiles(t.Context(), "c", false)
+	if err != nil {
+		t.Fatalf("Verify: %v", err)
+	}
+	t.Logf("check: damaged=%v newer=%v", got.Damaged, got.NewerFormat)
+	checkReport(t, "check", got, tt.want)
+	if got.Repaired {
+		t.Fatal("check reports Repaired")
+	}
+	if !bytes.Equal(v.read(t, v.zp), zst) || !bytes.Equal(v.read(t, v.tp), tt.tail) {
+		t.Fatal("Verify without repair changed the files")
+	}
+	if !tt.want.damaged && !tt.want.newer {
+		if got.SealedBytes+got.TornSealed != int64(len(zst)) {
+			t.Fatalf("SealedBytes %d + TornSealed %d != file size %d", got.SealedBytes, got.TornSealed, len(zst))
+		}
+		if !got.NoTail && tt.tail != nil && got.TailBytes+got.TailPadding+got.TornTail != int64(len(tt.tail)) {
+			t.Fatalf("TailBytes %d + TailPadding %d + TornTail %d != tail size %d", got.TailBytes, got.TailPadding, got.TornTail, len(tt.tail))
 		}
 	}
-	read := func(p string) []byte {
-		b, err := os.ReadFile(p)
-		if errors.Is(err, os.ErrNotExist) {
-			return nil
+	return got
+}
+
+// checkRepair checks what Verify with repair cuts (exactly the torn bytes, measured on disk,
+// nothing of a damaged or newer session) and that the records before survive.
+func (v *verifyRig) checkRepair(t *testing.T, tt verifyCase, zst []byte, got fileReport) {
+	t.Helper()
+	rep, err := v.s.verifyFiles(t.Context(), "c", true)
+	if err != nil {
+		t.Fatalf("Verify(repair): %v", err)
+	}
+	checkReport(t, "repair", rep, tt.want)
+	if tt.want.damaged || tt.want.newer {
+		if rep.Repaired {
+			t.Fatal("repair reports Repaired on a damaged or newer session")
 		}
+		if !bytes.Equal(v.read(t, v.zp), zst) || !bytes.Equal(v.read(t, v.tp), tt.tail) {
+			t.Fatal("repair changed a damaged or newer session")
+		}
+	} else {
+		if rep.Repaired != got.Torn() {
+			t.Fatalf("Repaired = %v, want %v", rep.Repaired, got.Torn())
+		}
+		if z := v.read(t, v.zp); !bytes.Equal(z, zst[:len(zst)-int(tt.want.tornSealed)]) {
+			t.Fatalf("zst after repair: %d bytes, want the first %d of %d", len(z), len(zst)-int(tt.want.tornSealed), len(zst))
+		}
+		switch tl := v.read(t, v.tp); {
+		case tt.want.noTail:
+			if !bytes.Equal(tl, encodeTailHeader("c")) {
+				t.Fatalf("tail after repair = %q, want a fresh header", tl)
+			}
+		case !bytes.Equal(tl, tt.tail[:len(tt.tail)-int(tt.want.tornTail)]):
+			t.Fatalf("tail after repair: %d bytes, want the first %d of %d", len(tl), len(tt.tail)-int(tt.want.tornTail), len(tt.tail))
+		}
+		recs, err := readAll(t, v.s, "c", 1)
 		if err != nil {
-			t.Fatal(err)
+			t.Fatalf("read after repair: %v", err)
 		}
-		return b
+		equalLines(t, recs, v.fx.want[:tt.want.records])
+		again, err := v.s.verifyFiles(t.Context(), "c", false)
+		if err != nil || again.Torn() || again.Damaged != nil || again.Records != tt.want.records {
+			t.Fatalf("check after repair: %+v, %v", again, err)
+		}
 	}
-	for _, tt := range tests {
-		t.Run(tt.name, func(t *testing.T) {
-			zst := tt.zst
-			if zst == nil {
-				zst = append([]byte(nil), z1...)
-				install(t, zst, tt.tail)
-				writeHeader(t, dir, "c", `{"v":2,"id":"c"}`)
-				zst = read(zp)
-			}
-			install(t, zst, tt.tail)
+}
 
-			got, err := s.Verify(t.Context(), "c", false)
-			if err != nil {
-				t.Fatalf("Verify: %v", err)
-			}
-			t.Logf("check: damaged=%v newer=%v", got.Damaged, got.NewerFormat)
-			checkReport(t, "check", got, tt.want)
-			if got.Repaired {
-				t.Fatal("check reports Repaired")
-			}
-			if !bytes.Equal(read(zp), zst) || !bytes.Equal(read(tp), tt.tail) {
-				t.Fatal("Verify without repair changed the files")
-			}
-			if !tt.want.damaged && !tt.want.newer {
-				if got.SealedBytes+got.TornSealed != int64(len(zst)) {
-					t.Fatalf("SealedBytes %d + TornSealed %d != file size %d", got.SealedBytes, got.TornSealed, len(zst))
-				}
-				if !got.NoTail && tt.tail != nil && got.TailBytes+got.TailPadding+got.TornTail != int64(len(tt.tail)) {
-					t.Fatalf("TailBytes %d + TailPadding %d + TornTail %d != tail size %d", got.TailBytes, got.TailPadding, got.TornTail, len(tt.tail))
-				}
-			}
-
-			rep, err := s.Verify(t.Context(), "c", true)
-			if err != nil {
-				t.Fatalf("Verify(repair): %v", err)
-			}
-			checkReport(t, "repair", rep, tt.want)
-			if tt.want.damaged || tt.want.newer {
-				if rep.Repaired {
-					t.Fatal("repair reports Repaired on a damaged or newer session")
-				}
-				if !bytes.Equal(read(zp), zst) || !bytes.Equal(read(tp), tt.tail) {
-					t.Fatal("repair changed a damaged or newer session")
-				}
-			} else {
-				if rep.Repaired != got.Torn() {
-					t.Fatalf("Repaired = %v, want %v", rep.Repaired, got.Torn())
-				}
-				if z := read(zp); !bytes.Equal(z, zst[:len(zst)-int(tt.want.tornSealed)]) {
-					t.Fatalf("zst after repair: %d bytes, want the first %d of %d", len(z), len(zst)-int(tt.want.tornSealed), len(zst))
-				}
-				switch tl := read(tp); {
-				case tt.want.noTail:
-					if !bytes.Equal(tl, encodeTailHeader("c")) {
-						t.Fatalf("tail after repair = %q, want a fresh header", tl)
-					}
-				case !bytes.Equal(tl, tt.tail[:len(tt.tail)-int(tt.want.tornTail)]):
-					t.Fatalf("tail after repair: %d bytes, want the first %d of %d", len(tl), len(tt.tail)-int(tt.want.tornTail), len(tt.tail))
-				}
-				recs, err := readAll(t, s, "c", 1)
-				if err != nil {
-					t.Fatalf("read after repair: %v", err)
-				}
-				equalLines(t, recs, fx.want[:tt.want.records])
-				again, err := s.Verify(t.Context(), "c", false)
-				if err != nil || again.Torn() || again.Damaged != nil || again.Records != tt.want.records {
-					t.Fatalf("check after repair: %+v, %v", again, err)
-				}
-			}
-
-			// A damaged session takes nothing else down.
-			g, err := s.Verify(t.Context(), "good", true)
-			if err != nil || g.Damaged != nil || g.Torn() || g.Records != len(goodLines) {
-				t.Fatalf("other session: %+v, %v", g, err)
-			}
-			recs, err := readAll(t, s, "good", 1)
-			if err != nil {
-				t.Fatal(err)
-			}
-			equalLines(t, recs, goodLines)
-		})
+// checkGoodIntact checks that a damaged session takes nothing else down.
+func (v *verifyRig) checkGoodIntact(t *testing.T) {
+	t.Helper()
+	g, err := v.s.verifyFiles(t.Context(), "good", true)
+	if err != nil || g.Damaged != nil || g.Torn() || g.Records != len(v.goodLines) {
+		t.Fatalf("other session: %+v, %v", g, err)
 	}
+	recs, err := readAll(t, v.s, "good", 1)
+	if err != nil {
+		t.Fatal(err)
+	}
+	equalLines(t, recs, v.goodLines)
 }
 
 func TestVerifyErrors(t *testing.T) {
@@ -349,7 +392,7 @@ func TestVerifyConcurrent(t *testing.T) {
 				default:
 				}
 				rep, err := s.Verify(context.Background(), "c", repair)
-				if err != nil || rep.Damaged != nil || rep.Torn() || rep.Repaired || rep.LastSeq != uint64(rep.Records) {
+				if err != nil || rep.Damaged() != nil || rep.Torn() || rep.Repaired || rep.LastSeq != uint64(rep.Records) {
 					t.Errorf("Verify(repair=%v) = %+v, %v", repair, rep, err)
 					return
 				}

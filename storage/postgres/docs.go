@@ -138,6 +138,25 @@ type IndexProgress struct {
 // Done reports whether every record has its documents.
 func (p IndexProgress) Done() bool { return p.Records >= p.Total }
 
+func (p IndexProgress) reindexProgress() storage.ReindexProgress {
+	return storage.ReindexProgress{PerRecord: true, Records: p.Records, TotalRecords: p.Total}
+}
+
+// IndexStats implements storage.IndexStatser: how many records have their documents (one
+// scan of the sessions table, as Progress) and the size of the documents table with its
+// TOAST and indexes.
+func (s *Store) IndexStats(ctx context.Context) (storage.IndexStats, error) {
+	p, err := s.Progress(ctx)
+	if err != nil {
+		return storage.IndexStats{}, err
+	}
+	u, err := s.Usage(ctx)
+	if err != nil {
+		return storage.IndexStats{}, err
+	}
+	return storage.IndexStats{PerRecord: true, Records: p.Records, TotalRecords: p.Total, Bytes: u.Documents}, nil
+}
+
 // Progress measures how far the search documents are (one scan of the sessions table).
 func (s *Store) Progress(ctx context.Context) (IndexProgress, error) {
 	done, err := s.start(ctx)
@@ -162,14 +181,15 @@ func (s *Store) Progress(ctx context.Context) (IndexProgress, error) {
 // waits for at most that.
 const backfillBatch = 500
 
-// Reindex builds the search documents of every record that has none (records stored before
-// schema version 2, or by a handle without Options.Docs), in batches of backfillBatch
-// records per transaction, and calls progress after each; then it fills the length of the
-// documents written before schema 4 and checks the documents' statistics (docslen.go). It can be interrupted at any time
-// and resumed: each batch commits with the session's docs_through. Saves keep working
-// meanwhile: a batch reads its records without a lock and holds the session's row lock only
-// for the insert. Several processes may run it at once; what one did, the others skip.
-func (s *Store) Reindex(ctx context.Context, progress func(IndexProgress)) error {
+// Reindex implements storage.Reindexer: it builds the search documents of every record that
+// has none (records stored before schema version 2, or by a handle without Options.Docs), in
+// batches of backfillBatch records per transaction, and calls progress after each (Records
+// of TotalRecords); then it fills the length of the documents written before schema 4 and
+// checks the documents' statistics (docslen.go). It can be interrupted at any time and
+// resumed: each batch commits with the session's docs_through. Saves keep working meanwhile:
+// a batch reads its records without a lock and holds the session's row lock only for the
+// insert. Several processes may run it at once; what one did, the others skip.
+func (s *Store) Reindex(ctx context.Context, progress func(storage.ReindexProgress)) error {
 	if s.opts.Docs == nil {
 		return errors.New("reindex: the store was opened without Options.Docs")
 	}
@@ -178,7 +198,11 @@ func (s *Store) Reindex(ctx context.Context, progress func(IndexProgress)) error
 		return err
 	}
 	defer done()
-	if err := s.reindex(ctx, progress); err != nil {
+	var report func(IndexProgress)
+	if progress != nil {
+		report = func(p IndexProgress) { progress(p.reindexProgress()) }
+	}
+	if err := s.reindex(ctx, report); err != nil {
 		return err
 	}
 	return s.checkDocStats(ctx)

@@ -11,9 +11,15 @@ import (
 // What an operator's readiness check and metrics read (cmd/sessionmem, /readyz and
 // /metrics): each is cheap enough to call every few seconds.
 
-var _ storage.IndexLagger = (*Store)(nil)
+var (
+	_ storage.IndexLagger  = (*Store)(nil)
+	_ storage.Pinger       = (*Store)(nil)
+	_ storage.Reindexer    = (*Store)(nil)
+	_ storage.IndexStatser = (*Store)(nil)
+	_ storage.Sizer        = (*Store)(nil)
+)
 
-// Ping checks that the database answers, on a connection of the pool, within ctx (and that
+// Ping implements storage.Pinger: it checks that the database answers, on a connection of the pool, within ctx (and that
 // the schema is usable, as every call does first). Errors wrap storage.ErrUnavailable when
 // the database cannot be reached.
 func (s *Store) Ping(ctx context.Context) error {

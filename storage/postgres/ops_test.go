@@ -5,6 +5,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/sessionmem/sessionmem/storage"
 	"github.com/sessionmem/sessionmem/storage/storetest"
 )
 
@@ -31,7 +32,7 @@ func TestOpsReadings(t *testing.T) {
 		t.Fatalf("pool: %d conns of %d, %d acquires", st.TotalConns(), st.MaxConns(), st.AcquireCount())
 	}
 	var first bool
-	err := s.Reindex(ctx, func(p IndexProgress) {
+	err := s.Reindex(ctx, func(storage.ReindexProgress) {
 		if first {
 			return
 		}

@@ -89,12 +89,12 @@ func TestLevels(t *testing.T) {
 			t.Fatalf("after appending %d: chunks %s, want %s", step.n, got, step.want)
 		}
 		rep, err := s.Verify(context.Background(), "a", false)
-		if err != nil || rep.Damaged != nil {
+		if err != nil || rep.Damaged() != nil {
 			t.Fatalf("verify: %+v, %v", rep, err)
 		}
 	}
-	rep, err := s.Verify(context.Background(), "a", false)
-	if err != nil || rep.Damaged != nil || rep.Records != 46 || rep.Frames != 6 || rep.TailRecords != 1 {
+	rep, err := s.verifyChunkReport(context.Background(), "a")
+	if err != nil || rep.damaged != nil || rep.records != 46 || rep.chunks != 6 || rep.level0 != 1 {
 		t.Fatalf("verify: %+v, %v", rep, err)
 	}
 	// Byte bound: records of about 200 bytes, level-2 chunks of at most 1,000 bytes (one
@@ -244,7 +244,7 @@ func TestSchemaMigration(t *testing.T) {
 	if err := s.View(context.Background(), "new", func(storage.Reader) error { return nil }); !errors.Is(err, storage.ErrNewerFormat) {
 		t.Fatalf("view of a newer session: %v", err)
 	}
-	if rep, err := s.Verify(context.Background(), "new", false); err != nil || !errors.Is(rep.NewerFormat, storage.ErrNewerFormat) {
+	if rep, err := s.Verify(context.Background(), "new", false); err != nil || !errors.Is(rep.NewerFormat(), storage.ErrNewerFormat) {
 		t.Fatalf("verify of a newer session: %+v, %v", rep, err)
 	}
 	appendN(t, s, "old", 2, false)
@@ -292,7 +292,7 @@ func TestDamage(t *testing.T) {
 				t.Fatal(err)
 			}
 			rep, err := s.verifyIn(ctx, tx, "a")
-			if err != nil || !errors.Is(rep.Damaged, storage.ErrCorrupt) || rep.Records != 6 {
+			if err != nil || !errors.Is(rep.damaged, storage.ErrCorrupt) || rep.records != 6 {
 				t.Fatalf("verify: %+v, %v", rep, err)
 			}
 			n, err := readIn(ctx, s, tx, "a", 1)
@@ -311,13 +311,13 @@ func TestDamage(t *testing.T) {
 }
 
 // verifyIn runs Verify's checks inside tx (so a test can damage rows and roll back).
-func (s *Store) verifyIn(ctx context.Context, tx pgx.Tx, id string) (storage.VerifyReport, error) {
-	rep := storage.VerifyReport{ID: id}
+func (s *Store) verifyIn(ctx context.Context, tx pgx.Tx, id string) (chunkReport, error) {
+	rep := chunkReport{id: id}
 	row, err := s.readSession(ctx, tx, id, "")
 	if err != nil {
 		return rep, err
 	}
-	rep.Damaged, err = s.verifyChunks(ctx, tx, row, &rep)
+	rep.damaged, err = s.verifyChunks(ctx, tx, row, &rep)
 	return rep, err
 }
 

@@ -161,12 +161,12 @@ func TestBackfillWithSaves(t *testing.T) {
 	for err := range errs {
 		t.Fatal(err)
 	}
-	var p IndexProgress
-	if err := with.Reindex(context.Background(), func(x IndexProgress) { p = x }); err != nil {
+	var p storage.ReindexProgress
+	if err := with.Reindex(context.Background(), func(x storage.ReindexProgress) { p = x }); err != nil {
 		t.Fatal(err)
 	}
 	total := sessions*10 + 2*rounds
-	if !p.Done() || p.Total != int64(total) {
+	if !p.Done() || p.TotalRecords != int64(total) {
 		t.Fatalf("progress after reindex: %+v, want %d records", p, total)
 	}
 	if n := docCount(t, with); n != total {

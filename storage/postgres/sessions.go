@@ -253,6 +253,16 @@ type Usage struct {
 	RawBytes int64
 }
 
+// Size implements storage.Sizer with Usage's figures: Sessions is the records table, Index
+// the documents table.
+func (s *Store) Size(ctx context.Context) (storage.Size, error) {
+	u, err := s.Usage(ctx)
+	if err != nil {
+		return storage.Size{}, err
+	}
+	return storage.Size{Total: u.Total, Sessions: u.Records, Index: u.Documents}, nil
+}
+
 // Usage measures the store's tables. Sizes include dead rows that VACUUM has not reclaimed.
 func (s *Store) Usage(ctx context.Context) (Usage, error) {
 	done, err := s.start(ctx)

@@ -104,7 +104,7 @@ func testRewrite(t *testing.T, b Backend) {
 	if recs := appendJSON(t, s, "r", storage.Meta{}, `{"type":"message","after":true}`); recs[0].Seq != 4 {
 		t.Fatalf("append after rewrite got seq %d", recs[0].Seq)
 	}
-	if rep, err := s.Verify(ctx, "r", false); err != nil || rep.Damaged != nil || rep.Records != 4 {
+	if rep, err := s.Verify(ctx, "r", false); err != nil || rep.Damaged() != nil || rep.Records != 4 {
 		t.Fatalf("verify after rewrite: %+v, %v", rep, err)
 	}
 }

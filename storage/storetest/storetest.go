@@ -68,6 +68,7 @@ func Run(t *testing.T, b Backend) {
 		{"Search", testSearch},
 		{"Rewrite", testRewrite},
 		{"Settings", testSettings},
+		{"Operate", testOperate},
 	}
 	for _, tc := range tests {
 		t.Run(tc.name, func(t *testing.T) {
@@ -315,7 +316,7 @@ func testVerify(t *testing.T, b Backend) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if rep.ID != "a" || rep.Records != 40 || rep.LastSeq != 40 || rep.Damaged != nil || rep.NewerFormat != nil || rep.Torn() {
+	if rep.ID != "a" || rep.Records != 40 || rep.LastSeq != 40 || rep.Damaged() != nil || rep.NewerFormat() != nil || rep.Torn() || len(rep.Problems) != 0 {
 		t.Fatalf("verify of a healthy session: %+v", rep)
 	}
 }

@@ -5,13 +5,6 @@ import (
 	"encoding/json"
 )
 
-// The contract's field names that more than one reader or writer spells: this file and the
-// struct tags of model.go are the only places they are written.
-const (
-	FieldToolCallID = "tool_call_id"
-	FieldMediaType  = "media_type"
-)
-
 // Nesting limits of one message.
 const (
 	// MaxDepth bounds the JSON nesting of one message as sent and as stored, counting
