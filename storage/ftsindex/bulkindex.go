@@ -19,7 +19,7 @@ const (
 // much: the caller's iterator (reading the store, building Docs) runs in this goroutine,
 // GOMAXPROCS workers tokenize what it yields, and one goroutine adds the tokens to a segment
 // in memory (bulk.go) and writes it, with the progress of every batch it holds, in one
-// transaction once it holds capDocs docs or about 32 MiB, or the stream ends. Docs get their
+// transaction once it holds 262,144 docs or about 32 MiB, or the stream ends. Docs get their
 // ids in the stream's order, as Index calls one batch after the other would give them.
 // progress, when set, is called after each segment with the docs indexed so far. It stops
 // at the first error of the iterator, of a batch (ErrInvalid) or of a write; the segments
