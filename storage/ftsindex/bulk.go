@@ -9,14 +9,14 @@ import (
 )
 
 // IndexAll's segments (bulkindex.go drives it): docs are added, already tokenized, to one
-// segment in memory until it holds bulkMaxDocs docs or bulkBudget bytes, then written in one
+// segment in memory until it holds bulkMaxDocs docs or its budget, then written in one
 // transaction with the progress of every batch it holds. A rebuild so writes each posting
 // once, in segments as large as merges make them, instead of writing segments of a few
 // thousand docs and rewriting them through merges.
 
-// bulkBudget bounds what a segment being built holds in memory (its terms, posting lists and
-// docs' attributes, as bulkSeg.mem counts them); a variable for tests.
-var bulkBudget = 32 << 20
+// bulkBudget is the default of BulkOptions.MaxBytes: what a segment being built holds in
+// memory (its terms, posting lists and docs' attributes, as bulkSeg.mem counts them).
+const bulkBudget = 32 << 20
 
 // bulkMaxDocs is the most docs of a segment IndexAll writes: as many as a merge of eight
 // segments of the level below final makes, so that a rebuilt index has no more segments
@@ -39,6 +39,7 @@ type bulkSeg struct {
 	count   []uint32 // per term: its postings
 	last    []int32  // per term: the ordinal of its last posting
 	mem     int
+	budget  int // the segment is full at mem >= budget
 }
 
 // bulkBatch is a batch without its docs: theirs are the segment's ordinals lo..hi-1.
@@ -59,9 +60,9 @@ const (
 	bulkDocBytes  = 64
 )
 
-func newBulkSeg() *bulkSeg { return &bulkSeg{dict: map[string]int32{}} }
+func newBulkSeg(budget int) *bulkSeg { return &bulkSeg{dict: map[string]int32{}, budget: budget} }
 
-func (bs *bulkSeg) full() bool { return bs.docs.len() >= bulkMaxDocs || bs.mem >= bulkBudget }
+func (bs *bulkSeg) full() bool { return bs.docs.len() >= bulkMaxDocs || bs.mem >= bs.budget }
 
 // addBatch adds b, a batch of g whose docs are g.docs[k:k+len(b.Docs)], and returns the
 // index of the next batch's first doc. A batch is never split: a segment may pass
@@ -200,7 +201,7 @@ func (bs *bulkSeg) sessions(w *writer) ([]bool, error) {
 // without returns the segment of the docs keep says, their lists renumbered (rare: a batch
 // that overlapped what another process indexed meanwhile, or a deleted session's).
 func (bs *bulkSeg) without(keep []bool) *bulkSeg {
-	out := newBulkSeg()
+	out := newBulkSeg(bs.budget)
 	remap := make([]int32, bs.docs.len())
 	for o := range remap {
 		remap[o] = -1
