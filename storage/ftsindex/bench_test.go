@@ -109,7 +109,7 @@ func reindex(tb testing.TB, ix *Index, sessions []genSession) {
 				}
 			}
 		}
-	}, nil)
+	}, BulkOptions{})
 	if err != nil {
 		tb.Fatal(err)
 	}

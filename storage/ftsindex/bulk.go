@@ -9,14 +9,20 @@ import (
 )
 
 // IndexAll's segments (bulkindex.go drives it): docs are added, already tokenized, to one
-// segment in memory until it holds capDocs docs or bulkBudget bytes, then written in one
+// segment in memory until it holds bulkMaxDocs docs or its budget, then written in one
 // transaction with the progress of every batch it holds. A rebuild so writes each posting
-// once, in segments as large as a merge would make them, instead of writing segments of a
-// few thousand docs and rewriting them through merges.
+// once, in segments as large as merges make them, instead of writing segments of a few
+// thousand docs and rewriting them through merges.
 
-// bulkBudget bounds what a segment being built holds in memory (its terms, posting lists and
-// docs' attributes, as bulkSeg.mem counts them); a variable for tests.
-var bulkBudget = 32 << 20
+// bulkBudget is the default of BulkOptions.MaxBytes: what a segment being built holds in
+// memory (its terms, posting lists and docs' attributes, as bulkSeg.mem counts them).
+const bulkBudget = 32 << 20
+
+// bulkMaxDocs is the most docs of a segment IndexAll writes: as many as a merge of eight
+// segments of the level below final makes, so that a rebuilt index has no more segments
+// than one its saves built (searches do some work per segment). On ~2 KB messages the
+// budget is reached first, at about 100,000 docs.
+const bulkMaxDocs = 4 * capDocs
 
 // bulkFinalDocs: a segment IndexAll wrote with at least this many docs is final (only
 // Optimize merges it), like one of capDocs: a segment cut by the budget is as large as the
@@ -33,6 +39,7 @@ type bulkSeg struct {
 	count   []uint32 // per term: its postings
 	last    []int32  // per term: the ordinal of its last posting
 	mem     int
+	budget  int // the segment is full at mem >= budget
 }
 
 // bulkBatch is a batch without its docs: theirs are the segment's ordinals lo..hi-1.
@@ -53,13 +60,13 @@ const (
 	bulkDocBytes  = 64
 )
 
-func newBulkSeg() *bulkSeg { return &bulkSeg{dict: map[string]int32{}} }
+func newBulkSeg(budget int) *bulkSeg { return &bulkSeg{dict: map[string]int32{}, budget: budget} }
 
-func (bs *bulkSeg) full() bool { return bs.docs.len() >= capDocs || bs.mem >= bulkBudget }
+func (bs *bulkSeg) full() bool { return bs.docs.len() >= bulkMaxDocs || bs.mem >= bs.budget }
 
 // addBatch adds b, a batch of g whose docs are g.docs[k:k+len(b.Docs)], and returns the
-// index of the next batch's first doc. A batch is never split: a segment may pass capDocs
-// or the budget by one batch (at most a catch-up chunk).
+// index of the next batch's first doc. A batch is never split: a segment may pass
+// bulkMaxDocs or the budget by one batch (at most a catch-up chunk).
 func (bs *bulkSeg) addBatch(g *tokGroup, b Batch, k int) int {
 	bb := bulkBatch{session: b.Session, from: b.From, through: b.Through, lo: bs.docs.len()}
 	prev := int32(0)
@@ -194,7 +201,7 @@ func (bs *bulkSeg) sessions(w *writer) ([]bool, error) {
 // without returns the segment of the docs keep says, their lists renumbered (rare: a batch
 // that overlapped what another process indexed meanwhile, or a deleted session's).
 func (bs *bulkSeg) without(keep []bool) *bulkSeg {
-	out := newBulkSeg()
+	out := newBulkSeg(bs.budget)
 	remap := make([]int32, bs.docs.len())
 	for o := range remap {
 		remap[o] = -1

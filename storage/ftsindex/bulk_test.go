@@ -255,14 +255,12 @@ func TestIndexAllSameAsIndex(t *testing.T) {
 		before int // batches Index indexes first, in both
 		delete bool
 	}{
-		{name: "one segment", budget: bulkBudget},
+		{name: "one segment"},
 		{name: "many segments", budget: 64 << 10},
 		{name: "after Index", budget: 64 << 10, before: 7},
-		{name: "deleted session", budget: bulkBudget, before: 3, delete: true},
+		{name: "deleted session", before: 3, delete: true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			defer func(b int) { bulkBudget = b }(bulkBudget)
-			bulkBudget = tc.budget
 			want, got := openTest(t, ""), openTest(t, "")
 			for _, ix := range []*Index{want, got} {
 				for _, b := range all[:tc.before] {
@@ -283,7 +281,7 @@ func TestIndexAllSameAsIndex(t *testing.T) {
 				}
 			}
 			var last int
-			if err := got.IndexAll(t.Context(), seqOf(all), func(d int) { last = d }); err != nil {
+			if err := got.IndexAll(t.Context(), seqOf(all), BulkOptions{Progress: func(d int) { last = d }, MaxBytes: tc.budget}); err != nil {
 				t.Fatal(err)
 			}
 			total := 0

@@ -15,17 +15,29 @@ const (
 	groupText = 1 << 20
 )
 
+// BulkOptions configure IndexAll.
+type BulkOptions struct {
+	// Progress, when set, is called after each segment with the docs indexed so far.
+	Progress func(docs int)
+	// MaxBytes bounds what the segment being built holds in memory (default 32 MiB; about
+	// 144,000 docs of ~2 KB messages): a rebuild affords it, a server catching up with what
+	// its queue refused keeps less.
+	MaxBytes int
+}
+
 // IndexAll indexes a stream of batches, the way to (re)build an index or catch up with
 // much: the caller's iterator (reading the store, building Docs) runs in this goroutine,
 // GOMAXPROCS workers tokenize what it yields, and one goroutine adds the tokens to a segment
 // in memory (bulk.go) and writes it, with the progress of every batch it holds, in one
-// transaction once it holds capDocs docs or about 32 MiB, or the stream ends. Docs get their
-// ids in the stream's order, as Index calls one batch after the other would give them.
-// progress, when set, is called after each segment with the docs indexed so far. It stops
-// at the first error of the iterator, of a batch (ErrInvalid) or of a write; the segments
-// written before it stay, and so does the progress they carry. The batches are IndexAll's:
-// it clears their docs' Text and Files once they are tokenized.
-func (ix *Index) IndexAll(ctx context.Context, batches iter.Seq2[Batch, error], progress func(docs int)) error {
+// transaction once it holds 262,144 docs or opts.MaxBytes, or the stream ends. Docs get their
+// ids in the stream's order, as Index calls one batch after the other would give them. It
+// stops at the first error of the iterator, of a batch (ErrInvalid) or of a write; the
+// segments written before it stay, and so does the progress they carry. The batches are
+// IndexAll's: it clears their docs' Text and Files once they are tokenized.
+func (ix *Index) IndexAll(ctx context.Context, batches iter.Seq2[Batch, error], opts BulkOptions) error {
+	if opts.MaxBytes <= 0 {
+		opts.MaxBytes = bulkBudget
+	}
 	if err := ctx.Err(); err != nil {
 		return err
 	}
@@ -51,7 +63,7 @@ func (ix *Index) IndexAll(ctx context.Context, batches iter.Seq2[Batch, error], 
 	free := make(chan *tokGroup, 3*workers+2)
 	result := make(chan error, 1)
 	go func() {
-		err := ix.buildAll(inner, order, free, progress)
+		err := ix.buildAll(inner, order, free, opts)
 		if err != nil {
 			cancel()
 		}
@@ -125,8 +137,8 @@ func feedGroups(ctx context.Context, batches iter.Seq2[Batch, error], free <-cha
 
 // buildAll adds the tokenized groups, in order, to segments and writes each when full and
 // the last at the end.
-func (ix *Index) buildAll(ctx context.Context, order <-chan *tokGroup, free chan<- *tokGroup, progress func(docs int)) error {
-	bs := newBulkSeg()
+func (ix *Index) buildAll(ctx context.Context, order <-chan *tokGroup, free chan<- *tokGroup, opts BulkOptions) error {
+	bs := newBulkSeg(opts.MaxBytes)
 	done, pending := 0, 0
 	flush := func() error {
 		if len(bs.batches) == 0 {
@@ -141,10 +153,10 @@ func (ix *Index) buildAll(ctx context.Context, order <-chan *tokGroup, free chan
 		if err != nil {
 			return err
 		}
-		bs = newBulkSeg()
+		bs = newBulkSeg(opts.MaxBytes)
 		done, pending = done+pending, 0
-		if progress != nil {
-			progress(done)
+		if opts.Progress != nil {
+			opts.Progress(done)
 		}
 		return nil
 	}

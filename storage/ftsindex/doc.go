@@ -48,9 +48,10 @@
 // IndexAll (a rebuild, a large catch-up) writes no small segments to merge later: workers
 // tokenize the stream (each remembering its words' terms, so stemming runs once per
 // distinct word), and one goroutine adds the terms to a segment in memory until it holds
-// 65,536 docs or 32 MiB, then writes it with the progress of every batch it holds in one
-// transaction (bulk.go, bulkindex.go). Its memory is bounded whatever the store's size, and
-// every posting is written once; a segment it writes of 32,768 docs or more is final.
+// 262,144 docs or its budget (BulkOptions.MaxBytes, 32 MiB by default), then writes it with
+// the progress of every batch it holds in one transaction (bulk.go, bulkindex.go). Its
+// memory is bounded whatever the store's size, and every posting is written once; a segment
+// it writes of 32,768 docs or more is final.
 //
 // # Searching (search.go, eval.go)
 //

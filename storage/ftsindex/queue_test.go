@@ -144,7 +144,7 @@ func TestIndexAll(t *testing.T) {
 		}
 	}
 	var last int
-	if err := ix.IndexAll(t.Context(), gen(30, 100, -1), func(d int) { last = d }); err != nil {
+	if err := ix.IndexAll(t.Context(), gen(30, 100, -1), BulkOptions{Progress: func(d int) { last = d }}); err != nil {
 		t.Fatal(err)
 	}
 	if last != 3000 {
@@ -154,17 +154,17 @@ func TestIndexAll(t *testing.T) {
 		t.Fatalf("stats %+v", st)
 	}
 	// The iterator's error stops it and is returned.
-	if err := ix.IndexAll(t.Context(), gen(30, 10, 5), nil); err == nil || err.Error() != "store unreadable" {
+	if err := ix.IndexAll(t.Context(), gen(30, 10, 5), BulkOptions{}); err == nil || err.Error() != "store unreadable" {
 		t.Fatalf("IndexAll: %v", err)
 	}
 	// An Index error (a bad batch) is returned too.
 	bad := func(yield func(Batch, error) bool) { yield(Batch{Session: sess("z"), From: 0, Through: 1}, nil) }
-	if err := ix.IndexAll(t.Context(), bad, nil); !errors.Is(err, ErrInvalid) {
+	if err := ix.IndexAll(t.Context(), bad, BulkOptions{}); !errors.Is(err, ErrInvalid) {
 		t.Fatalf("IndexAll with a bad batch: %v", err)
 	}
 	ctx, cancel := context.WithCancel(t.Context())
 	cancel()
-	if err := ix.IndexAll(ctx, gen(3, 10, -1), nil); !errors.Is(err, context.Canceled) {
+	if err := ix.IndexAll(ctx, gen(3, 10, -1), BulkOptions{}); !errors.Is(err, context.Canceled) {
 		t.Fatalf("IndexAll with a cancelled context: %v", err)
 	}
 }

@@ -171,7 +171,8 @@
 // a live writer's own queue always wins that race), and at open catches up on every session,
 // most recently updated first, reading a chunk of records per shared lock, several sessions
 // at once (searchfeed.go; their chunks reach the index in that order all the same), into
-// ftsindex.IndexAll's large segments. Delete tombstones
+// ftsindex.IndexAll's segments (built in memory: up to 32 MiB for Reindex, 4 MiB for a
+// server's catch-up). Delete tombstones
 // the session in the index; a Rewrite (redaction) makes the syncer replace the whole index,
 // which CompactMeta awaits, so that no byte of the old text survives in it. A missing,
 // damaged or older-format index is replaced by an empty one and rebuilt; the file

@@ -14,6 +14,11 @@ import (
 // What a pass found missing is read from the session files, a chunk per shared lock, by
 // several sessions at once, and indexed in large transactions.
 
+// catchUpBytes bounds the segment a catch-up outside Reindex builds in memory (IndexAll's
+// budget; about 18,000 docs of ~2 KB messages): a saving server catches up whenever its queue
+// is full, and a rebuild's 32 MiB took a loaded server past 100 MB of RSS.
+const catchUpBytes = 4 << 20
+
 // feed is one session to index from seq from on.
 type feed struct {
 	meta storage.Meta
@@ -51,7 +56,13 @@ func (x *searchIdx) feed(ctx context.Context, ix *ftsindex.Index, todo []feed, p
 			}
 		}
 	}
-	if err := ix.IndexAll(ctx, batches, nil); err != nil {
+	// A rebuild (progress set) affords IndexAll's large segments; a server's catch-up keeps
+	// a small one, like the queue's transactions.
+	opts := ftsindex.BulkOptions{MaxBytes: catchUpBytes}
+	if progress != nil {
+		opts.MaxBytes = 0
+	}
+	if err := ix.IndexAll(ctx, batches, opts); err != nil {
 		return err
 	}
 	for i, k := range fed {
