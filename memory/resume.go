@@ -149,6 +149,7 @@ func (s *Service) resumePage(r storage.Reader, id string, cur *resumeCursor, max
 		res.RawMessages = []json.RawMessage{}
 		pr.page = newPage(rawPageCap(v, start, budget))
 	}
+	var nextSeq uint64 // where the next page starts reading, if there is one
 	err = v.each(r, start, func(p int, rec storage.Record) (bool, error) {
 		n := &v.nodes[v.at(p)]
 		if n.kind != KindMessage && n.kind != KindBranchSummary {
@@ -161,6 +162,7 @@ func (s *Service) resumePage(r storage.Reader, id string, cur *resumeCursor, max
 		if used+it.size > budget {
 			if count > 0 {
 				res.NextCursor = encodeToken("r1.", resumeCursor{Session: id, Next: n.id, Seq: rec.Seq})
+				nextSeq = rec.Seq
 				return false, nil
 			}
 			// A single message larger than the whole budget: send it cut, and move on.
@@ -174,6 +176,12 @@ func (s *Service) resumePage(r storage.Reader, id string, cur *resumeCursor, max
 	})
 	if err != nil {
 		return ResumeResult{}, err
+	}
+	if ra, ok := r.(storage.ReadAheader); ok && nextSeq != 0 {
+		// The client asks for the next page once it has taken in this one: the store can
+		// decode what that page reads meanwhile (on a second core, a fresh server's full
+		// resume no longer stops for a frame in the middle).
+		ra.ReadAhead(nextSeq)
 	}
 	if raw {
 		res.Messages = nil

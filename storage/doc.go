@@ -35,7 +35,8 @@
 // Reindexer, IndexStatser and IndexVerifier (reindex.go) rebuild, describe and check it;
 // Sizer and Pinger (operate.go) measure a store and check that its server answers. cmd asks
 // for each of these by interface, never by a backend's type, and says so when a store lacks
-// one.
+// one. A Reader may be a ReadAheader (store.go): a resume page that ends with a cursor asks it
+// to start fetching the next page's records while the client takes in this one.
 //
 // # Imports
 //

@@ -100,6 +100,17 @@ type Reader interface {
 	Records(from uint64) iter.Seq2[Record, error]
 }
 
+// ReadAheader is a Reader that can start fetching, in the background, the records a later
+// call will read from a seq on. It is optional: a resume page that ends with a cursor asks
+// for the next page's records while the client is still taking in this one (a fresh
+// server's full resume of 2,000 messages otherwise waits 10-15 ms for a frame decode in the
+// middle of it). ReadAhead returns at once; what it fetches is only kept in the backend's
+// cache, so a call that never comes costs memory the cache bounds anyway.
+type ReadAheader interface {
+	Reader
+	ReadAhead(from uint64)
+}
+
 // Writer appends to one session locked for writing. It reads its own writes.
 type Writer interface {
 	Reader

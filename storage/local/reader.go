@@ -170,50 +170,57 @@ func (r *Reader) decodeClaimed(key frameKey, fr frameInfo) (content []byte, err 
 // decodeFrame reads, checks and decompresses one record into content (reused). It returns the
 // content only if all of it is good: checksum, size, and a `{"seq":N` line for each record.
 func (r *Reader) decodeFrame(fr frameInfo, content, comp []byte) ([]byte, []byte, error) {
-	corrupt := func(why string) error {
-		return fmt.Errorf("session %s: record at offset %d: %s: %w", r.id, fr.off, why, storage.ErrCorrupt)
-	}
 	comp = grow(comp, recordHeaderSize+int(fr.frameLen))
 	if err := readAt(r.zst, comp, fr.off); err != nil {
 		return content, comp, fmt.Errorf("read session %s: %w", r.id, err)
 	}
+	content, err := r.s.decodeRecord(r.id, fr, comp, content)
+	return content, comp, err
+}
+
+// decodeRecord checks and decompresses the record comp holds (its header and frame, as read
+// from the file at fr.off) into content (reused). On error it returns content as given.
+func (s *Store) decodeRecord(id string, fr frameInfo, comp, content []byte) ([]byte, error) {
+	corrupt := func(why string) error {
+		return fmt.Errorf("session %s: record at offset %d: %s: %w", id, fr.off, why, storage.ErrCorrupt)
+	}
 	rh, ok := parseRecordHeader(comp)
 	if !ok || rh.frameLen != fr.frameLen || rh.first != fr.first || rh.count != fr.count {
-		return content, comp, corrupt("header changed")
+		return content, corrupt("header changed")
 	}
 	frame := comp[recordHeaderSize:]
 	if recordSum(comp, frame) != rh.sum {
-		return content, comp, corrupt("checksum mismatch")
+		return content, corrupt("checksum mismatch")
 	}
 	cs, ok := frameContentSize(frame)
 	if !ok {
-		return content, comp, corrupt("no content size")
+		return content, corrupt("no content size")
 	}
 	// Pre-sizing the destination avoids the decoder growing it frame by frame (quadratic).
 	if uint64(cap(content)) < cs {
 		content = make([]byte, 0, cs)
 	}
-	out, err := r.s.dec.DecodeAll(frame, content[:0])
+	out, err := s.dec.DecodeAll(frame, content[:0])
 	if err != nil {
-		return content, comp, corrupt(err.Error())
+		return content, corrupt(err.Error())
 	}
 	if uint64(len(out)) != cs || len(out) == 0 || out[len(out)-1] != '\n' {
-		return content, comp, corrupt("content size mismatch")
+		return content, corrupt("content size mismatch")
 	}
 	// Check every line before yielding any, so a caller never sees part of a bad frame.
 	seq, rest := fr.first, out
 	for len(rest) > 0 {
 		nl := bytes.IndexByte(rest, '\n')
 		if got, ok := storage.RecordSeq(rest[:nl]); !ok || got != seq || seq > fr.last() {
-			return content, comp, corrupt("record sequence mismatch")
+			return content, corrupt("record sequence mismatch")
 		}
 		rest = rest[nl+1:]
 		seq++
 	}
 	if seq != fr.last()+1 {
-		return content, comp, corrupt("record count mismatch")
+		return content, corrupt("record count mismatch")
 	}
-	return out, comp, nil
+	return out, nil
 }
 
 // frameCacheBytes and frameCacheEntries bound the decoded frames a Store keeps. A resume
