@@ -82,8 +82,11 @@ func searchTool(svc *memory.Service, o *Options) server.ServerTool {
 					return toolError(ctx, name, err), nil
 				}
 				res.Matches = orEmpty(res.Matches)
-				out := result(res, searchText(r, res))
-				if tokens(out) <= o.MaxResultTokens || len(res.Matches) <= 1 {
+				out, n, err := encodedResult(res, searchText(r, res))
+				if err != nil {
+					return toolError(ctx, name, fmt.Errorf("encode the page: %w", err)), nil
+				}
+				if n <= o.MaxResultTokens || len(res.Matches) <= 1 {
 					return out, nil
 				}
 				r.Limit = max(len(res.Matches)/2, 1)

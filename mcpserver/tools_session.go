@@ -317,8 +317,11 @@ func listTool(svc *memory.Service, o *Options) server.ServerTool {
 					return toolError(ctx, name, err), nil
 				}
 				res.Sessions = orEmpty(res.Sessions)
-				out := result(res, listText(res))
-				if tokens(out) <= o.MaxResultTokens || r.Limit <= 1 {
+				out, n, err := encodedResult(res, listText(res))
+				if err != nil {
+					return toolError(ctx, name, fmt.Errorf("encode the page: %w", err)), nil
+				}
+				if n <= o.MaxResultTokens || r.Limit <= 1 {
 					return out, nil
 				}
 				r.Limit /= 2
