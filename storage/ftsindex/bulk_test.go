@@ -187,7 +187,7 @@ func dumpIndex(t *testing.T, ix *Index) indexDump {
 				continue // dead (its session is gone) until a merge drops it
 			}
 			d.docs[docs.ids[o]] = fmt.Sprint(sids[docs.sess[o]], docs.seqs[o], docs.times[o], docs.kinds[o],
-				docs.roleNames[docs.roles[o]], docs.lens[o], docs.entries[o])
+				docs.roleNames[docs.roles[o]], docs.lens[o], docs.entry(o))
 		}
 		it, err := termSource{ctx: ctx, q: db.r, seg: m.id, packed: packed}.iter("", "")
 		if err != nil {

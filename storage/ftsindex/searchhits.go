@@ -49,7 +49,7 @@ func (e *evaluation) hits(order []cand) ([]Hit, error) {
 		if !ok {
 			continue
 		}
-		h := Hit{SessionID: r.sid, SessionName: r.name, WorkingDir: r.dir, Seq: d.seqs[c.ord], EntryID: d.entries[c.ord],
+		h := Hit{SessionID: r.sid, SessionName: r.name, WorkingDir: r.dir, Seq: d.seqs[c.ord], EntryID: d.entry(int(c.ord)),
 			Kind: kindName(d.kinds[c.ord]), Role: d.roleNames[d.roles[c.ord]], Time: unnanos(d.times[c.ord])}
 		if e.q.Match != nil {
 			h.Score = c.score
