@@ -37,7 +37,7 @@
 // MaxPlainBytes (64 MiB), and on Close for the sessions this process wrote; these idle seals
 // remove the emptied tail file instead (a missing tail reads as an empty one, and the next
 // append writes it whole: a small session at rest takes one file and one disk block). Create
-// writes no tail, and a new session's first append, up to 256 KiB, goes into the .zst as its
+// writes no tail, and a new session's first append, up to 64 KiB, goes into the .zst as its
 // first record, the file written whole (temp file, fsync, rename, directory fsync: as many
 // fsyncs as writing the tail whole), so a session saved once never has a tail file. The background
 // sealer only takes a session nobody holds (a non-blocking flock) and skips a tail another
