@@ -5,6 +5,7 @@ import (
 	"database/sql"
 	"fmt"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -80,5 +81,38 @@ func TestCloseTidiesIndex(t *testing.T) {
 		if got := search(t, ix, Query{Match: mustParse(t, "unique"+id)}); len(got) != 1 {
 			t.Fatalf("search for %s after Close: %v", id, got)
 		}
+	}
+}
+
+// TestCloseRun: Close merges the newest run of two or more packed, non-final segments that
+// fit in a packed segment together, even when the newest segment is too large to join them.
+func TestCloseRun(t *testing.T) {
+	seg := func(id int64, ndocs int) segMeta {
+		return segMeta{id: id, level: 1, ndocs: ndocs, packed: 100}
+	}
+	final, rows := seg(9, 10), seg(8, 10)
+	final.level, rows.packed = finalLevel, 0
+	for _, tt := range []struct {
+		name string
+		segs []segMeta
+		want []int64
+	}{
+		{"newest run", []segMeta{seg(1, 3500), seg(2, 500), seg(3, 400)}, []int64{2, 3}},
+		{"all of them", []segMeta{seg(1, 300), seg(2, 500), seg(3, 400)}, []int64{1, 2, 3}},
+		{"newest too large to join", []segMeta{seg(1, 550), seg(2, 435), seg(3, 4015)}, []int64{1, 2}},
+		{"one alone", []segMeta{seg(1, 550), seg(2, 4015)}, nil},
+		{"behind a final one", []segMeta{seg(1, 20), seg(2, 30), final}, []int64{1, 2}},
+		{"not across rows", []segMeta{seg(1, 20), rows, seg(3, 30)}, nil},
+		{"none", nil, nil},
+	} {
+		t.Run(tt.name, func(t *testing.T) {
+			var got []int64
+			for _, s := range closeRun(tt.segs) {
+				got = append(got, s.id)
+			}
+			if !slices.Equal(got, tt.want) {
+				t.Fatalf("closeRun picked %v, want %v", got, tt.want)
+			}
+		})
 	}
 }

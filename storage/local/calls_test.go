@@ -279,7 +279,8 @@ func TestLockWaitHonoursContext(t *testing.T) {
 func TestDeleteRecreateWithCachedFiles(t *testing.T) {
 	dir := memTempDir(t)
 	r := &recreateRig{t: t, ctx: t.Context(), dir: dir,
-		s1: mustOpen(t, dir, Options{SealRecords: 2}), s2: mustOpen(t, dir, Options{SealRecords: 2})}
+		// firstInTail: the fourth life replaces the tail of a session saved once.
+		s1: mustOpen(t, dir, Options{SealRecords: 2, firstInTail: true}), s2: mustOpen(t, dir, Options{SealRecords: 2, firstInTail: true})}
 	r.firstLife()
 	r.secondLife()
 	r.thirdLife()
@@ -466,6 +467,8 @@ func TestNoDescriptorsBetweenCalls(t *testing.T) {
 		mustCreate(t, s, ids[i])
 		appendBatches(t, s, ids[i], [][]storage.Record{{{Data: []byte(`{"tag":"` + ids[i] + `"}`)}}})
 	}
+	// A session saved once keeps its .zst alone (writeFirst); the outer View's has a tail too.
+	appendBatches(t, s, ids[0], [][]storage.Record{{{Data: []byte(`{"tag":"more"}`)}}})
 	ctx := t.Context()
 	sweep := func() error {
 		for _, id := range ids[1:] {

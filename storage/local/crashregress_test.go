@@ -20,7 +20,19 @@ import (
 // crashStore opens a store on fsys as the power-loss test does (no background sealer).
 func crashStore(t *testing.T, fsys *crashFS, dir string) *Store {
 	t.Helper()
-	s, err := Open(dir, Options{IdleSeal: -1, MaxPlainBytes: -1, Summarize: crashSummarize, fs: fsys, closeSealers: 1})
+	return openCrashStore(t, fsys, dir, false)
+}
+
+// crashStoreTail is crashStore with a new session's first append going to its tail like any
+// other (Options.firstInTail), for the tests of what a power loss does to tails and seals.
+func crashStoreTail(t *testing.T, fsys *crashFS, dir string) *Store {
+	t.Helper()
+	return openCrashStore(t, fsys, dir, true)
+}
+
+func openCrashStore(t *testing.T, fsys *crashFS, dir string, firstInTail bool) *Store {
+	t.Helper()
+	s, err := Open(dir, Options{IdleSeal: -1, MaxPlainBytes: -1, Summarize: crashSummarize, fs: fsys, closeSealers: 1, firstInTail: firstInTail})
 	if err != nil {
 		t.Fatalf("open on the disk after the power loss: %v", err)
 	}
@@ -110,7 +122,7 @@ func TestCrashStaleIndexAfterCut(t *testing.T) {
 // refused the session as damaged, so no save could go on.
 func TestCrashTornSealRecord(t *testing.T) {
 	fsys := newCrashFS(time.Now)
-	s := crashStore(t, fsys, "/store")
+	s := crashStoreTail(t, fsys, "/store")
 	mustCreate(t, s, "a")
 	rng := rand.New(rand.NewPCG(1, 2))
 	var payloads, want []string
@@ -262,7 +274,7 @@ func TestCrashAppendOverSealedLines(t *testing.T) {
 	for name, empty := range empty {
 		t.Run(name, func(t *testing.T) {
 			fsys := newCrashFS(time.Now)
-			s := crashStore(t, fsys, "/store")
+			s := crashStoreTail(t, fsys, "/store")
 			mustCreate(t, s, "a")
 			rng := rand.New(rand.NewPCG(3, 4))
 			old := `{"type":"message","n":1,"text":"secret-0001 ` + crashText(rng, 9000) + `"}`
@@ -293,7 +305,7 @@ func TestCrashBatchAtomic(t *testing.T) {
 	for _, padded := range []bool{true, false} {
 		t.Run(fmt.Sprintf("padded=%v", padded), func(t *testing.T) {
 			fsys := newCrashFS(time.Now)
-			s := crashStore(t, fsys, "/store")
+			s := crashStoreTail(t, fsys, "/store")
 			mustCreate(t, s, "a")
 			crashAppend(t, s, "a", `{"type":"message","n":0}`)
 			if !padded {

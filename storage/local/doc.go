@@ -6,12 +6,13 @@
 //
 // Everything under the store directory (dirs 0700, files 0600):
 //
-//	index.jsonl                   listing index: a log of Meta lines, newest wins; rebuildable
+//	index.jsonl                   listing index: Meta lines (a compressed snapshot, then a log),
+//	                              newest wins; rebuildable
 //	index.lock                    flock serialising index appends and rewrites
 //	sessions/<id>.zst             sealed history; a valid zstd stream (zstdcat prints the lines)
 //	sessions/<id>.tail.jsonl      records not yet sealed, plain JSONL after a header line, then zeros;
 //	                              absent in a session at rest (notail.go)
-//	sessions/<id>.lock            per-session flock
+//	sessions/<id>.lock            per-session flock; absent in a session at rest (restLock)
 //	sessions/<id>.state           state snapshot (storage.Snapshots; snapshot.go), a disposable cache
 //	search/                       full-text index (package ftsindex), with Options.Docs only
 //
@@ -35,12 +36,20 @@
 // times that below 16 KiB) or while the tails this process wrote hold more than
 // MaxPlainBytes (64 MiB), and on Close for the sessions this process wrote; these idle seals
 // remove the emptied tail file instead (a missing tail reads as an empty one, and the next
-// append writes it whole: a small session at rest takes one file and one disk block). The background
+// append writes it whole: a small session at rest takes one file and one disk block). Create
+// writes no tail, and a new session's first append, up to 64 KiB, goes into the .zst as its
+// first record, the file written whole (temp file, fsync, rename, directory fsync: as many
+// fsyncs as writing the tail whole), so a session saved once never has a tail file. The background
 // sealer only takes a session nobody holds (a non-blocking flock) and skips a tail another
 // process appended to within the last few seconds, so no save waits behind it.
 //
-// index.jsonl starts with {"v":1,"index":"sessionmem"}; each further line is
-// {"id","files":{"zst","tail"},"meta":{...}} or a tombstone {"id","deleted":true}. Every
+// index.jsonl starts with {"v":2,"index":"sessionmem","snapshot":N}, followed by N bytes: a
+// zstd frame (content size and checksum) holding the lines the last rewrite kept, about a
+// seventh of their size (a snapshot that does not decode makes the index damaged: Open
+// rebuilds it). Each line, in the snapshot or after it, is
+// {"id","files":{"zst","tail"},"meta":{...}} or a tombstone {"id","deleted":true}; version 1
+// (earlier builds) has no snapshot, and is read as before until a rewrite makes it version 2.
+// Every
 // Create, Append, Seal and Delete adds one line before it returns, so every process lists a
 // session as a read shows it as soon as the call returned. No index line is fsynced: on ext4
 // an append of a few hundred bytes to another file adds nothing measurable to the tail's
@@ -48,7 +57,7 @@
 // docs/BENCHMARKS.md), and Open reconciles the index against the session files, so a line
 // lost to a crash only costs a re-summary. A line never replaces one with a higher
 // last_seq. When the log holds more than two lines per live session (and more than 256)
-// it is rewritten atomically, and so it is in the background once this process has written
+// it is rewritten atomically (a new snapshot of the live lines), and so it is in the background once this process has written
 // nothing for IdleSeal and more than half its lines are superseded, and on Close (a store at
 // rest keeps about one line per session). "files" records the .zst's size and where the tail's data
 // ends (its size, unless it is padded): at Open a session whose files no longer end there
@@ -126,8 +135,9 @@
 //
 // # Format versions
 //
-// Every file carries its format version: FormatVersion in the header frame's "v" and the
-// index header line, TailFormatVersion in the tail header line (2 since tails are padded).
+// Every file carries its format version: FormatVersion in the header frame's "v",
+// IndexFormatVersion in the index header line (2 since the index keeps a compressed snapshot),
+// TailFormatVersion in the tail header line (2 since tails are padded).
 // Beside it, "by" records the sessionmem version that wrote the file (storage.WriterVersion;
 // absent in files of earlier builds, and ignored by them). This package reads files of any
 // version up to those and refuses newer ones with a storage.NewerFormatError (ErrNewerFormat)
@@ -148,7 +158,13 @@
 // a timestamp's granularity, its mtime: a call reads the bytes where the data it knows ends
 // (one small read when they are zeros) instead. Index appends happen under an exclusive flock on index.lock;
 // List and Get fold only the index bytes appended since their last call. Delete removes the
-// lock file while holding it; lockers re-check the inode after locking.
+// lock file while holding it, and so does every call that leaves the session without a tail
+// (a reader only if it can take the lock exclusively without waiting): a session at rest has
+// no lock file, the next call creates it; lockers re-check the inode after locking (restLock;
+// not on Windows, where a file system without POSIX delete semantics keeps a removed file's
+// name until its last handle closes and fails opens of it meanwhile).
+// A reader of a store that may not be written, finding no lock file and unable to make one,
+// reads without a lock.
 //
 // Every call opens the session's lock file, .zst and tail and closes them when it returns
 // (about 20 µs of syscalls, a few percent of an fsynced append), so this process never keeps

@@ -15,6 +15,7 @@ import (
 
 	"github.com/sessionmem/sessionmem/storage"
 
+	"github.com/klauspost/compress/zstd"
 	"github.com/tidwall/gjson"
 )
 
@@ -50,7 +51,21 @@ type indexHeader struct {
 	Index   string `json:"index"`
 	// By is the sessionmem version that wrote the index (storage.WriterVersion).
 	By string `json:"by,omitempty"`
+	// Snapshot is the length of the zstd frame that follows the header line (version 2):
+	// the lines a rewrite kept, compressed (see IndexFormatVersion).
+	Snapshot int64 `json:"snapshot,omitempty"`
 }
+
+// IndexFormatVersion is the version of index.jsonl this package writes and reads up to.
+// Version 2 keeps the lines a rewrite writes (one per live session, about 350 bytes each)
+// compressed, in a zstd frame of Snapshot bytes right after the header line, about a seventh
+// of their size; the lines appended after it are plain, as in version 1. A rewrite of a
+// version 1 index (its compaction, under index.lock) writes version 2, which builds before it
+// refuse to open (ErrNewerFormat).
+const IndexFormatVersion = 2
+
+// snapshotIndexVersion is the first index version with a compressed snapshot.
+const snapshotIndexVersion = 2
 
 type indexEntry struct {
 	raw     []byte        // the meta JSON as stored
@@ -75,27 +90,31 @@ func (e *indexEntry) decode() (*storage.Meta, bool) {
 // index is the in-memory fold of index.jsonl plus the read position, so that each call only
 // parses what other processes appended since.
 type index struct {
-	fs    fileSystem
-	dir   string
-	path  string
-	log   *slog.Logger
-	mu    sync.Mutex
-	lockF file
-	f     file // O_RDWR|O_APPEND; nil while the file does not exist
-	ino   uint64
-	off   int64  // bytes folded so far (always at a line boundary)
-	lines int    // entry lines in the current file
-	bad   int    // damaged lines in the current file
-	gen   uint64 // bumped whenever ents changes, to invalidate List's sorted cache
-	badHd bool   // the header line is missing or damaged
-	ents  map[string]*indexEntry
+	fs fileSystem
+	// encode compresses the snapshot into one frame with its content size (Store.encodeFrame);
+	// dec decompresses it.
+	encode func(src, dst []byte) []byte
+	dec    *zstd.Decoder
+	dir    string
+	path   string
+	log    *slog.Logger
+	mu     sync.Mutex
+	lockF  file
+	f      file // O_RDWR|O_APPEND; nil while the file does not exist
+	ino    uint64
+	off    int64  // bytes folded so far (always at a line boundary)
+	lines  int    // entry lines in the current file
+	bad    int    // damaged lines in the current file
+	gen    uint64 // bumped whenever ents changes, to invalidate List's sorted cache
+	badHd  bool   // the header line is missing or damaged
+	ents   map[string]*indexEntry
 
 	sorted    []*storage.Meta // List's cache: decoded entries, newest first
 	sortedGen uint64
 }
 
-func openIndex(fsys fileSystem, dir string, log *slog.Logger) (*index, error) {
-	x := &index{fs: fsys, dir: dir, path: filepath.Join(dir, indexName), log: log, ents: map[string]*indexEntry{}}
+func openIndex(fsys fileSystem, dir string, log *slog.Logger, encode func(src, dst []byte) []byte, dec *zstd.Decoder) (*index, error) {
+	x := &index{fs: fsys, encode: encode, dec: dec, dir: dir, path: filepath.Join(dir, indexName), log: log, ents: map[string]*indexEntry{}}
 	lf, err := fsys.OpenFile(filepath.Join(dir, indexLockName), os.O_RDWR|os.O_CREATE, 0o600)
 	if err != nil {
 		return nil, fmt.Errorf("open index lock: %w", err)
@@ -181,43 +200,82 @@ func (x *index) refreshSize() (int64, error) {
 	return id.size, nil
 }
 
-// readNew folds the complete lines in [x.off, size). A partial last line (a writer mid-write,
-// or one that crashed) is left for later: the next appender terminates it first.
+// readNew folds the complete lines in [x.off, size), from the start of the file the header
+// line and the snapshot after it. A partial last line (a writer mid-write, or one that
+// crashed) is left for later: the next appender terminates it first.
 func (x *index) readNew(size int64) error {
 	buf := make([]byte, size-x.off)
 	if _, err := x.f.ReadAt(buf, x.off); err != nil {
 		return fmt.Errorf("read index: %w", err)
 	}
 	pos := 0
+	if x.off == 0 {
+		nl := bytes.IndexByte(buf, '\n')
+		if nl < 0 {
+			return nil
+		}
+		snap, err := x.header(buf[:nl])
+		if err != nil {
+			return err
+		}
+		pos = nl + 1
+		if snap > 0 {
+			// A snapshot is written whole (a rewrite renames the file into place), so one
+			// cut short is damage, like one that does not decode.
+			snap = min(snap, int64(len(buf)-pos))
+			x.foldSnapshot(buf[pos : pos+int(snap)])
+			pos += int(snap)
+		}
+	}
 	for {
 		nl := bytes.IndexByte(buf[pos:], '\n')
 		if nl < 0 {
 			break
 		}
-		line := buf[pos : pos+nl]
-		if x.off == 0 && pos == 0 {
-			if err := x.header(line); err != nil {
-				return err
-			}
-		} else {
-			x.fold(line)
-		}
+		x.fold(buf[pos : pos+nl])
 		pos += nl + 1
 	}
 	x.off += int64(pos)
 	return nil
 }
 
-func (x *index) header(line []byte) error {
+// header checks the header line and returns the length of the snapshot after it (0: none).
+func (x *index) header(line []byte) (int64, error) {
 	var h indexHeader
-	if err := json.Unmarshal(line, &h); err != nil || h.Version < 1 || h.Index != "sessionmem" {
+	if err := json.Unmarshal(line, &h); err != nil || h.Version < 1 || h.Index != "sessionmem" || h.Snapshot < 0 {
 		x.badHd = true
-		return nil
+		return 0, nil
 	}
-	if h.Version > FormatVersion {
-		return versionError("index "+x.path, h.Version, FormatVersion, h.By)
+	if h.Version > IndexFormatVersion {
+		return 0, versionError("index "+x.path, h.Version, IndexFormatVersion, h.By)
 	}
-	return nil
+	if h.Version < snapshotIndexVersion {
+		return 0, nil
+	}
+	return h.Snapshot, nil
+}
+
+// foldSnapshot folds the lines of a version 2 index's snapshot. One that does not decode
+// (its checksum included) leaves the index damaged: Open rebuilds it from the session files,
+// and the next write rewrites it.
+func (x *index) foldSnapshot(b []byte) {
+	var lines []byte
+	cs, ok := frameContentSize(b)
+	if ok {
+		var err error
+		// Sized ahead (the decoder would grow it block by block), but not by a damaged size.
+		lines, err = x.dec.DecodeAll(b, make([]byte, 0, min(cs, 64*uint64(len(b)))))
+		ok = err == nil && uint64(len(lines)) == cs && len(lines) > 0 && lines[len(lines)-1] == '\n'
+	}
+	if !ok {
+		x.badHd = true
+		return
+	}
+	for len(lines) > 0 {
+		nl := bytes.IndexByte(lines, '\n')
+		x.fold(lines[:nl])
+		lines = lines[nl+1:]
+	}
 }
 
 // fold applies one line read from the file.
@@ -417,13 +475,12 @@ func (x *index) compact(frac int) error {
 // rewriteLocked replaces the index with one line per live session (atomically); the caller
 // holds the exclusive index lock and has folded everything.
 func (x *index) rewriteLocked() error {
-	hb, _ := json.Marshal(indexHeader{Version: FormatVersion, Index: "sessionmem", By: storage.WriterVersion()})
-	buf := append(hb, '\n')
 	ids := make([]string, 0, len(x.ents))
 	for id := range x.ents {
 		ids = append(ids, id)
 	}
 	sort.Strings(ids)
+	var lines []byte
 	for _, id := range ids {
 		e := x.ents[id]
 		sz := e.sizes
@@ -431,8 +488,16 @@ func (x *index) rewriteLocked() error {
 		if err != nil {
 			return fmt.Errorf("encode index line: %w", err)
 		}
-		buf = append(append(buf, b...), '\n')
+		lines = append(append(lines, b...), '\n')
 	}
+	hd := indexHeader{Version: IndexFormatVersion, Index: "sessionmem", By: storage.WriterVersion()}
+	var snap []byte
+	if len(lines) > 0 {
+		snap = x.encode(lines, make([]byte, 0, len(lines)/5+64))
+		hd.Snapshot = int64(len(snap))
+	}
+	hb, _ := json.Marshal(hd)
+	buf := append(append(append(make([]byte, 0, len(hb)+1+len(snap)), hb...), '\n'), snap...)
 	// Our handle on the old file goes first (reload opens the new one): a file system without
 	// POSIX rename semantics (Windows' FAT and exFAT, network shares) refuses to replace an
 	// open file.

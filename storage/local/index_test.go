@@ -14,7 +14,42 @@ import (
 	"time"
 
 	"github.com/sessionmem/sessionmem/storage"
+
+	"github.com/klauspost/compress/zstd"
 )
+
+// indexFileLines returns index.jsonl's header line and its entry lines: the snapshot's,
+// decompressed, then the plain ones after it (a partial last line as it is).
+func indexFileLines(t *testing.T, dir string) (hdr []byte, lines [][]byte) {
+	t.Helper()
+	b, err := os.ReadFile(filepath.Join(dir, indexName))
+	if err != nil {
+		t.Fatal(err)
+	}
+	nl := bytes.IndexByte(b, '\n')
+	if nl < 0 {
+		return b, nil
+	}
+	hdr, b = b[:nl], b[nl+1:]
+	var h indexHeader
+	if json.Unmarshal(hdr, &h) == nil && h.Version >= snapshotIndexVersion && h.Snapshot > 0 {
+		dec, err := zstd.NewReader(nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer dec.Close()
+		snap, err := dec.DecodeAll(b[:h.Snapshot], nil)
+		if err != nil {
+			t.Fatalf("index snapshot: %v", err)
+		}
+		lines = append(lines, bytes.Split(bytes.TrimSuffix(snap, []byte("\n")), []byte("\n"))...)
+		b = b[h.Snapshot:]
+	}
+	if len(b) > 0 {
+		lines = append(lines, bytes.Split(bytes.TrimSuffix(b, []byte("\n")), []byte("\n"))...)
+	}
+	return hdr, lines
+}
 
 func appendOne(t *testing.T, s *Store, id string, m storage.Meta) {
 	t.Helper()
@@ -174,12 +209,13 @@ func TestIndexPutEntries(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, line := range bytes.Split(bytes.TrimSuffix(raw, []byte("\n")), []byte("\n")) {
+	_, lines := indexFileLines(t, dir)
+	for _, line := range lines {
 		if string(line) != partial && !json.Valid(line) {
 			t.Fatalf("index line glued to the partial one or damaged: %s", line)
 		}
 	}
-	fresh, err := openIndex(osFS{}, dir, nil)
+	fresh, err := openIndex(osFS{}, dir, nil, a.encodeFrame, a.dec)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -207,11 +243,8 @@ func TestIndexBoundedByLiveSize(t *testing.T) {
 	s := mustOpen(t, dir, Options{IdleSeal: -1, MaxPlainBytes: -1})
 	lines := testLines(t)
 	countLines := func() int {
-		b, err := os.ReadFile(filepath.Join(dir, indexName))
-		if err != nil {
-			t.Fatal(err)
-		}
-		return bytes.Count(b, []byte{'\n'}) - 1 // the header line
+		_, lines := indexFileLines(t, dir)
+		return len(lines)
 	}
 	const sessions = 400
 	most := 0

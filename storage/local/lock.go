@@ -26,8 +26,17 @@ func lockPath(ctx context.Context, fsys fileSystem, path string, exclusive bool)
 			// write) is still read: the lock takes a descriptor open for reading, and a writer
 			// that locks this way fails where it writes, saying the store is read-only. A
 			// lock file that does not exist yet leaves the first error (it could not be made).
-			if rf, rerr := fsys.OpenFile(path, os.O_RDONLY, 0); rerr == nil {
+			rf, rerr := fsys.OpenFile(path, os.O_RDONLY, 0)
+			switch {
+			case rerr == nil:
 				f, err = rf, nil
+			case errors.Is(rerr, os.ErrNotExist) && !exclusive:
+				// A session at rest has no lock file (restLock), and none can be made here:
+				// nothing is locked. Where nothing may be written a reader needs no lock;
+				// where only this process may not write, a writer's change can still meet the
+				// read, which then sees what a crash would leave (a torn end, which it
+				// ignores) or fails, and changes nothing.
+				return noLock{name: path}, nil, nil
 			}
 		}
 		if err != nil {
@@ -85,6 +94,56 @@ func lockCtx(ctx context.Context, f file, exclusive bool) error {
 // was still blocked: each keeps its descriptor until the holder releases the lock and the call
 // returns. Tests that count open descriptors wait for them.
 var abandonedWaits sync.WaitGroup
+
+// noLock is the lock of a reader that found no lock file and could make none (lockPath).
+type noLock struct {
+	file // nil: only the methods below are called on a lock
+	name string
+}
+
+var errNoLock = errors.New("no lock file")
+
+func (l noLock) Name() string             { return l.name }
+func (noLock) Lock(bool, bool) error      { return nil }
+func (noLock) Unlock() error              { return nil }
+func (noLock) Close() error               { return nil }
+func (noLock) Stat() (os.FileInfo, error) { return nil, errNoLock }
+
+// restLock removes the lock file that lf holds (exclusively, when exclusive) of a session
+// that has no tail file, just before lf is closed: a session at rest keeps its .zst alone,
+// one directory entry instead of two (an ext4 directory never shrinks, so every name a
+// session keeps costs directory blocks for good). The file comes back with the session's
+// next call (lockPath creates it).
+//
+// Delete has always removed a lock file while holding it, and every locker, of this build or
+// an older one, checks after locking that the path still names the file it locked and tries
+// again otherwise (lockPath, tryLock): a waiter on the removed file goes on to a new one, and
+// no two calls ever hold the session at once. The background sealer's tryLock takes a missing
+// lock file for a deleted session, so a lock file goes only while no tail exists: only a
+// writer creates a tail, and it holds the lock exclusively. A reader holds its lock shared:
+// it releases it, takes it exclusively if nobody holds it, and removes the file only if its
+// path still names that file and there is still no tail (another call may have written in
+// between).
+func (s *Store) restLock(id string, lf file, exclusive bool) {
+	if !removeRestingLocks {
+		return
+	}
+	path := s.lockPath(id)
+	if !exclusive {
+		if lf.Unlock() != nil || lf.Lock(true, false) != nil {
+			return
+		}
+		fi, err1 := lf.Stat()
+		pi, err2 := s.fs.Stat(path)
+		if err1 != nil || err2 != nil || !s.fs.SameFile(fi, pi) {
+			return
+		}
+		if _, err := s.fs.Stat(s.tailPath(id)); !errors.Is(err, os.ErrNotExist) {
+			return
+		}
+	}
+	_ = s.fs.Remove(path) // a read-only store keeps it; nothing depends on its absence
+}
 
 // tryLock is lockPath without waiting and without creating the file: ok is false when
 // another open file (in this process or another) holds a conflicting lock, or path is gone.

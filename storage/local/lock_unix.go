@@ -8,6 +8,10 @@ import (
 	"syscall"
 )
 
+// removeRestingLocks: the lock files of sessions at rest are removed (restLock). A removed
+// file's name goes at once here, so no concurrent open meets it.
+const removeRestingLocks = true
+
 // errLockBusy is what file.Lock returns without wait when another open file holds a
 // conflicting lock.
 var errLockBusy error = syscall.EWOULDBLOCK

@@ -8,6 +8,12 @@ import (
 	"golang.org/x/sys/windows"
 )
 
+// removeRestingLocks is false here: where a file system has no POSIX delete semantics (FAT,
+// exFAT, network shares) a removed file keeps its name until its last handle closes, and an
+// open of it meanwhile fails with access denied. Delete's removal of the lock file risks that
+// rarely; a removal whenever a session comes to rest would risk it all the time.
+const removeRestingLocks = false
+
 // errLockBusy is what file.Lock returns without wait when another open file holds a
 // conflicting lock.
 var errLockBusy error = windows.ERROR_LOCK_VIOLATION

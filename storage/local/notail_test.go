@@ -29,7 +29,7 @@ func TestIdleSealRemovesTail(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
 			var summaries atomic.Int64
-			opts := Options{IdleSeal: -1, MaxPlainBytes: -1, Summarize: func(h storage.Header, recs iter.Seq2[storage.Record, error]) (storage.Meta, error) {
+			opts := Options{firstInTail: true, IdleSeal: -1, MaxPlainBytes: -1, Summarize: func(h storage.Header, recs iter.Seq2[storage.Record, error]) (storage.Meta, error) {
 				summaries.Add(1)
 				return storage.Meta{}, nil
 			}}
@@ -100,7 +100,7 @@ func TestIdleSealRemovesTail(t *testing.T) {
 // lines) reads as before, and a writer cuts it.
 func TestIdleSealKeepsStaleTail(t *testing.T) {
 	dir := t.TempDir()
-	opts := Options{IdleSeal: -1, MaxPlainBytes: -1}
+	opts := Options{firstInTail: true, IdleSeal: -1, MaxPlainBytes: -1}
 	s := mustOpen(t, dir, opts)
 	mustCreate(t, s, "s")
 	lines := testLines(t)

@@ -12,7 +12,7 @@ import (
 	"github.com/sessionmem/sessionmem/storage"
 )
 
-// Create writes a new session (header frame, empty tail, index entry) durably. It returns
+// Create writes a new session (header frame, index entry) durably. It returns
 // ErrExists if the id is taken and ErrInvalidID for a bad id. Storage sets h.Version, and
 // h.Created if zero; m gets the header fields, and Updated = Created if zero.
 func (s *Store) Create(ctx context.Context, h storage.Header, m storage.Meta) error {
@@ -41,30 +41,42 @@ func (s *Store) Create(ctx context.Context, h storage.Header, m storage.Meta) er
 	if err != nil {
 		return fmt.Errorf("create session %s: %w", id, err)
 	}
-	defer lf.Close()
+	created := false
+	defer func() {
+		if created {
+			s.restLock(id, lf, true) // no tail yet: at rest
+		}
+		lf.Close()
+	}()
 	if _, err := s.fs.Stat(s.zstPath(id)); err == nil {
 		return fmt.Errorf("create session %s: %w", id, storage.ErrExists)
 	} else if !errors.Is(err, fs.ErrNotExist) {
 		return fmt.Errorf("create session %s: %w", id, err)
 	}
-	// The tail first: the .zst rename is the commit point, and a tail without a .zst is
-	// ignored (and replaced by the next Create of that id).
-	tailHdr := encodeTailHeader(id)
-	if err := writeFileAtomic(s.fs, s.sessDir, id+tailSuffix, tailHdr, durableFile); err != nil {
-		return fmt.Errorf("create session %s: %w", id, err)
+	// A new session has no tail file (notail.go): its first append writes its records into
+	// the .zst, or the tail whole. A tail that a Delete of this id left behind (it removes the
+	// .zst first) would be read as the new session's, so it goes first, durably: the .zst's
+	// rename is the commit point.
+	if err := s.fs.Remove(s.tailPath(id)); err == nil {
+		if err := syncDir(s.fs, s.sessDir); err != nil {
+			return fmt.Errorf("create session %s: %w", id, err)
+		}
+	} else if !errors.Is(err, fs.ErrNotExist) {
+		return fmt.Errorf("create session %s: remove old tail: %w", id, err)
 	}
 	if err := writeFileAtomic(s.fs, s.sessDir, id+zstSuffix, frame, durableName); err != nil {
 		return fmt.Errorf("create session %s: %w", id, err)
 	}
+	created = true
 	s.clearBad(id)
-	r := &Reader{s: s, id: id}
+	tail := newAbsentTail(s.tailPath(id), id)
+	r := &Reader{s: s, id: id, tail: tail} // for sizes: no tail file
+	ti, _ := tail.Stat()
 	r.v = sessView{verified: true, hasTail: true, hdr: h, hdrEnd: int64(len(frame)), zstEnd: int64(len(frame)),
-		tailHdrLen: int64(len(tailHdr)), tailEnd: int64(len(tailHdr)), tailVer: TailFormatVersion, padChecked: true}
+		tailHdrLen: int64(len(tail.hdr)), tailEnd: int64(len(tail.hdr)), tailVer: TailFormatVersion, padChecked: true,
+		tailID: statID(ti)}
 	if fi, err := s.fs.Stat(s.zstPath(id)); err == nil {
 		r.v.zstID = statID(fi)
-	}
-	if fi, err := s.fs.Stat(s.tailPath(id)); err == nil {
-		r.v.tailID = statID(fi)
 	}
 	st := s.state(id)
 	st.mu.Lock()

@@ -67,7 +67,7 @@ func TestPadFor(t *testing.T) {
 // reads back (a fresh store too, and a writer's repairing open) is what was appended.
 func TestPaddedAppends(t *testing.T) {
 	dir := t.TempDir()
-	s := mustOpen(t, dir, Options{})
+	s := mustOpen(t, dir, Options{firstInTail: true})
 	mustCreate(t, s, "p")
 	var want []string
 	want = append(want, appendBatches(t, s, "p", [][]storage.Record{{bigRecord(0, 2000)}})...)
@@ -124,8 +124,8 @@ func TestPaddedAppends(t *testing.T) {
 // appends after it in turn; the listing agrees with the reads on both.
 func TestPaddedAppendSeenElsewhere(t *testing.T) {
 	dir := t.TempDir()
-	a := mustOpen(t, dir, Options{})
-	b := mustOpen(t, dir, Options{})
+	a := mustOpen(t, dir, Options{firstInTail: true})
+	b := mustOpen(t, dir, Options{firstInTail: true})
 	mustCreate(t, a, "x")
 	lines := testLines(t)
 	var want []string
@@ -173,7 +173,7 @@ func TestPaddedAppendSeenElsewhere(t *testing.T) {
 // size did not change, and the listing agrees with the files again.
 func TestPaddedIndexReconciled(t *testing.T) {
 	dir := t.TempDir()
-	s := mustOpen(t, dir, Options{Summarize: countSummary})
+	s := mustOpen(t, dir, Options{firstInTail: true, Summarize: countSummary})
 	mustCreate(t, s, "r")
 	lines := testLines(t)
 	appendBatches(t, s, "r", [][]storage.Record{recordsOf(lines[:2])})
@@ -216,7 +216,7 @@ func countSummary(_ storage.Header, recs iter.Seq2[storage.Record, error]) (stor
 // empties it; no record is lost on the way.
 func TestVersion1TailUpgraded(t *testing.T) {
 	dir := t.TempDir()
-	s := mustOpen(t, dir, Options{})
+	s := mustOpen(t, dir, Options{firstInTail: true})
 	mustCreate(t, s, "old")
 	tp := filepath.Join(dir, "sessions", "old"+tailSuffix)
 	if err := os.WriteFile(tp, []byte(`{"v":1,"tail":"old"}`+"\n"), 0o600); err != nil {
@@ -251,7 +251,7 @@ func TestIdleTrimsPadding(t *testing.T) {
 	const idle, tick = time.Hour, 20 * time.Millisecond
 	clk := newClock()
 	dir := t.TempDir()
-	s := mustOpen(t, dir, Options{IdleSeal: idle, Now: clk.now, sealTick: tick})
+	s := mustOpen(t, dir, Options{firstInTail: true, IdleSeal: idle, Now: clk.now, sealTick: tick})
 	mustCreate(t, s, "small")
 	want := appendBatches(t, s, "small", [][]storage.Record{{bigRecord(0, 100)}})
 	padded := tailSize(t, dir, "small")
@@ -311,11 +311,11 @@ func TestReconcileKeepsNewerLines(t *testing.T) {
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
 			dir := t.TempDir()
-			a := mustOpen(t, dir, Options{})
+			a := mustOpen(t, dir, Options{firstInTail: true})
 			mustCreate(t, a, "s")
 			appendMeta(t, a, "s", "n-s")
 			appendMeta(t, a, "s", "n-s")
-			b := mustOpen(t, dir, Options{})
+			b := mustOpen(t, dir, Options{firstInTail: true})
 			testSkipIndexLine = true
 			appendMeta(t, a, "s", "unlisted") // the index is one append behind: stale
 			testSkipIndexLine = false
@@ -349,8 +349,14 @@ func appendMeta(t *testing.T, s *Store, id, name string) {
 // and the next appends go on from there.
 func TestPaddingWhenDiskFull(t *testing.T) {
 	dir := t.TempDir()
-	s := mustOpen(t, dir, Options{})
+	s := mustOpen(t, dir, Options{firstInTail: true})
 	mustCreate(t, s, "f")
+	// An empty tail, as Create wrote before sessions had none (writeFirst), so that the first
+	// append grows the tail in place (tailWriteAt) rather than writing it whole.
+	if err := os.WriteFile(filepath.Join(dir, "sessions", "f"+tailSuffix), encodeTailHeader("f"), 0o600); err != nil {
+		t.Fatal(err)
+	}
+	s.dropState("f")
 	full := true
 	tailWriteAt = func(f file, b []byte, off int64) (int, error) {
 		if full && len(b) > 8<<10 {

@@ -34,13 +34,21 @@ type Reader struct {
 	uncached bool
 }
 
-// release closes the session's files and then the lock.
+// release closes the session's files and then the lock, removing the lock file of a session
+// left at rest (restLock).
 func (r *Reader) release() {
 	r.done = true
-	for _, f := range []file{r.tail, r.zst, r.lock} {
+	atRest := r.lock != nil && r.tail != nil && isAbsent(r.tail)
+	for _, f := range []file{r.tail, r.zst} {
 		if f != nil {
 			f.Close()
 		}
+	}
+	if atRest {
+		r.s.restLock(r.id, r.lock, r.writable)
+	}
+	if r.lock != nil {
+		r.lock.Close()
 	}
 	r.tail, r.zst, r.lock = nil, nil, nil
 }

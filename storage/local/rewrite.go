@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"context"
 	"fmt"
-	"math"
 
 	"github.com/sessionmem/sessionmem/storage"
 )
@@ -120,16 +119,10 @@ func (s *Store) encodeRewrite(w *Writer, p rewritePlan) ([]byte, error) {
 		for _, l := range p.lines[next : next+n] {
 			content = append(append(content, l...), '\n')
 		}
-		enc := s.enc
-		if len(content) < 256 {
-			enc = s.encSmall
+		rec, _, err := s.encodeRecord(content, n, p.recs[next].Seq)
+		if err != nil {
+			return nil, fmt.Errorf("rewrite session %s: %w", id, err)
 		}
-		rec := enc.EncodeAll(content, make([]byte, recordHeaderSize, recordHeaderSize+len(content)/4+64))
-		frame := rec[recordHeaderSize:]
-		if len(frame) > math.MaxUint32 {
-			return nil, fmt.Errorf("rewrite session %s: frame of %d bytes is too large", id, len(frame))
-		}
-		putRecordHeader(rec, frame, uint32(n), p.recs[next].Seq)
 		file = append(file, rec...)
 		next += n
 	}

@@ -96,8 +96,11 @@ func TestRewrite(t *testing.T) {
 		b, _ := os.ReadFile(dir + "/sessions/" + e.Name())
 		all = append(all, b...)
 	}
-	idx, _ := os.ReadFile(dir + "/index.jsonl")
-	all = append(all, idx...)
+	hdr, lines := indexFileLines(t, dir)
+	all = append(all, hdr...)
+	for _, l := range lines {
+		all = append(all, l...)
+	}
 	for _, old := range []string{"old secret", "n-a", "/work/a"} {
 		if bytes.Contains(all, []byte(old)) {
 			t.Errorf("%q left on disk", old)

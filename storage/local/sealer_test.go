@@ -61,7 +61,7 @@ func TestIdleSeal(t *testing.T) {
 	const idle, tick = time.Hour, 20 * time.Millisecond // idle on the test's clock
 	clk := newClock()
 	dir := t.TempDir()
-	s := mustOpen(t, dir, Options{IdleSeal: idle, Now: clk.now, sealTick: tick})
+	s := mustOpen(t, dir, Options{firstInTail: true, IdleSeal: idle, Now: clk.now, sealTick: tick})
 	mustCreate(t, s, "big")
 	mustCreate(t, s, "small")
 	var want []string
@@ -108,8 +108,8 @@ func TestIdleSeal(t *testing.T) {
 func TestIdleSealSkipsBusySession(t *testing.T) {
 	const idle = 300 * time.Millisecond
 	dir := t.TempDir()
-	a := mustOpen(t, dir, Options{IdleSeal: idle})
-	b := mustOpen(t, dir, Options{IdleSeal: -1, MaxPlainBytes: -1})
+	a := mustOpen(t, dir, Options{firstInTail: true, IdleSeal: idle})
+	b := mustOpen(t, dir, Options{firstInTail: true, IdleSeal: -1, MaxPlainBytes: -1})
 	mustCreate(t, a, "held")
 	appendBatches(t, a, "held", [][]storage.Record{{bigRecord(0, 40000)}})
 	zstSize := func() int64 {
@@ -174,7 +174,7 @@ func TestMaxPlainBytes(t *testing.T) {
 	clk := newClock() // stands still while the tails are written: none is idle before all are
 	dir := t.TempDir()
 	const tick = 20 * time.Millisecond
-	s := mustOpen(t, dir, Options{IdleSeal: 10 * time.Hour, MaxPlainBytes: 100 << 10, Now: clk.now, sealTick: tick})
+	s := mustOpen(t, dir, Options{firstInTail: true, IdleSeal: 10 * time.Hour, MaxPlainBytes: 100 << 10, Now: clk.now, sealTick: tick})
 	sizes := map[string]int{"a": 60 << 10, "b": 50 << 10, "c": 20 << 10, "d": 10 << 10}
 	for id, n := range sizes {
 		mustCreate(t, s, id)

@@ -33,8 +33,9 @@ const (
 
 func (s *Store) statePath(id string) string { return filepath.Join(s.sessDir, id+stateSuffix) }
 
-// generation is the .zst's inode (which a rewrite's rename replaces and appends and seals
-// keep) and the header's nonce (which a re-created session changes).
+// generation is the .zst's inode (which a rewrite's rename replaces, and a new session's
+// first append's, and other appends and seals keep) and the header's nonce (which a
+// re-created session changes).
 func generation(zid fileID, nonce string) string {
 	return strconv.FormatUint(zid.ino, 36) + "." + nonce
 }

@@ -209,7 +209,7 @@ func TestAppendShapes(t *testing.T) {
 func TestCreateGetDelete(t *testing.T) {
 	dir := filepath.Join(t.TempDir(), "store")
 	clock := time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC)
-	s := mustOpen(t, dir, Options{Now: func() time.Time { return clock }})
+	s := mustOpen(t, dir, Options{firstInTail: true, Now: func() time.Time { return clock }})
 	if err := s.Create(context.Background(), storage.Header{ID: "a", WorkingDir: "/w", ParentSession: "p"}, storage.Meta{Name: "first", Model: "m"}); err != nil {
 		t.Fatal(err)
 	}
@@ -230,6 +230,8 @@ func TestCreateGetDelete(t *testing.T) {
 		}
 		return nil
 	})
+	// Create writes no tail: an append does (firstInTail), so that its mode is checked too.
+	appendBatches(t, s, "a", [][]storage.Record{{{Data: []byte(`{"x":1}`)}}})
 	for _, p := range []string{"", "sessions", "sessions/a.zst", "sessions/a.tail.jsonl", "index.jsonl"} {
 		fi, err := os.Stat(filepath.Join(dir, p))
 		if err != nil {

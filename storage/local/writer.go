@@ -80,7 +80,11 @@ func (w *Writer) Append(recs []storage.Record, m storage.Meta) ([]storage.Record
 			seg = i
 		}
 	}
-	if seg < len(recs) {
+	if seg == 0 && w.firstWhole(len(buf), len(recs)) {
+		if err := w.writeFirst(buf, len(recs), next); err != nil {
+			return nil, err
+		}
+	} else if seg < len(recs) {
 		start := lineStart(ends, seg)
 		if err := w.writeTail(buf[start:], next+uint64(seg), ends[seg:], start); err != nil {
 			return nil, err
@@ -100,7 +104,10 @@ func (w *Writer) Append(recs []storage.Record, m storage.Meta) ([]storage.Record
 		w.putIndex(m, true)
 	}
 	if len(recs) > 0 {
-		w.s.sealer.wrote(w.id, w.v.tailBytes, w.v.padded)
+		if !isAbsent(w.tail) {
+			// (A session whose records all went into its .zst has nothing to seal.)
+			w.s.sealer.wrote(w.id, w.v.tailBytes, w.v.padded)
+		}
 		if w.s.search != nil {
 			w.added = append(w.added, out...)
 			if m.Name != "" {
@@ -341,22 +348,10 @@ func (w *Writer) sealWith(extra []byte, count int) error {
 		content = unmarkLines(content, v.lines)
 	}
 	content = append(content, extra...)
-	if n > math.MaxUint32 {
-		return fmt.Errorf("seal session %s: %d records in one frame", w.id, n)
+	rec, fr, err := w.s.encodeRecord(content, n, first)
+	if err != nil {
+		return fmt.Errorf("seal session %s: %w", w.id, err)
 	}
-	enc := w.s.enc
-	if len(content) < 256 {
-		enc = w.s.encSmall
-	}
-	rec := enc.EncodeAll(content, make([]byte, recordHeaderSize, recordHeaderSize+len(content)/4+64))
-	frame := rec[recordHeaderSize:]
-	if len(frame) > math.MaxUint32 {
-		return fmt.Errorf("seal session %s: frame of %d bytes is too large", w.id, len(frame))
-	}
-	putRecordHeader(rec, frame, uint32(n), first)
-	cs, _ := frameContentSize(frame)
-	sum := binary.LittleEndian.Uint64(rec[24:32])
-
 	if v.zstID.size != v.zstEnd {
 		if err := w.zst.Truncate(v.zstEnd); err != nil {
 			w.poison()
@@ -376,9 +371,8 @@ func (w *Writer) sealWith(extra []byte, count int) error {
 		w.poison()
 		return fmt.Errorf("seal session %s: %w", w.id, err)
 	}
-	v.frames = append(v.frames[:len(v.frames):len(v.frames)], frameInfo{
-		off: v.zstEnd, frameLen: uint32(len(frame)), count: uint32(n), first: first, contentSize: cs, sum: sum,
-	})
+	fr.off = v.zstEnd
+	v.frames = append(v.frames[:len(v.frames):len(v.frames)], fr)
 	v.zstEnd += int64(len(rec))
 	v.zstID = statID(fi)
 	v.lines, v.tailBytes = nil, 0
@@ -388,6 +382,31 @@ func (w *Writer) sealWith(extra []byte, count int) error {
 	w.emptyTail()
 	w.commit()
 	return nil
+}
+
+// encodeRecord compresses content, n complete lines of which the first has seq first, into
+// a record: its 32-byte header, then the zstd frame. fr describes it, but for its offset.
+func (s *Store) encodeRecord(content []byte, n int, first uint64) (rec []byte, fr frameInfo, err error) {
+	if n > math.MaxUint32 {
+		return nil, fr, fmt.Errorf("%d records in one frame", n)
+	}
+	enc := s.enc
+	switch {
+	case len(content) < 256:
+		enc = s.encSmall
+	case len(content) < betterBelow:
+		enc = s.betterEncoder()
+	}
+	rec = enc.EncodeAll(content, make([]byte, recordHeaderSize, recordHeaderSize+len(content)/4+64))
+	frame := rec[recordHeaderSize:]
+	if len(frame) > math.MaxUint32 {
+		return nil, fr, fmt.Errorf("frame of %d bytes is too large", len(frame))
+	}
+	putRecordHeader(rec, frame, uint32(n), first)
+	cs, _ := frameContentSize(frame)
+	fr = frameInfo{frameLen: uint32(len(frame)), count: uint32(n), first: first, contentSize: cs,
+		sum: binary.LittleEndian.Uint64(rec[24:32])}
+	return rec, fr, nil
 }
 
 // emptyTail empties the tail after its lines were sealed, padding and all (an idle session

@@ -21,7 +21,8 @@ func TestFilesRecordWriterVersion(t *testing.T) {
 	dir := t.TempDir()
 	s := mustOpen(t, dir, Options{})
 	mustCreate(t, s, "a")
-	appendBatches(t, s, "a", [][]storage.Record{recordsOf(testLines(t)[:2])})
+	// The first save goes into the .zst (writeFirst); the second writes the tail.
+	appendBatches(t, s, "a", [][]storage.Record{recordsOf(testLines(t)[:1]), recordsOf(testLines(t)[1:2])})
 	// The index header is written when the index is rewritten: Close does when it is due,
 	// rewriteLocked always.
 	s.idx.mu.Lock()
@@ -76,8 +77,8 @@ func TestNewerFormatNamesWriter(t *testing.T) {
 		want   string
 	}{
 		{"index", func(t *testing.T, dir string) {
-			os.WriteFile(filepath.Join(dir, "index.jsonl"), []byte(`{"v":2,"index":"sessionmem","by":"v9.1.0"}`+"\n"), 0o600)
-		}, true, "has format version 2, written by sessionmem v9.1.0; this sessionmem ("},
+			os.WriteFile(filepath.Join(dir, "index.jsonl"), []byte(`{"v":3,"index":"sessionmem","by":"v9.1.0"}`+"\n"), 0o600)
+		}, true, "has format version 3, written by sessionmem v9.1.0; this sessionmem ("},
 		{"tail", func(t *testing.T, dir string) {
 			os.WriteFile(filepath.Join(dir, "sessions", "s.tail.jsonl"), []byte(`{"v":9,"tail":"s","by":"v9.1.0"}`+"\n"), 0o600)
 		}, false, "session s tail has format version 9, written by sessionmem v9.1.0"},
