@@ -13,6 +13,9 @@ import (
 func heapOf(n int, build func() *state) (int, *state) {
 	var m0, m1 runtime.MemStats
 	sts := make([]*state, n)
+	// Twice: sync.Pools give their contents back over two collections, and what the
+	// second one frees must not count against the states.
+	runtime.GC()
 	runtime.GC()
 	runtime.ReadMemStats(&m0)
 	for i := range sts {
@@ -45,15 +48,32 @@ func TestStateCost(t *testing.T) {
 			recs := recordsOf(t, s, id)
 			var h storage.Header
 			s.store.View(t.Context(), id, func(r storage.Reader) error { h = r.Header(); return nil })
-			heap, st := heapOf(20, func() *state {
+			// The store's background work (sealing, the search index catching up with the
+			// saves) allocates, and holds the service until it ends: on a loaded machine it
+			// ran during the measurement. Nothing below needs the store.
+			if err := s.store.Close(); err != nil {
+				t.Fatal(err)
+			}
+			build := func() *state {
 				st := newState(h)
 				if err := st.applyAll(recs); err != nil {
 					t.Fatal(err)
 				}
 				return st
-			})
+			}
+			// The most of three measurements: what the runtime frees meanwhile (objects
+			// whose finalizers ran, such as the closed store's) can only make one smaller.
+			heap, st := heapOf(20, build)
+			for range 2 {
+				if h2, _ := heapOf(20, build); h2 > heap {
+					heap = h2
+				}
+			}
 			cost := st.cost()
+			// The service's own cache holds this session's state: were the service
+			// collected during the measurement, that state's heap would be subtracted.
 			runtime.KeepAlive(recs)
+			runtime.KeepAlive(s)
 			t.Logf("%d entries: heap %d bytes (%d per entry), estimate %d", len(st.nodes), heap, heap/len(st.nodes), cost)
 			if r := float64(cost) / float64(heap); r < 1/1.3 || r > 1.3 {
 				t.Errorf("estimate %d for %d bytes of heap", cost, heap)
