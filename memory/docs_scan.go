@@ -79,25 +79,7 @@ func (ts *textScan) content(r *jsonscan.Reader) bool {
 	default:
 		return false
 	}
-	if !r.Enter() {
-		return false
-	}
-	r.Consume('[')
-	if !r.Consume(']') {
-		for {
-			if !ts.element(r) {
-				return false
-			}
-			if r.Consume(']') {
-				break
-			}
-			if !r.Consume(',') {
-				return false
-			}
-		}
-	}
-	r.Leave()
-	return true
+	return r.Elements(func() bool { return ts.element(r) })
 }
 
 // element reads one element of a content array: a block when it is an object.
@@ -206,25 +188,7 @@ func (ts *textScan) arguments(r *jsonscan.Reader) bool {
 		r.Leave()
 		return true
 	case '[':
-		if !r.Enter() {
-			return false
-		}
-		r.Consume('[')
-		if !r.Consume(']') {
-			for {
-				if !ts.arguments(r) {
-					return false
-				}
-				if r.Consume(']') {
-					break
-				}
-				if !r.Consume(',') {
-					return false
-				}
-			}
-		}
-		r.Leave()
-		return true
+		return r.Elements(func() bool { return ts.arguments(r) })
 	}
 	_, ok := r.Value() // numbers, booleans, null: no text
 	return ok

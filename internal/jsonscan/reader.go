@@ -116,6 +116,29 @@ func (r *Reader) Members(member func(key string) bool) bool {
 	}
 }
 
+// Elements reads an array one level deeper (Enter, Leave), calling elem with the reader at
+// each element; elem reads it and reports whether it could.
+func (r *Reader) Elements(elem func() bool) bool {
+	if !r.Enter() || !r.Consume('[') {
+		return false
+	}
+	if !r.Consume(']') {
+		for {
+			if !elem() {
+				return false
+			}
+			if r.Consume(']') {
+				break
+			}
+			if !r.Consume(',') {
+				return false
+			}
+		}
+	}
+	r.Leave()
+	return true
+}
+
 // Value reads any value and returns its text as written.
 func (r *Reader) Value() (string, bool) {
 	r.ws()

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
 	"unicode/utf8"
@@ -120,4 +121,36 @@ func FuzzReader(f *testing.F) {
 		f.Add(jsontest.Value(rng, 0, randomString))
 	}
 	f.Fuzz(func(t *testing.T, raw string) { check(t, raw, false) })
+}
+
+// TestElements: an array's elements are handed over one by one, the array counts against the
+// depth limit, and a malformed array or an element its reader refuses is reported.
+func TestElements(t *testing.T) {
+	for _, c := range []struct {
+		in    string
+		depth int
+		want  []string
+		ok    bool
+	}{
+		{`[]`, 4, nil, true},
+		{`[1, "a" ,{"k":[2]}]`, 4, []string{`1`, `"a"`, `{"k":[2]}`}, true},
+		{`[1 2]`, 4, []string{`1`}, false},
+		{`[1,]`, 4, []string{`1`}, false},
+		{`[1`, 4, []string{`1`}, false},
+		{`{}`, 4, nil, false},
+		{`[[1]]`, 0, nil, false},
+	} {
+		r := jsonscan.NewReader(c.in, c.depth)
+		var got []string
+		ok := r.Elements(func() bool {
+			v, ok := r.Value()
+			if ok {
+				got = append(got, v)
+			}
+			return ok
+		})
+		if ok != c.ok || !slices.Equal(got, c.want) {
+			t.Errorf("Elements(%s): %q %v, want %q %v", c.in, got, ok, c.want, c.ok)
+		}
+	}
 }
