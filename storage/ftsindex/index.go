@@ -140,7 +140,7 @@ func (ix *Index) Close() error {
 func (db *database) tidy() {
 	ctx, cancel := context.WithTimeout(context.Background(), closeTidyTimeout)
 	defer cancel()
-	merged, err := db.mergeOnce(ctx, closeRun, false)
+	merged, err := db.mergeOnce(ctx, closeRun, closePackLimit)
 	db.shrink(ctx, merged && err == nil)
 }
 
