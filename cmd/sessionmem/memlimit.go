@@ -12,7 +12,8 @@ import (
 // GOMEMLIMIT sets one. Without a limit the garbage collector lets the heap grow to twice what
 // is live, and a server saving hundreds of megabytes peaked at 2.5 times its live heap
 // (docs/BENCHMARKS.md, issue 25). 40 MiB is about what a server saving hundreds of sessions
-// keeps live (30-38 MiB measured, half of it memory's cache of 64 sessions' states), so the
+// keeps live (30-38 MiB measured while memory cached up to 64 sessions' states; 26-36 MiB
+// since their budget is 4 MiB, the top while a large index merge builds its segment), so the
 // collector works harder only as the heap nears it.
 const serveMemoryFloor = 40 << 20
 

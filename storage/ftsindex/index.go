@@ -140,7 +140,7 @@ func (ix *Index) Close() error {
 func (db *database) tidy() {
 	ctx, cancel := context.WithTimeout(context.Background(), closeTidyTimeout)
 	defer cancel()
-	merged, err := db.mergeOnce(ctx, closeRun, false)
+	merged, err := db.mergeOnce(ctx, closeRun, closePackLimit)
 	db.shrink(ctx, merged && err == nil)
 }
 
@@ -422,12 +422,14 @@ func (ix *Index) openFile(ctx context.Context, name string) (*database, error) {
 	}
 	base := "file:" + escapePath(path) + "?" + fmt.Sprintf("_pragma=busy_timeout(%d)&_pragma=journal_mode(WAL)&_pragma=synchronous(NORMAL)&_pragma=journal_size_limit(67108864)", ix.opts.BusyTimeout.Milliseconds())
 	// Cache sizes are what a process may keep of the file in memory (SQLite allocates them
-	// outside Go's heap): the writer's 8 MiB holds the tables a transaction updates, and
+	// outside Go's heap): the writer's 4 MiB holds the pages a transaction updates and the
+	// inner pages of the tables it looks up (a 110 MiB index has 2.1 MiB of those; 8 MiB
+	// filled up with a large merge's rows and stayed in a saving server's memory), and
 	// merges read their segments through a connection of their own that does not map the
 	// file, so a process that saves and never searches keeps a bounded part of an index
 	// that grows with everything it saves (a 32 MiB writer cache and merges through the
 	// mapped readers took 60 MB of a server's memory over 400 MB of saves).
-	w, err := sql.Open("sqlite", base+"&_txlock=immediate&_pragma=cache_size(-8192)&_pragma=temp_store(MEMORY)")
+	w, err := sql.Open("sqlite", base+"&_txlock=immediate&_pragma=cache_size(-4096)&_pragma=temp_store(MEMORY)")
 	if err != nil {
 		return nil, err
 	}

@@ -185,7 +185,7 @@ func (ix *Index) Optimize(ctx context.Context) error {
 	}
 	defer release()
 	for {
-		done, err := db.mergeOnce(ctx, optimizeRun, false)
+		done, err := db.mergeOnce(ctx, optimizeRun, 0)
 		if err != nil {
 			return classify(err)
 		}
@@ -196,10 +196,16 @@ func (ix *Index) Optimize(ctx context.Context) error {
 	return db.vacuum(ctx)
 }
 
-// closeMergeDocs bounds the merge Close makes (closeRun): fewer docs than a packed segment
-// holds (a larger one keeps a row per term, which takes more room than the segments it
-// would replace), tens of milliseconds of CPU.
-const closeMergeDocs = packLimit - 1
+// closePackLimit is the packLimit of the merge Close makes (closeRun), twice the usual one:
+// the run it merges is the newest small segments, whose terms repeat from one to the next,
+// and written as rows (one per term) their merge would take more room than they do. A store
+// of 1,000 5-message sessions ends with packed segments of about 1,300 and 3,700 docs; one
+// packed segment of 5,000 takes 60 KiB less (of 400). Searching processes keep it decoded as
+// they do every packed segment, within packBudget; its merge takes about a tenth of a second.
+const closePackLimit = 2 * packLimit
+
+// closeMergeDocs bounds the docs Close merges: fewer than a packed segment of its merge holds.
+const closeMergeDocs = closePackLimit - 1
 
 // closeRun picks the newest run of two or more packed segments (not ones packedDue wrote as
 // rows, which would only be packed and rewritten again), none final, that hold at most
@@ -207,8 +213,7 @@ const closeMergeDocs = packLimit - 1
 // last saves made; each repeats the terms it shares with the others, so the index of a
 // small store (a thousand short sessions: eleven segments) takes less than half the space
 // once they are one. The run need not end with the newest segment: when that one is too
-// large to join the others (a store of 1,000 5-message sessions ends with segments of about
-// 550, 450 and 4,000 docs), the two before it are still worth merging (40 KiB of 440).
+// large to join the others, the ones before it are still worth merging.
 func closeRun(segs []segMeta) []segMeta {
 	for end := len(segs); end >= 2; end-- {
 		i, n := end, 0

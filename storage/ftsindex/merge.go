@@ -125,8 +125,9 @@ type newSeg struct {
 	level int
 	docs  *segDocs
 	rows  []segRow
-	// unpacked writes the postings as rows even when the segment is small (packedDue).
-	unpacked bool
+	// packBelow overrides packLimit when not 0: -1 writes the postings as rows whatever the
+	// segment's size (packedDue), closePackLimit packs Close's larger merge.
+	packBelow int
 }
 
 // flushSegment writes the docs this transaction added as a new segment.
@@ -162,7 +163,11 @@ func (w *writer) flushSegment() error {
 func writeSegment(ctx context.Context, tx *sql.Tx, ns newSeg) (int64, error) {
 	d := ns.docs
 	var packed []byte
-	if d.len() < packLimit && !ns.unpacked {
+	limit := packLimit
+	if ns.packBelow != 0 {
+		limit = ns.packBelow
+	}
+	if d.len() < limit {
 		packed = pack(encodePacked(ns.rows))
 	}
 	res, err := tx.ExecContext(ctx, `INSERT INTO segments (level, lo, hi, ndocs, docs, packed) VALUES (?, ?, ?, ?, ?, ?)`,
@@ -228,7 +233,7 @@ func (ix *Index) Merge(ctx context.Context) error {
 	}
 	defer release()
 	for {
-		done, err := db.mergeOnce(ctx, mergeDue, false)
+		done, err := db.mergeOnce(ctx, mergeDue, 0)
 		if err != nil {
 			return classify(err)
 		}
@@ -237,16 +242,16 @@ func (ix *Index) Merge(ctx context.Context) error {
 		}
 	}
 	for {
-		done, err := db.mergeOnce(ctx, packedDue(ix.packBudget), true)
+		done, err := db.mergeOnce(ctx, packedDue(ix.packBudget), -1)
 		if err != nil || !done {
 			return classify(err)
 		}
 	}
 }
 
-// mergeOnce builds and commits one merge of the segments pick chooses (its postings as rows
-// when unpacked); done is false when pick chose none.
-func (db *database) mergeOnce(ctx context.Context, pick func([]segMeta) []segMeta, unpacked bool) (bool, error) {
+// mergeOnce builds and commits one merge of the segments pick chooses (packBelow as in
+// newSeg); done is false when pick chose none.
+func (db *database) mergeOnce(ctx context.Context, pick func([]segMeta) []segMeta, packBelow int) (bool, error) {
 	tx, err := db.m.BeginTx(ctx, &sql.TxOptions{ReadOnly: true})
 	if err != nil {
 		return false, err
@@ -267,7 +272,7 @@ func (db *database) mergeOnce(ctx context.Context, pick func([]segMeta) []segMet
 		return false, err
 	}
 	if ns != nil {
-		ns.unpacked = unpacked
+		ns.packBelow = packBelow
 	}
 	err = db.write(ctx, func(tx *sql.Tx) error {
 		ids := make([]any, len(due))

@@ -97,10 +97,14 @@ func TestCloseRun(t *testing.T) {
 		segs []segMeta
 		want []int64
 	}{
-		{"newest run", []segMeta{seg(1, 3500), seg(2, 500), seg(3, 400)}, []int64{2, 3}},
+		{"newest run", []segMeta{seg(1, closeMergeDocs-500), seg(2, 500), seg(3, 400)}, []int64{2, 3}},
 		{"all of them", []segMeta{seg(1, 300), seg(2, 500), seg(3, 400)}, []int64{1, 2, 3}},
-		{"newest too large to join", []segMeta{seg(1, 550), seg(2, 435), seg(3, 4015)}, []int64{1, 2}},
-		{"one alone", []segMeta{seg(1, 550), seg(2, 4015)}, nil},
+		{"newest too large to join", []segMeta{seg(1, 550), seg(2, 435), seg(3, closeMergeDocs-400)}, []int64{1, 2}},
+		{"one alone", []segMeta{seg(1, 550), seg(2, closeMergeDocs-500)}, nil},
+		// What a store of 1,000 5-message sessions is left with after its saves: two packed
+		// segments that make one larger than packLimit, which Close's merge still packs.
+		{"past packLimit", []segMeta{seg(1, 1320), seg(2, 3680)}, []int64{1, 2}},
+		{"exactly closeMergeDocs", []segMeta{seg(1, closeMergeDocs-1000), seg(2, 1000)}, []int64{1, 2}},
 		{"behind a final one", []segMeta{seg(1, 20), seg(2, 30), final}, []int64{1, 2}},
 		{"not across rows", []segMeta{seg(1, 20), rows, seg(3, 30)}, nil},
 		{"none", nil, nil},
@@ -114,5 +118,65 @@ func TestCloseRun(t *testing.T) {
 				t.Fatalf("closeRun picked %v, want %v", got, tt.want)
 			}
 		})
+	}
+}
+
+// TestCloseMergePacksPastPackLimit: Close's merge keeps its segment packed up to
+// closePackLimit docs, more than a segment the saves or the level merges pack, and the
+// index reads the same afterwards.
+func TestCloseMergePacksPastPackLimit(t *testing.T) {
+	defer func(d time.Duration) { closeTidyTimeout = d }(closeTidyTimeout)
+	closeTidyTimeout = time.Minute
+	dir := t.TempDir()
+	ix, err := Open(context.Background(), dir, Options{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	rng := rand.New(rand.NewPCG(3, 4))
+	index := func(from, to int) {
+		t.Helper()
+		var batches []Batch
+		for k := from; k < to; k++ {
+			id := fmt.Sprintf("s%04d", k)
+			var docs []fts.Doc
+			for seq := uint64(1); seq <= 5; seq++ {
+				var text strings.Builder
+				for range 20 {
+					fmt.Fprintf(&text, "w%d ", rng.IntN(20000))
+				}
+				text.WriteString(fmt.Sprintf("unique%s%d", id, seq))
+				docs = append(docs, doc(id, seq, "user", text.String()))
+			}
+			batches = append(batches, Batch{Session: sess(id), From: 1, Through: 5, Docs: docs})
+		}
+		if _, err := ix.Index(context.Background(), batches...); err != nil {
+			t.Fatal(err)
+		}
+	}
+	// Two segments of 1,320 and 3,680 docs (levels 1 and 2: no merge is due), 5,000 together.
+	index(0, 264)
+	index(264, 1000)
+	path := ix.File()
+	if err := ix.Close(); err != nil {
+		t.Fatal(err)
+	}
+	db, err := sql.Open("sqlite", "file:"+escapePath(path)+"?_pragma=query_only(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var segs, ndocs, packed int64
+	err = db.QueryRow(`SELECT count(*), sum(ndocs), sum(packed IS NOT NULL) FROM segments`).Scan(&segs, &ndocs, &packed)
+	db.Close()
+	if err != nil {
+		t.Fatal(err)
+	}
+	if segs != 1 || ndocs != 5000 || packed != 1 || ndocs < packLimit {
+		t.Fatalf("after Close: %d segments of %d docs, %d packed; want one packed segment of 5000", segs, ndocs, packed)
+	}
+	ix = openTest(t, dir)
+	for _, want := range []string{"uniques00001", "uniques02635", "uniques02645", "uniques09995"} {
+		if got := search(t, ix, Query{Match: mustParse(t, want)}); len(got) != 1 {
+			t.Fatalf("search for %s after Close: %v", want, got)
+		}
 	}
 }

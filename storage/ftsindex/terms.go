@@ -234,9 +234,11 @@ var (
 	// A 1 MiB window: the encoder keeps a history buffer of the window plus a block with
 	// lower memory (twice the window without it: the default 8 MiB window held 16 MiB of a
 	// saving process's heap for good after the first large segment), and postings lists find
-	// their matches close by.
+	// their matches close by. Entropy coding even where the encoder finds no matches: a
+	// segment's docs (varints and hex entry ids, few repeats of four bytes or more) were
+	// otherwise often stored as they are, 17 bytes a doc instead of 12.
 	blobEnc, _ = zstd.NewWriter(nil, zstd.WithEncoderConcurrency(1), zstd.WithZeroFrames(true),
-		zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(1<<20))
+		zstd.WithLowerEncoderMem(true), zstd.WithWindowSize(1<<20), zstd.WithAllLitEntropyCompression(true))
 	blobDec, _ = zstd.NewReader(nil, zstd.WithDecoderConcurrency(0), zstd.WithDecoderMaxMemory(1<<30))
 )
 
