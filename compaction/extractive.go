@@ -3,7 +3,6 @@ package compaction
 import (
 	"context"
 	"fmt"
-	"regexp"
 	"strings"
 	"unicode"
 	"unicode/utf8"
@@ -204,7 +203,7 @@ func newCall(name string, args gjson.Result) *xcall {
 	return c
 }
 
-var shellFailRe = regexp.MustCompile(`(?m)^(FAIL\b|panic: |fatal: |error: |Error: |ERROR\b|npm ERR!|Traceback \(most recent call last\))|(?m)exit (code|status) [1-9]|Command exited with code [1-9]`)
+var shellFailRe = lazyRegexp(`(?m)^(FAIL\b|panic: |fatal: |error: |Error: |ERROR\b|npm ERR!|Traceback \(most recent call last\))|(?m)exit (code|status) [1-9]|Command exited with code [1-9]`)
 
 // shellFailed spots failures in command output reported without is_error.
 func shellFailed(out string) bool {
@@ -213,23 +212,23 @@ func shellFailed(out string) bool {
 		!strings.Contains(out, "Traceback") && !strings.Contains(out, "xit") {
 		return false
 	}
-	return shellFailRe.MatchString(out)
+	return shellFailRe().MatchString(out)
 }
 
 var (
 	// Harness markup in user text (Claude Code's reminders, command echoes) is not the user's words.
-	markupOpen = regexp.MustCompile(`<([a-z]+(?:-[a-z]+)+)>`)
-	ansiRe     = regexp.MustCompile("\x1b\\[[0-9;]*[A-Za-z]")
-	codeFence  = regexp.MustCompile("(?s)```.*?(```|$)")
-	spaceRe    = regexp.MustCompile(`\s+`)
-	listMarker = regexp.MustCompile(`^(\s*([-*+•]|\d+[.)]|#+|>)\s+)+`)
+	markupOpen = lazyRegexp(`<([a-z]+(?:-[a-z]+)+)>`)
+	ansiRe     = lazyRegexp("\x1b\\[[0-9;]*[A-Za-z]")
+	codeFence  = lazyRegexp("(?s)```.*?(```|$)")
+	spaceRe    = lazyRegexp(`\s+`)
+	listMarker = lazyRegexp(`^(\s*([-*+•]|\d+[.)]|#+|>)\s+)+`)
 )
 
 func cleanText(s string) string {
-	s = ansiRe.ReplaceAllString(s, "")
+	s = ansiRe().ReplaceAllString(s, "")
 	// Drop <tag-name>…</tag-name> spans (hyphenated names are harness markup, not prose).
 	for {
-		loc := markupOpen.FindStringSubmatchIndex(s)
+		loc := markupOpen().FindStringSubmatchIndex(s)
 		if loc == nil {
 			break
 		}
@@ -245,12 +244,12 @@ func cleanText(s string) string {
 
 // sentences splits prose into sentences, leaving out code blocks, tables and list markers.
 func sentences(text string) []string {
-	text = codeFence.ReplaceAllString(text, "\n")
+	text = codeFence().ReplaceAllString(text, "\n")
 	var out []string
 	for _, line := range strings.Split(text, "\n") {
 		line = strings.TrimSpace(line)
 		if line != "" && strings.ContainsRune("-*+•#>0123456789", []rune(line)[0]) {
-			line = strings.TrimSpace(listMarker.ReplaceAllString(line, ""))
+			line = strings.TrimSpace(listMarker().ReplaceAllString(line, ""))
 		}
 		if line == "" || strings.HasPrefix(line, "|") || strings.HasPrefix(line, "<") {
 			continue

@@ -2,7 +2,6 @@ package compaction
 
 import (
 	"fmt"
-	"regexp"
 	"strings"
 )
 
@@ -32,7 +31,7 @@ func parseSummary(text string) sections {
 		if cur == "" || t == "" || t == "---" || strings.EqualFold(t, "(none)") || strings.HasPrefix(t, "**Turn Context") {
 			continue
 		}
-		t = strings.TrimSpace(listMarker.ReplaceAllString(t, ""))
+		t = strings.TrimSpace(listMarker().ReplaceAllString(t, ""))
 		for _, box := range []string{"[x] ", "[X] ", "[ ] "} {
 			t = strings.TrimPrefix(t, box)
 		}
@@ -83,11 +82,11 @@ func mergePrevious(prev, cur sections, w window) sections {
 	return out
 }
 
-var backticked = regexp.MustCompile("`([^`]+)`")
+var backticked = lazyRegexp("`([^`]+)`")
 
 // blockerResolved reports whether a call in w succeeded with the argument a blocker names.
 func blockerResolved(bullet string, w window) bool {
-	m := backticked.FindStringSubmatch(bullet)
+	m := backticked().FindStringSubmatch(bullet)
 	if m == nil {
 		return false
 	}

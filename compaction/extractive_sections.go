@@ -24,8 +24,8 @@ var (
 		"the problem is", "the cause is")
 	planRe = keywords("next, i", "next i", "next step", "then i'll", "i'll", "i will", "let me", "we need to",
 		"need to", "todo", "remaining", "still need", "still have to", "plan is", "going to")
-	imperativeRe = regexp.MustCompile(`(?i)^(please |then |also |and )?(use|run|start|keep|add|make|do|read|write|check|follow|put|leave|stick|only|try|ensure|remember|focus|work)\b`)
-	numberRe     = regexp.MustCompile(`(?i)(\b\d[\d,.]*\s?(ms|µs|ns|s|sec|seconds|minutes|%|kb|mb|gb|tokens|tests?|lines|bytes|files|entries|messages|errors|x)\b|\bv\d+\.\d+(\.\d+)?\b|:\d{4,5}\b)`)
+	imperativeRe = lazyRegexp(`(?i)^(please |then |also |and )?(use|run|start|keep|add|make|do|read|write|check|follow|put|leave|stick|only|try|ensure|remember|focus|work)\b`)
+	numberRe     = lazyRegexp(`(?i)(\b\d[\d,.]*\s?(ms|µs|ns|s|sec|seconds|minutes|%|kb|mb|gb|tokens|tests?|lines|bytes|files|entries|messages|errors|x)\b|\bv\d+\.\d+(\.\d+)?\b|:\d{4,5}\b)`)
 )
 
 // matcher is what the extraction asks of its sentence filters.
@@ -97,7 +97,7 @@ func (s sections) addGoal(users []string) {
 // addConstraints: the user's rules; without explicit rules, their direct instructions.
 func (s sections) addConstraints(users []string) {
 	var rules []string
-	for _, re := range []matcher{constraintRe, imperativeRe} {
+	for _, re := range []matcher{constraintRe, imperativeRe()} {
 		// Without explicit rules, the user's direct instructions are the constraints there are.
 		for _, u := range users {
 			for _, sent := range sentences(u) {
@@ -270,7 +270,7 @@ func (s sections) addCritical(w window) {
 			continue
 		}
 		for _, sent := range sentences(m.text) {
-			if strings.ContainsAny(sent, "0123456789") && numberRe.MatchString(sent) {
+			if strings.ContainsAny(sent, "0123456789") && numberRe().MatchString(sent) {
 				nums = append(nums, clip(sent, bulletChars))
 			}
 		}
@@ -315,9 +315,9 @@ func userMessages(w window) []string {
 	return out
 }
 
-var buildTestRe = regexp.MustCompile(`\b(test|tests|build|vet|lint|check|make|tsc|pytest|cargo|commit|compile)\b`)
+var buildTestRe = lazyRegexp(`\b(test|tests|build|vet|lint|check|make|tsc|pytest|cargo|commit|compile)\b`)
 
-func buildOrTest(cmd string) bool { return buildTestRe.MatchString(cmd) }
+func buildOrTest(cmd string) bool { return buildTestRe().MatchString(cmd) }
 
 // unresolvedFailures lists failed calls that no later call with the same tool and argument
 // repeated successfully.
@@ -347,10 +347,10 @@ func searchFoundNothing(c *xcall) bool {
 		return false
 	}
 	out := strings.TrimSpace(c.result.text)
-	return out == "" || noMatchExitRe.MatchString(out)
+	return out == "" || noMatchExitRe().MatchString(out)
 }
 
-var noMatchExitRe = regexp.MustCompile(`^(\(no output\)\s*)?(Command exited with code 1|exit (code|status):? 1)$`)
+var noMatchExitRe = lazyRegexp(`^(\(no output\)\s*)?(Command exited with code 1|exit (code|status):? 1)$`)
 
 func resolvedLater(later []*xcall, failed *xcall) bool {
 	for _, c := range later {
@@ -373,13 +373,13 @@ func blockedBullet(c *xcall) string {
 }
 
 var (
-	errorLineStrong = regexp.MustCompile(`(?im)((error|fatal|panic|exception)(\[\w+\])?:|\berror [A-Z]+\d+|^\s*FAIL\b|traceback|no such file|could not|cannot|can't|not found|permission denied)`)
-	errorLineWeak   = regexp.MustCompile(`(?i)(error|fail|panic|fatal|undefined|exception|denied|exit (code|status) [1-9])`)
+	errorLineStrong = lazyRegexp(`(?im)((error|fatal|panic|exception)(\[\w+\])?:|\berror [A-Z]+\d+|^\s*FAIL\b|traceback|no such file|could not|cannot|can't|not found|permission denied)`)
+	errorLineWeak   = lazyRegexp(`(?i)(error|fail|panic|fatal|undefined|exception|denied|exit (code|status) [1-9])`)
 )
 
 // errorLine picks the most telling line of a failure's output.
 func errorLine(out string) string {
-	for _, re := range []*regexp.Regexp{errorLineStrong, errorLineWeak} {
+	for _, re := range []*regexp.Regexp{errorLineStrong(), errorLineWeak()} {
 		if loc := re.FindStringIndex(out); loc != nil {
 			start := strings.LastIndexByte(out[:loc[0]], '\n') + 1
 			end := strings.IndexByte(out[loc[0]:], '\n')

@@ -58,7 +58,7 @@ func sourceText(entries []Entry) string {
 func normSource(s string) string {
 	s = strings.ReplaceAll(s, "**", "")
 	s = strings.ReplaceAll(s, "`", "'")
-	return spaceRe.ReplaceAllString(s, " ")
+	return spaceRe().ReplaceAllString(s, " ")
 }
 
 var (
@@ -71,7 +71,7 @@ func traceable(bullet, source string) bool {
 	in := func(s string) bool {
 		s = strings.TrimSpace(strings.TrimSuffix(strings.TrimSpace(s), "…"))
 		s = strings.ReplaceAll(s, "**", "")
-		return s == "" || strings.Contains(source, spaceRe.ReplaceAllString(s, " "))
+		return s == "" || strings.Contains(source, spaceRe().ReplaceAllString(s, " "))
 	}
 	bullet = labelRe.ReplaceAllString(strings.TrimPrefix(bullet, "Resolved: "), "")
 	if spans := spanRe.FindAllStringSubmatch(bullet, -1); len(spans) > 0 {

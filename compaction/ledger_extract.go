@@ -1,7 +1,6 @@
 package compaction
 
 import (
-	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -100,7 +99,7 @@ func callEvent(c *xcall, wd string) (ledgerEvent, bool) {
 }
 
 var (
-	exitOnlyRe = regexp.MustCompile(`^(\(no output\)\s*)?((Command exited with|Exit) code \d+|exit (code|status):? \d+)?$`)
+	exitOnlyRe = lazyRegexp(`^(\(no output\)\s*)?((Command exited with|Exit) code \d+|exit (code|status):? \d+)?$`)
 	// explorers only look: their runs are not worth recording as commands.
 	explorers = map[string]bool{"ls": true, "cat": true, "head": true, "tail": true, "grep": true, "egrep": true,
 		"fgrep": true, "rg": true, "ag": true, "ack": true, "find": true, "fd": true, "wc": true, "echo": true,
@@ -110,11 +109,11 @@ var (
 		"cp": true, "mv": true, "rm": true, "touch": true, "chmod": true, "ln": true, "cd": true, "date": true,
 		"xxd": true, "od": true, "hexdump": true, "jq": true, "diff": true, "test": true, "[": true, "source": true,
 		".": true, "export": true, "set": true, "unset": true}
-	plumbingRe = regexp.MustCompile(`\s*(\d?>&\d|\d?>\s*/dev/null)`)
-	quotedRe   = regexp.MustCompile(`"[^"]{40,}"|'[^']{40,}'`)
+	plumbingRe = lazyRegexp(`\s*(\d?>&\d|\d?>\s*/dev/null)`)
+	quotedRe   = lazyRegexp(`"[^"]{40,}"|'[^']{40,}'`)
 )
 
-func onlyExitStatus(out string) bool { return exitOnlyRe.MatchString(strings.TrimSpace(out)) }
+func onlyExitStatus(out string) bool { return exitOnlyRe().MatchString(strings.TrimSpace(out)) }
 
 // normCommand reduces a shell command to its identity: the first line, a cd into the working
 // directory dropped (into a subdirectory made relative), redirections of stderr and pipes into
@@ -132,7 +131,7 @@ func normCommand(cmd, wd string) (key string, durable, truncated, grepTail bool)
 	if i := strings.Index(cmd, " -m "); i >= 0 && strings.Contains(cmd[:i], "git ") {
 		cmd = strings.TrimSpace(cmd[:i]) // git commit -m "…": the message is not the command
 	}
-	cmd = quotedRe.ReplaceAllString(cmd, `"…"`)
+	cmd = quotedRe().ReplaceAllString(cmd, `"…"`)
 	// Split into the pipeline stages and the && / ; chain.
 	segs := splitShell(cmd, "|")
 	for len(segs) > 1 {
@@ -149,7 +148,7 @@ func normCommand(cmd, wd string) (key string, durable, truncated, grepTail bool)
 		segs = segs[:len(segs)-1]
 	}
 	cmd = strings.Join(segs, "|")
-	cmd = strings.TrimSpace(plumbingRe.ReplaceAllString(cmd, ""))
+	cmd = strings.TrimSpace(plumbingRe().ReplaceAllString(cmd, ""))
 	chain := splitShell(cmd, "&&")
 	if len(chain) > 1 {
 		if f := strings.Fields(chain[0]); len(f) == 2 && f[0] == "cd" {
@@ -207,20 +206,20 @@ func splitShell(s, sep string) []string {
 // --- error lines ---
 
 var (
-	escapedNewline = regexp.MustCompile(`\\n`)
-	boxPrefix      = regexp.MustCompile(`^[\s┃│║|▶►•]+`)
+	escapedNewline = lazyRegexp(`\\n`)
+	boxPrefix      = lazyRegexp(`^[\s┃│║|▶►•]+`)
 	// strictError lines are failures even in output whose exit status said success.
-	strictError = regexp.MustCompile(`(error TS\d+:|^\*\* \(\w|\b[1-9]\d* failures?\b|^npm ERR!|^FAIL\b|^--- FAIL|^✘ \[ERROR\]|^panic: |^Traceback \(most recent)`)
+	strictError = lazyRegexp(`(error TS\d+:|^\*\* \(\w|\b[1-9]\d* failures?\b|^npm ERR!|^FAIL\b|^--- FAIL|^✘ \[ERROR\]|^panic: |^Traceback \(most recent)`)
 	// strongError lines identify a failure.
-	strongError = regexp.MustCompile(`(?i)(error TS\d+:|^\*\* \(\w|^\d+\) test |\b[1-9]\d* failures?\b|^\[[FRWCD]\] |^assertion\b.*\bfailed|` +
+	strongError = lazyRegexp(`(?i)(error TS\d+:|^\*\* \(\w|^\d+\) test |\b[1-9]\d* failures?\b|^\[[FRWCD]\] |^assertion\b.*\bfailed|` +
 		`(?-i:(Error|Exception)\b: \S)|` +
 		`^(error|fatal|panic)(\[[\w-]+\])?:|\b(error|exception)(\[[\w-]+\])?: \S|^\w*(Error|Exception): |^✘ \[ERROR\]|^[×✖✘] |` +
 		`no such file or directory|permission denied|command not found|cannot find module|could not resolve|` +
 		`could not find|not found in file|does not exist|exceeds maximum|not formatted|can never match|` +
 		`\slint/\w+/\w+|^FAIL\b|^--- FAIL|^panic: |^npm ERR! (?:code|errno|missing|404|enoent|eresolve))`)
 	// noiseLine lines say a command failed without saying why.
-	noiseLine  = regexp.MustCompile(`(?i)^(npm (error|ERR!) (code \d|path|workspace|location|command|Lifecycle|A complete log)|exit code \d+$|command exited with code \d+$|\(no output\)|debugger attached|waiting for the debugger|error: process completed with exit code)`)
-	locationRe = regexp.MustCompile(`^[\w./~-]+\.\w+:\d+`)
+	noiseLine  = lazyRegexp(`(?i)^(npm (error|ERR!) (code \d|path|workspace|location|command|Lifecycle|A complete log)|exit code \d+$|command exited with code \d+$|\(no output\)|debugger attached|waiting for the debugger|error: process completed with exit code)`)
+	locationRe = lazyRegexp(`^[\w./~-]+\.\w+:\d+`)
 )
 
 // errorLines picks up to four lines that identify a failure in out (up to 30 when they are
@@ -232,7 +231,7 @@ func errorLines(out string, failed bool) []string {
 	seen := map[string]bool{}
 	limit := 4
 	for i, l := range lines {
-		if !mayBeError(l) || !strongError.MatchString(l) || noiseLine.MatchString(l) ||
+		if !mayBeError(l) || !strongError().MatchString(l) || noiseLine().MatchString(l) ||
 			(utf8.RuneCountInString(l) > 400 && !strings.Contains(l, "error TS")) {
 			continue // minified code and JSON lines are not how an error identifies itself
 		}
@@ -250,21 +249,21 @@ func errorLines(out string, failed bool) []string {
 	}
 	if len(picked) == 0 && failed {
 		for i, l := range lines {
-			if !noiseLine.MatchString(l) && !strings.HasPrefix(l, ">") {
+			if !noiseLine().MatchString(l) && !strings.HasPrefix(l, ">") {
 				return []string{withContinuation(l, lines, i)}
 			}
 		}
 	}
 	// A short header that says what failed ("Pre-commit validation failed:") gives the first
 	// line its context.
-	if len(picked) > 0 && len(lines) > 0 && headerRe.MatchString(lines[0]) && !strings.HasPrefix(picked[0], lines[0]) &&
+	if len(picked) > 0 && len(lines) > 0 && headerRe().MatchString(lines[0]) && !strings.HasPrefix(picked[0], lines[0]) &&
 		utf8.RuneCountInString(lines[0]) <= 120 {
 		picked[0] = clip(lines[0]+" "+picked[0], 240)
 	}
 	return picked
 }
 
-var headerRe = regexp.MustCompile(`(?i)(fail|error).*[:\]]$`)
+var headerRe = lazyRegexp(`(?i)(fail|error).*[:\]]$`)
 
 // errorWords are the fragments (lower case) one of which every strongError line holds; looking
 // for them first keeps the regexp off most lines of long outputs.
@@ -291,7 +290,7 @@ func strictErrorLines(out string) []string {
 		return nil // the literal checks spare the regexp on the many outputs that cannot match
 	}
 	for _, l := range splitOutput(out) {
-		if strictError.MatchString(l) {
+		if strictError().MatchString(l) {
 			return errorLines(out, true)
 		}
 	}
@@ -299,14 +298,14 @@ func strictErrorLines(out string) []string {
 }
 
 func splitOutput(out string) []string {
-	out = ansiRe.ReplaceAllString(out, "")
+	out = ansiRe().ReplaceAllString(out, "")
 	if strings.Contains(out, `\n`) {
-		out = escapedNewline.ReplaceAllString(out, "\n")
+		out = escapedNewline().ReplaceAllString(out, "\n")
 	}
 	out = strings.NewReplacer("<tool_use_error>", "", "</tool_use_error>", "").Replace(out)
 	var lines []string
 	for _, l := range strings.Split(out, "\n") {
-		if l = strings.TrimSpace(boxPrefix.ReplaceAllString(l, "")); l != "" {
+		if l = strings.TrimSpace(boxPrefix().ReplaceAllString(l, "")); l != "" {
 			lines = append(lines, l)
 		}
 	}
@@ -316,9 +315,9 @@ func splitOutput(out string) []string {
 // withContinuation adds the next line to a short error line when it gives the location or
 // finishes the sentence, and clips the result.
 func withContinuation(l string, lines []string, i int) string {
-	if utf8.RuneCountInString(l) < 110 && i+1 < len(lines) && !isDiagnostic(l) && !noiseLine.MatchString(lines[i+1]) {
+	if utf8.RuneCountInString(l) < 110 && i+1 < len(lines) && !isDiagnostic(l) && !noiseLine().MatchString(lines[i+1]) {
 		next := lines[i+1]
-		if locationRe.MatchString(next) || (!strongError.MatchString(next) && startsLower(next) && !strings.HasPrefix(next, "at ")) {
+		if locationRe().MatchString(next) || (!strongError().MatchString(next) && startsLower(next) && !strings.HasPrefix(next, "at ")) {
 			l += " " + next
 		}
 	}

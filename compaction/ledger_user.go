@@ -1,7 +1,6 @@
 package compaction
 
 import (
-	"regexp"
 	"strings"
 	"unicode/utf8"
 )
@@ -16,13 +15,13 @@ const (
 
 var (
 	// ruleRe marks a sentence that states a rule or preference.
-	ruleRe = regexp.MustCompile(`(?i)\b(must|mustn't|must not|never|always|don'?t|do not|should|shouldn't|make sure|` +
+	ruleRe = lazyRegexp(`(?i)\b(must|mustn't|must not|never|always|don'?t|do not|should|shouldn't|make sure|` +
 		`prefer|avoid|no need|instead of|not allowed|only want|i want|we want|i would only|needs?|has to|have to|` +
 		`please|can we|could we|how about|let'?s|i'd like|we'd like|i wish)\b`)
 	// prohibitionRe: "no console logs!", "no rgb indices".
-	prohibitionRe = regexp.MustCompile(`(?i)(^|,\s*)no\s+[a-z]`)
-	fillerRe      = regexp.MustCompile(`(?i)^((ok|okay|alright|allright|yes|yeah|yep|no|nope|so|then|also|and|but|well|actually|hm+|now|btw|first|finally|wait|right|sure|cool|great|nice|good|perfect|ah|oh|dude|my dude|just|maybe|hey|omfg|omg|wtf|ugh|lol|pls|plz)\b[\s,.!:-]*)+`)
-	midImperative = regexp.MustCompile(`(?i)(,\s*just|,\s*then|;|\bthen)\s+(just\s+)?(read|write|create|add|remove|delete|kill|use|make|put|keep|move|copy|rename|run|fix|update|change|call|commit|revert|open|adjust|split|replace|mention|document|start|continue)\b`)
+	prohibitionRe = lazyRegexp(`(?i)(^|,\s*)no\s+[a-z]`)
+	fillerRe      = lazyRegexp(`(?i)^((ok|okay|alright|allright|yes|yeah|yep|no|nope|so|then|also|and|but|well|actually|hm+|now|btw|first|finally|wait|right|sure|cool|great|nice|good|perfect|ah|oh|dude|my dude|just|maybe|hey|omfg|omg|wtf|ugh|lol|pls|plz)\b[\s,.!:-]*)+`)
+	midImperative = lazyRegexp(`(?i)(,\s*just|,\s*then|;|\bthen)\s+(just\s+)?(read|write|create|add|remove|delete|kill|use|make|put|keep|move|copy|rename|run|fix|update|change|call|commit|revert|open|adjust|split|replace|mention|document|start|continue)\b`)
 	// imperatives that start an instruction.
 	imperatives = map[string]bool{"read": true, "reread": true, "write": true, "create": true, "createa": true, "add": true,
 		"remove": true, "remoev": true, "delete": true, "kill": true, "use": true, "make": true, "put": true, "keep": true,
@@ -37,14 +36,14 @@ var (
 		"ignore": true, "call": true, "describe": true, "reduce": true, "increase": true, "decrease": true, "rewrite": true}
 	// valueRe finds what a user states as a value: colours, percentages, versions, sizes and
 	// durations, ports, settings and "a -> b" mappings.
-	valueRe = regexp.MustCompile(`(?i)(#[0-9a-f]{6}\b|\b\d+(\.\d+)?\s?%|\bv?\d+\.\d+(\.\d+)+\b|\bv\d+\b|` +
+	valueRe = lazyRegexp(`(?i)(#[0-9a-f]{6}\b|\b\d+(\.\d+)?\s?%|\bv?\d+\.\d+(\.\d+)+\b|\bv\d+\b|` +
 		`\b\d+(\.\d+)?\s?(ms|s|sec|secs|seconds?|minutes?|mins?|hours?|h|px|em|rem|kb|mb|gb|tb|k|tokens?|lines?|chars?|characters|bytes|files|items|messages|entries|columns|rows|cores|x)\b|` +
 		`localhost:\d+|:\d{4,5}\b|\bset to -?\d+|=\s*-?\d+\b|\S\s*->\s*\S|\b[0-9a-f]*\d[0-9a-f]*\b)`)
-	hexWordRe  = regexp.MustCompile(`(?i)^[0-9a-f]*\d[0-9a-f]*$`)
-	harnessTag = regexp.MustCompile(`<([a-z]+(?:-[a-z]+)+)>`)
-	codeFences = regexp.MustCompile("(?s)```.*?(```|$)")
+	hexWordRe  = lazyRegexp(`(?i)^[0-9a-f]*\d[0-9a-f]*$`)
+	harnessTag = lazyRegexp(`<([a-z]+(?:-[a-z]+)+)>`)
+	codeFences = lazyRegexp("(?s)```.*?(```|$)")
 	// harnessRule marks a standing instruction in harness output by its capitals.
-	harnessRule = regexp.MustCompile(`\b(MUST|NEVER|ALWAYS|NOT|CRITICAL|IMPORTANT|WARNING|Prohibited|REQUIRED)\b`)
+	harnessRule = lazyRegexp(`\b(MUST|NEVER|ALWAYS|NOT|CRITICAL|IMPORTANT|WARNING|Prohibited|REQUIRED)\b`)
 )
 
 // userEvent reads a user message as written (harness markup included).
@@ -52,7 +51,7 @@ func userEvent(raw string) (ledgerEvent, bool) {
 	if t := strings.TrimSpace(raw); strings.HasPrefix(t, "$ ") || (strings.HasPrefix(t, "!") && len(t) > 1 && t[1] != ' ') {
 		return ledgerEvent{}, false // a shell command the user ran through the agent ($ or !), and its output
 	}
-	typed, harness := splitHarness(ansiRe.ReplaceAllString(raw, ""))
+	typed, harness := splitHarness(ansiRe().ReplaceAllString(raw, ""))
 	ev := ledgerEvent{user: true}
 	seen := map[string]bool{}
 	for _, line := range typedLines(typed) {
@@ -68,7 +67,7 @@ func userEvent(raw string) (ledgerEvent, bool) {
 	}
 	for _, line := range typedLines(harness) {
 		for _, s := range splitSentences(line) {
-			if harnessRule.MatchString(s) && utf8.RuneCountInString(s) >= 20 && !seen[normFact(s)] {
+			if harnessRule().MatchString(s) && utf8.RuneCountInString(s) >= 20 && !seen[normFact(s)] {
 				seen[normFact(s)] = true
 				ev.constraints = append(ev.constraints, clip(s, constraintChars))
 			}
@@ -76,7 +75,7 @@ func userEvent(raw string) (ledgerEvent, bool) {
 	}
 	// Errors the user pasted: only lines that clearly identify one.
 	for _, l := range errorLines(typed, false) {
-		if strictError.MatchString(l) || strings.Contains(l, "Error:") || strings.Contains(l, "error:") {
+		if strictError().MatchString(l) || strings.Contains(l, "Error:") || strings.Contains(l, "error:") {
 			ev.errors = append(ev.errors, l)
 		}
 	}
@@ -92,7 +91,7 @@ func userEvent(raw string) (ledgerEvent, bool) {
 func splitHarness(s string) (typed, harness string) {
 	var t, h strings.Builder
 	for {
-		loc := harnessTag.FindStringSubmatchIndex(s)
+		loc := harnessTag().FindStringSubmatchIndex(s)
 		if loc == nil {
 			t.WriteString(s)
 			return t.String(), h.String()
@@ -120,7 +119,7 @@ func splitHarness(s string) (typed, harness string) {
 // typedLines are the lines of text a person wrote: code blocks, pasted stack traces, shell
 // prompts, diffs and very long lines left out; list markers removed.
 func typedLines(text string) []string {
-	text = codeFences.ReplaceAllString(text, "\n")
+	text = codeFences().ReplaceAllString(text, "\n")
 	var out []string
 	for _, l := range strings.Split(text, "\n") {
 		if strings.HasPrefix(l, "    ") || strings.HasPrefix(l, "\t") {
@@ -133,7 +132,7 @@ func typedLines(text string) []string {
 			strings.HasPrefix(l, "'/") || strings.HasPrefix(l, `"/`) || strings.HasPrefix(l, "./") || strings.HasPrefix(l, "../") {
 			continue
 		}
-		l = strings.TrimSpace(listMarker.ReplaceAllString(l, ""))
+		l = strings.TrimSpace(listMarker().ReplaceAllString(l, ""))
 		l = strings.TrimSpace(strings.ReplaceAll(l, "**", ""))
 		if l != "" {
 			out = append(out, l)
@@ -164,10 +163,10 @@ func isConstraint(s string) bool {
 	if utf8.RuneCountInString(s) < 12 {
 		return false
 	}
-	if ruleRe.MatchString(s) || prohibitionRe.MatchString(s) || midImperative.MatchString(s) {
+	if ruleRe().MatchString(s) || prohibitionRe().MatchString(s) || midImperative().MatchString(s) {
 		return true
 	}
-	rest := fillerRe.ReplaceAllString(s, "")
+	rest := fillerRe().ReplaceAllString(s, "")
 	first := strings.ToLower(strings.Trim(strings.SplitN(rest, " ", 2)[0], ",.!:;"))
 	return imperatives[first] && !strings.HasSuffix(s, "?")
 }
@@ -177,8 +176,8 @@ func statesValue(line string) bool {
 	if utf8.RuneCountInString(line) > valueChars {
 		return false
 	}
-	for _, m := range valueRe.FindAllString(line, -1) {
-		if hexWordRe.MatchString(m) && len(m) != 6 {
+	for _, m := range valueRe().FindAllString(line, -1) {
+		if hexWordRe().MatchString(m) && len(m) != 6 {
 			continue // a bare number is not a value; six hex digits (a colour) are
 		}
 		return true
@@ -200,5 +199,5 @@ func coveredBy(line string, sentences []string) bool {
 // valueKey identifies what a value line is about: its words without the values, so that
 // "muted is #808080" and later "muted is #909090" are the same setting.
 func valueKey(line string) string {
-	return normFact(valueRe.ReplaceAllString(line, " "))
+	return normFact(valueRe().ReplaceAllString(line, " "))
 }

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"iter"
-	"regexp"
 	"strings"
 	"time"
 )
@@ -33,12 +32,22 @@ var (
 	ErrDuplicateKey = errors.New("record key already stored in the session")
 )
 
-var idPattern = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,128}$`)
-
 // ValidID reports whether id can name a session: 1 to 128 characters from [A-Za-z0-9_.-],
-// and not "." or "..". Every id-taking method returns ErrInvalidID for other ids.
+// and not "." or "..". Every id-taking method returns ErrInvalidID for other ids. (A loop, not
+// the regexp it reads like: that regexp's {1,128} compiled to 128 copies of the class, 2 ms
+// of every process's start.)
 func ValidID(id string) bool {
-	return id != "." && id != ".." && idPattern.MatchString(id)
+	if len(id) < 1 || len(id) > 128 || id == "." || id == ".." {
+		return false
+	}
+	for i := 0; i < len(id); i++ {
+		switch c := id[i]; {
+		case 'a' <= c && c <= 'z', 'A' <= c && c <= 'Z', '0' <= c && c <= '9', c == '_', c == '.', c == '-':
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // Store is a set of session logs plus the listing metadata of each session. Every backend
