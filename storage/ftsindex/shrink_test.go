@@ -17,10 +17,7 @@ import (
 // gives the pages that frees back to the file system, and the index reads the same
 // afterwards.
 func TestCloseTidiesIndex(t *testing.T) {
-	// A loaded machine may take more than Close's second for the merge (then left for a
-	// later Close); this test is about what it does.
-	defer func(d time.Duration) { closeTidyTimeout = d }(closeTidyTimeout)
-	closeTidyTimeout = time.Minute
+	longTidy(t)
 	dir := t.TempDir()
 	ix, err := Open(context.Background(), dir, Options{})
 	if err != nil {
@@ -31,23 +28,12 @@ func TestCloseTidiesIndex(t *testing.T) {
 	// pages of the ones before.
 	rng := rand.New(rand.NewPCG(1, 2))
 	for call := range 30 {
-		var batches []Batch
-		for k := range 10 {
-			id := fmt.Sprintf("s%04d", call*10+k)
-			var docs []fts.Doc
-			for seq := uint64(1); seq <= 5; seq++ {
-				var text strings.Builder
-				for range 100 {
-					fmt.Fprintf(&text, "w%d ", rng.IntN(20000))
-				}
-				if seq == 5 {
-					text.WriteString("unique" + id)
-				}
-				docs = append(docs, doc(id, seq, "user", text.String()))
-				texts.Store(textKey{id, seq}, text.String())
+		batches := fiveDocSessions(rng, call*10, call*10+10, 100, func(id string, seq uint64) string {
+			if seq == 5 {
+				return "unique" + id
 			}
-			batches = append(batches, Batch{Session: sess(id), From: 1, Through: 5, Docs: docs})
-		}
+			return ""
+		})
 		if _, err := ix.Index(context.Background(), batches...); err != nil {
 			t.Fatal(err)
 		}
@@ -55,17 +41,8 @@ func TestCloseTidiesIndex(t *testing.T) {
 	path := ix.File()
 	stat := func() (segs, pages, free int64) {
 		t.Helper()
-		db, err := sql.Open("sqlite", "file:"+escapePath(path)+"?_pragma=query_only(1)")
-		if err != nil {
-			t.Fatal(err)
-		}
-		defer db.Close()
-		for q, v := range map[string]*int64{`SELECT count(*) FROM segments`: &segs, `PRAGMA page_count`: &pages, `PRAGMA freelist_count`: &free} {
-			if err := db.QueryRow(q).Scan(v); err != nil {
-				t.Fatal(err)
-			}
-		}
-		return segs, pages, free
+		v := fileInts(t, path, `SELECT count(*) FROM segments`, `PRAGMA page_count`, `PRAGMA freelist_count`)
+		return v[0], v[1], v[2]
 	}
 	segs0, pages0, free0 := stat()
 	if err := ix.Close(); err != nil {
@@ -82,6 +59,54 @@ func TestCloseTidiesIndex(t *testing.T) {
 			t.Fatalf("search for %s after Close: %v", id, got)
 		}
 	}
+}
+
+// longTidy gives Close's tidy a minute for the rest of the test: a loaded machine may take
+// more than its second for the merge (then left for a later Close), and these tests are
+// about what it does.
+func longTidy(t *testing.T) {
+	d := closeTidyTimeout
+	closeTidyTimeout = time.Minute
+	t.Cleanup(func() { closeTidyTimeout = d })
+}
+
+// fiveDocSessions returns a batch for each of the sessions s<from>..s<to-1> (four digits),
+// each of 5 user docs of words random words from rng followed by unique(id, seq), and keeps
+// their texts for Query.Text as feed does.
+func fiveDocSessions(rng *rand.Rand, from, to, words int, unique func(id string, seq uint64) string) []Batch {
+	var batches []Batch
+	for k := from; k < to; k++ {
+		id := fmt.Sprintf("s%04d", k)
+		var docs []fts.Doc
+		for seq := uint64(1); seq <= 5; seq++ {
+			var text strings.Builder
+			for range words {
+				fmt.Fprintf(&text, "w%d ", rng.IntN(20000))
+			}
+			text.WriteString(unique(id, seq))
+			docs = append(docs, doc(id, seq, "user", text.String()))
+			texts.Store(textKey{id, seq}, text.String())
+		}
+		batches = append(batches, Batch{Session: sess(id), From: 1, Through: 5, Docs: docs})
+	}
+	return batches
+}
+
+// fileInts runs queries of one integer each on the index file at path, opened read-only.
+func fileInts(t *testing.T, path string, queries ...string) []int64 {
+	t.Helper()
+	db, err := sql.Open("sqlite", "file:"+escapePath(path)+"?_pragma=query_only(1)")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer db.Close()
+	out := make([]int64, len(queries))
+	for i, q := range queries {
+		if err := db.QueryRow(q).Scan(&out[i]); err != nil {
+			t.Fatal(err)
+		}
+	}
+	return out
 }
 
 // TestCloseRun: Close merges the newest run of two or more packed, non-final segments that
@@ -125,51 +150,26 @@ func TestCloseRun(t *testing.T) {
 // closePackLimit docs, more than a segment the saves or the level merges pack, and the
 // index reads the same afterwards.
 func TestCloseMergePacksPastPackLimit(t *testing.T) {
-	defer func(d time.Duration) { closeTidyTimeout = d }(closeTidyTimeout)
-	closeTidyTimeout = time.Minute
+	longTidy(t)
 	dir := t.TempDir()
 	ix, err := Open(context.Background(), dir, Options{})
 	if err != nil {
 		t.Fatal(err)
 	}
 	rng := rand.New(rand.NewPCG(3, 4))
-	index := func(from, to int) {
-		t.Helper()
-		var batches []Batch
-		for k := from; k < to; k++ {
-			id := fmt.Sprintf("s%04d", k)
-			var docs []fts.Doc
-			for seq := uint64(1); seq <= 5; seq++ {
-				var text strings.Builder
-				for range 20 {
-					fmt.Fprintf(&text, "w%d ", rng.IntN(20000))
-				}
-				text.WriteString(fmt.Sprintf("unique%s%d", id, seq))
-				docs = append(docs, doc(id, seq, "user", text.String()))
-			}
-			batches = append(batches, Batch{Session: sess(id), From: 1, Through: 5, Docs: docs})
-		}
-		if _, err := ix.Index(context.Background(), batches...); err != nil {
+	unique := func(id string, seq uint64) string { return fmt.Sprintf("unique%s%d", id, seq) }
+	// Two segments of 1,320 and 3,680 docs (levels 1 and 2: no merge is due), 5,000 together.
+	for _, r := range [][2]int{{0, 264}, {264, 1000}} {
+		if _, err := ix.Index(context.Background(), fiveDocSessions(rng, r[0], r[1], 20, unique)...); err != nil {
 			t.Fatal(err)
 		}
 	}
-	// Two segments of 1,320 and 3,680 docs (levels 1 and 2: no merge is due), 5,000 together.
-	index(0, 264)
-	index(264, 1000)
 	path := ix.File()
 	if err := ix.Close(); err != nil {
 		t.Fatal(err)
 	}
-	db, err := sql.Open("sqlite", "file:"+escapePath(path)+"?_pragma=query_only(1)")
-	if err != nil {
-		t.Fatal(err)
-	}
-	var segs, ndocs, packed int64
-	err = db.QueryRow(`SELECT count(*), sum(ndocs), sum(packed IS NOT NULL) FROM segments`).Scan(&segs, &ndocs, &packed)
-	db.Close()
-	if err != nil {
-		t.Fatal(err)
-	}
+	v := fileInts(t, path, `SELECT count(*) FROM segments`, `SELECT sum(ndocs) FROM segments`, `SELECT sum(packed IS NOT NULL) FROM segments`)
+	segs, ndocs, packed := v[0], v[1], v[2]
 	if segs != 1 || ndocs != 5000 || packed != 1 || ndocs < packLimit {
 		t.Fatalf("after Close: %d segments of %d docs, %d packed; want one packed segment of 5000", segs, ndocs, packed)
 	}
