@@ -340,7 +340,9 @@ const betterBelow = 64 << 10
 
 // encodeFrame compresses src into one zstd frame that records its content size (a frame of
 // fewer than 256 bytes has the field only if it is a single segment: encSmall) and appends
-// it to dst.
+// it to dst. It serves index.jsonl's snapshot, and never picks betterBelow's encoder as
+// encodeRecord does: a store of a hundred sessions has a snapshot under 64 KiB, and a
+// process that only saves long sessions would hold that encoder's 4 MB of tables for it.
 func (s *Store) encodeFrame(src, dst []byte) []byte {
 	if len(src) < 256 {
 		return s.encSmall.EncodeAll(src, dst)
