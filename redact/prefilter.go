@@ -31,78 +31,59 @@ func lower(c byte) byte {
 }
 
 // newPrefilter builds the automaton; triggers[i] are the literals of rule i (i < 64).
+//
+// It is built over the table's columns, not over all 256 byte values: a state's transitions
+// take 4 bytes per column (a few dozen) instead of 1 KB, and every process builds the table
+// at its start.
 func newPrefilter(triggers [][]string) *prefilter {
-	return compile(automaton(triggers), triggers)
-}
-
-// acNode is a state of the Aho-Corasick automaton: its transitions by lower-cased byte (after
-// automaton, a full DFA's), its failure link and the rules whose trigger ends in it.
-type acNode struct {
-	child [256]int32
-	fail  int32
-	out   uint64
-}
-
-// automaton builds the DFA of the triggers; state 0 is the start.
-func automaton(triggers [][]string) []acNode {
-	newNode := func() acNode {
-		var n acNode
-		for i := range n.child {
-			n.child[i] = -1
-		}
-		return n
-	}
-	nodes := []acNode{newNode()}
-	for rule, lits := range triggers {
-		for _, lit := range lits {
-			cur := int32(0)
-			for i := 0; i < len(lit); i++ {
-				c := lower(lit[i])
-				if nodes[cur].child[c] < 0 {
-					nodes = append(nodes, newNode())
-					nodes[cur].child[c] = int32(len(nodes) - 1)
-				}
-				cur = nodes[cur].child[c]
-			}
-			nodes[cur].out |= 1 << uint(rule)
-		}
-	}
-	// Breadth-first: fill failure links and turn missing edges into DFA transitions.
-	queue := make([]int32, 0, len(nodes))
-	for c := range 256 {
-		if ch := nodes[0].child[c]; ch >= 0 {
-			nodes[ch].fail = 0
-			queue = append(queue, ch)
-		} else {
-			nodes[0].child[c] = 0
-		}
-	}
-	for len(queue) > 0 {
-		n := queue[0]
-		queue = queue[1:]
-		nodes[n].out |= nodes[nodes[n].fail].out
-		for c := range 256 {
-			ch := nodes[n].child[c]
-			if ch >= 0 {
-				nodes[ch].fail = nodes[nodes[n].fail].child[c]
-				queue = append(queue, ch)
-			} else {
-				nodes[n].child[c] = nodes[nodes[n].fail].child[c]
-			}
-		}
-	}
-	return nodes
-}
-
-// compile lays out the automaton of the triggers as a prefilter's table.
-func compile(nodes []acNode, triggers [][]string) *prefilter {
-	n := len(nodes)
 	p := &prefilter{}
-	columns := 1 // column 0: the bytes no trigger holds, which lead every state back to the start
+	columns := p.setColumns(triggers)
+	for 1<<p.shift < columns {
+		p.shift++
+	}
+	a := automaton(triggers, &p.class, columns)
+	n := len(a.out)
+	// Number the states that end no trigger first (the start among them: no trigger is empty).
+	order := make([]int32, n) // state → its number here
+	num := int32(0)
+	for pass := range 2 {
+		for i := range n {
+			if (a.out[i] != 0) == (pass == 1) {
+				order[i] = num
+				num++
+			}
+			if pass == 0 && i == n-1 {
+				p.hitRow = uint16(num << p.shift)
+			}
+		}
+	}
+	if order[0] != 0 || n<<p.shift > 1<<16 {
+		panic(fmt.Sprintf("redact: prefilter of %d states and %d columns does not fit its table", n, columns))
+	}
+	p.next = make([]uint16, n<<p.shift)
+	p.out = make([]uint64, n)
+	for i := range n {
+		row := int(order[i]) << p.shift
+		p.out[order[i]] = a.out[i]
+		for col, to := range a.child[i*columns : (i+1)*columns] {
+			p.next[row+col] = uint16(order[to] << p.shift)
+		}
+	}
+	return p
+}
+
+// setColumns gives every byte its column and returns how many there are. Column 0 holds the
+// bytes no trigger holds, which lead every state back to the start; a letter shares its
+// column with its other case.
+func (p *prefilter) setColumns(triggers [][]string) int {
+	columns := 1
 	for _, lits := range triggers {
 		for _, lit := range lits {
 			for i := 0; i < len(lit); i++ {
 				if c := lower(lit[i]); p.class[c] == 0 {
+					if columns == 256 {
+						panic("redact: prefilter triggers hold more byte values than its table has columns")
+					}
 					p.class[c] = uint8(columns)
 					columns++
 				}
@@ -112,43 +93,73 @@ func compile(nodes []acNode, triggers [][]string) *prefilter {
 	for c := 'A'; c <= 'Z'; c++ {
 		p.class[c] = p.class[c+'a'-'A']
 	}
-	for 1<<p.shift < columns {
-		p.shift++
+	return columns
+}
+
+// dfa is the Aho-Corasick automaton of the triggers as a full DFA over columns: state s goes
+// to child[s*columns+col]; out[s] are the rules whose trigger ends in s (failure links folded
+// in). State 0 is the start.
+type dfa struct {
+	child []int32
+	out   []uint64
+}
+
+// automaton builds the DFA of the triggers over the columns class gives their bytes.
+func automaton(triggers [][]string, class *[256]uint8, columns int) dfa {
+	states := 1
+	for _, lits := range triggers {
+		for _, lit := range lits {
+			states += len(lit)
+		}
 	}
-	// Number the states that end no trigger first (the start among them: no trigger is empty).
-	order := make([]int32, n) // state → its number here
-	num := int32(0)
-	for pass := range 2 {
-		for i := range n {
-			if (nodes[i].out != 0) == (pass == 1) {
-				order[i] = num
-				num++
+	// At most one state per trigger byte: the tables are sized once.
+	child := make([]int32, columns, states*columns)
+	for c := range child {
+		child[c] = -1
+	}
+	out := make([]uint64, 1, states)
+	for rule, lits := range triggers {
+		for _, lit := range lits {
+			cur := int32(0)
+			for i := 0; i < len(lit); i++ {
+				at := int(cur)*columns + int(class[lit[i]])
+				if child[at] < 0 {
+					child[at] = int32(len(out))
+					out = append(out, 0)
+					for range columns {
+						child = append(child, -1)
+					}
+				}
+				cur = child[at]
 			}
-			if pass == 0 && i == n-1 {
-				p.hitRow = uint16(num << p.shift)
+			out[cur] |= 1 << uint(rule)
+		}
+	}
+	// Breadth-first: fill failure links and turn missing edges into DFA transitions.
+	fail := make([]int32, len(out))
+	queue := make([]int32, 0, len(out))
+	for c := range columns {
+		if ch := child[c]; ch >= 0 {
+			queue = append(queue, ch) // fail[ch] = 0
+		} else {
+			child[c] = 0
+		}
+	}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		out[n] |= out[fail[n]]
+		row, frow := int(n)*columns, int(fail[n])*columns
+		for c := range columns {
+			if ch := child[row+c]; ch >= 0 {
+				fail[ch] = child[frow+c]
+				queue = append(queue, ch)
+			} else {
+				child[row+c] = child[frow+c]
 			}
 		}
 	}
-	if order[0] != 0 || columns > 256 || n<<p.shift > 1<<16 {
-		panic(fmt.Sprintf("redact: prefilter of %d states and %d columns does not fit its table", n, columns))
-	}
-	p.next = make([]uint16, n<<p.shift)
-	p.out = make([]uint64, n)
-	for i := range n {
-		child := &nodes[i].child
-		row := int(order[i]) << p.shift
-		p.out[order[i]] = nodes[i].out
-		to := func(c int) uint16 { return uint16(order[child[lower(byte(c))]] << p.shift) }
-		for c := range 256 {
-			p.next[row+int(p.class[c])] = to(c)
-		}
-		for c := range 256 { // the bytes of a column must lead where the column leads
-			if p.next[row+int(p.class[c])] != to(c) {
-				panic("redact: bytes of one prefilter column lead to different states")
-			}
-		}
-	}
-	return p
+	return dfa{child: child, out: out}
 }
 
 // hit is a place where a trigger ends (exclusive byte offset) and the rules it belongs to.

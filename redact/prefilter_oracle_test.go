@@ -19,7 +19,7 @@ type bytePrefilter struct {
 
 // newBytePrefilter lays out the automaton of the triggers with a column per byte value.
 func newBytePrefilter(triggers [][]string) *bytePrefilter {
-	nodes := automaton(triggers)
+	nodes := byteAutomaton(triggers)
 	p := &bytePrefilter{next: make([]uint16, len(nodes)<<8), out: make([]uint64, len(nodes))}
 	for i := range nodes {
 		p.out[i] = nodes[i].out
@@ -80,4 +80,65 @@ func TestPrefilterMatchesByteTable(t *testing.T) {
 			}
 		}
 	}
+}
+
+// acNode is a state of the oracle's Aho-Corasick automaton: its transitions by lower-cased
+// byte (after byteAutomaton, a full DFA's), its failure link and the rules whose trigger ends
+// in it.
+type acNode struct {
+	child [256]int32
+	fail  int32
+	out   uint64
+}
+
+// byteAutomaton builds the DFA of the triggers over byte values, built apart from the
+// prefilter's own (which works over its columns); state 0 is the start.
+func byteAutomaton(triggers [][]string) []acNode {
+	newNode := func() acNode {
+		var n acNode
+		for i := range n.child {
+			n.child[i] = -1
+		}
+		return n
+	}
+	nodes := []acNode{newNode()}
+	for rule, lits := range triggers {
+		for _, lit := range lits {
+			cur := int32(0)
+			for i := 0; i < len(lit); i++ {
+				c := lower(lit[i])
+				if nodes[cur].child[c] < 0 {
+					nodes = append(nodes, newNode())
+					nodes[cur].child[c] = int32(len(nodes) - 1)
+				}
+				cur = nodes[cur].child[c]
+			}
+			nodes[cur].out |= 1 << uint(rule)
+		}
+	}
+	// Breadth-first: fill failure links and turn missing edges into DFA transitions.
+	queue := make([]int32, 0, len(nodes))
+	for c := range 256 {
+		if ch := nodes[0].child[c]; ch >= 0 {
+			nodes[ch].fail = 0
+			queue = append(queue, ch)
+		} else {
+			nodes[0].child[c] = 0
+		}
+	}
+	for len(queue) > 0 {
+		n := queue[0]
+		queue = queue[1:]
+		nodes[n].out |= nodes[nodes[n].fail].out
+		for c := range 256 {
+			ch := nodes[n].child[c]
+			if ch >= 0 {
+				nodes[ch].fail = nodes[nodes[n].fail].child[c]
+				queue = append(queue, ch)
+			} else {
+				nodes[n].child[c] = nodes[nodes[n].fail].child[c]
+			}
+		}
+	}
+	return nodes
 }

@@ -260,3 +260,19 @@ func TestPrefilter(t *testing.T) {
 		})
 	}
 }
+
+// TestRulesCompile compiles every built-in rule's regexp, which the rules otherwise compile on
+// first use (pattern): a bad one fails here, not on the first text that triggers it.
+func TestRulesCompile(t *testing.T) {
+	for _, ru := range builtinRules() {
+		if ru.re == nil {
+			if ru.mode != custom {
+				t.Errorf("rule %q (mode %d) has no regexp", ru.name, ru.mode)
+			}
+			continue
+		}
+		if got := ru.re.get().String(); got != ru.re.String() {
+			t.Errorf("rule %q compiled %q from %q", ru.name, got, ru.re.String())
+		}
+	}
+}
