@@ -35,7 +35,7 @@ done
 cd "$work"
 node stdio.mjs ./sessionmem msgs.jsonl resume 2000 "$runs"
 node stdio-raw.mjs ./sessionmem msgs.jsonl 2000 "$runs"
-if [ -n "$pi" ]; then node pi.mjs resume msgs.jsonl 2000 "$runs"; fi
+if [ -n "$pi" ]; then node pi.mjs resume msgs.jsonl 2000 "$runs"; node pi.mjs fresh msgs.jsonl 2000 "$runs"; fi
 node stdio.mjs ./sessionmem msgs.jsonl resume 6000 "$runs"
 if [ -n "$pi" ]; then node pi.mjs resume msgs.jsonl 6000 "$runs"; fi
 node stdio.mjs ./sessionmem msgs.jsonl list 1000 4 "$runs"
