@@ -95,7 +95,6 @@ func runServe(ctx context.Context, e *env, args []string) error {
 	// Before the store closes (deferred calls run last first): the state snapshots still due
 	// are written, so the next start reads a snapshot instead of whole logs.
 	defer svc.Close()
-	startBackground(ctx, svc, cfg, red, logger)
 	d := &drain{}
 	opsSrv, err := startOps(cfg, store, d, e, logger)
 	if err != nil {
@@ -109,6 +108,10 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		Gate:            d.gate,
 		Observer:        opsSrv.metrics,
 	})
+	// Last, just before serving: the warm-up's decoding and allocation competed with building
+	// the metrics and the tools for the two cores of a small machine, and put 5 ms on every
+	// start's answer to initialize (docs/BENCHMARKS.md).
+	startBackground(ctx, svc, cfg, red, logger)
 	logger.Info("sessionmem serving", "store", storeLabel(cfg.Store), "transport", transportName(cfg), "version", buildVersion())
 	if cfg.HTTPAddr == "" {
 		return serveStdio(ctx, mcpSrv, d, e, logger)
