@@ -2,7 +2,8 @@ package compaction
 
 import (
 	"regexp"
-	"sync"
+
+	"github.com/sessionmem/sessionmem/internal/lazyre"
 )
 
 // lazyRegexp returns a function that compiles pattern on its first call and then returns
@@ -13,7 +14,7 @@ import (
 // so a bad pattern still fails the tests rather than a user's first compaction.
 func lazyRegexp(pattern string) func() *regexp.Regexp {
 	lazyPatterns = append(lazyPatterns, pattern)
-	return sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(pattern) })
+	return lazyre.New(pattern).Get
 }
 
 // lazyPatterns lists every pattern given to lazyRegexp, for TestLazyRegexpsCompile.

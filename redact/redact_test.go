@@ -262,7 +262,7 @@ func TestPrefilter(t *testing.T) {
 }
 
 // TestRulesCompile compiles every built-in rule's regexp, which the rules otherwise compile on
-// first use (pattern): a bad one fails here, not on the first text that triggers it.
+// first use (lazyre): a bad one fails here, not on the first text that triggers it.
 func TestRulesCompile(t *testing.T) {
 	for _, ru := range builtinRules() {
 		if ru.re == nil {
@@ -271,7 +271,7 @@ func TestRulesCompile(t *testing.T) {
 			}
 			continue
 		}
-		if got := ru.re.get().String(); got != ru.re.String() {
+		if got := ru.re.Get().String(); got != ru.re.String() {
 			t.Errorf("rule %q compiled %q from %q", ru.name, got, ru.re.String())
 		}
 	}

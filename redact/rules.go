@@ -1,9 +1,9 @@
 package redact
 
 import (
-	"regexp"
 	"strings"
-	"sync"
+
+	"github.com/sessionmem/sessionmem/internal/lazyre"
 )
 
 // How a rule's regexp is placed. Go's regexp has no DFA, so searching a whole large text with
@@ -24,10 +24,10 @@ const (
 
 // rule is one kind of secret.
 type rule struct {
-	name     string   // marker kind: "[REDACTED:name]"; "" gives "[REDACTED]"
-	mode     int      // atStart, afterKey or span
-	triggers []string // literals (ASCII case-insensitive); one occurs in every match
-	re       *pattern // nil for custom rules
+	name     string         // marker kind: "[REDACTED:name]"; "" gives "[REDACTED]"
+	mode     int            // atStart, afterKey or span
+	triggers []string       // literals (ASCII case-insensitive); one occurs in every match
+	re       *lazyre.Regexp // compiled on first use; nil for custom rules
 	// group is the capturing group holding the secret; 0 is the whole match.
 	group int
 	// limit bounds how far past the trigger the regexp may look.
@@ -45,27 +45,6 @@ type rule struct {
 	match func(s string, end int) [][2]int
 }
 
-// pattern is a rule's regexp, compiled on its first use. Compiling the built-in rules' thirty
-// regexps took 1-6 ms of every process's start, and most text never reaches them: a rule runs
-// its regexp only where the prefilter found one of its triggers. TestRulesCompile compiles
-// them all, so a bad pattern fails the tests rather than the first text that triggers it.
-type pattern struct {
-	src string
-	get func() *regexp.Regexp
-}
-
-func lazy(src string) *pattern {
-	return &pattern{src: src, get: sync.OnceValue(func() *regexp.Regexp { return regexp.MustCompile(src) })}
-}
-
-// String is the regexp's source, as a compiled regexp prints (Fingerprint hashes it).
-func (p *pattern) String() string {
-	if p == nil {
-		return "<nil>"
-	}
-	return p.src
-}
-
 func (ru *rule) marker() string {
 	if ru.name == "" {
 		return "[REDACTED]"
@@ -80,7 +59,7 @@ func (ru *rule) find(s string, hits []hit, bit uint64) [][2]int {
 			if h.rules&bit != 0 {
 				lo := max(0, h.end-len(ru.triggers[0])-64)
 				var out [][2]int
-				for _, m := range ru.re.get().FindAllStringIndex(s[lo:], -1) {
+				for _, m := range ru.re.Get().FindAllStringIndex(s[lo:], -1) {
 					out = append(out, [2]int{m[0] + lo, m[1] + lo})
 				}
 				return out
@@ -138,7 +117,7 @@ func (ru *rule) matchAtStart(s string, end, done int) ([2]int, bool) {
 			continue
 		}
 		w := ru.window(s, start)
-		m := ru.re.get().FindStringSubmatchIndex(w)
+		m := ru.re.Get().FindStringSubmatchIndex(w)
 		if m == nil {
 			continue
 		}
@@ -169,7 +148,7 @@ func (ru *rule) matchAfterKey(s string, end, done int) ([2]int, bool) {
 		return [2]int{}, false
 	}
 	w := ru.window(s, end)
-	m := ru.re.get().FindStringSubmatchIndex(w)
+	m := ru.re.Get().FindStringSubmatchIndex(w)
 	if m == nil {
 		return [2]int{}, false
 	}
@@ -225,18 +204,18 @@ func byteAt(s string, i int) byte {
 // name and shows which kind of key it held), then assignments, then headers and URLs.
 func builtinRules() []*rule {
 	key := func(name, re string, triggers ...string) *rule {
-		return &rule{name: name, mode: atStart, re: lazy(`^(?:` + re + `)`), triggers: triggers, limit: 4096}
+		return &rule{name: name, mode: atStart, re: lazyre.New(`^(?:` + re + `)`), triggers: triggers, limit: 4096}
 	}
 	digitAndLetter := func(v, _ string, _ byte) bool { return hasDigitAndLetter(v) }
 	withValid := func(r *rule, f func(string, string, byte) bool) *rule { r.valid = f; return r }
 	rules := []*rule{
 		// <private>…</private>: the user's own opt-out, possibly spanning lines.
-		{mode: span, re: lazy(`(?is)<private>.*?</private>`), triggers: []string{"<private>"}},
+		{mode: span, re: lazyre.New(`(?is)<private>.*?</private>`), triggers: []string{"<private>"}},
 		// PEM private keys; an unterminated block (a truncated tool output) loses everything
 		// that still looks like base64.
 		{
 			name: "private-key", mode: span, triggers: []string{"PRIVATE KEY-----"},
-			re: lazy(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:(?s:.*?)-----END[A-Z0-9 ]*PRIVATE KEY-----|[A-Za-z0-9+/=\s\\:,-]*)`),
+			re: lazyre.New(`-----BEGIN[A-Z0-9 ]*PRIVATE KEY-----(?:(?s:.*?)-----END[A-Z0-9 ]*PRIVATE KEY-----|[A-Za-z0-9+/=\s\\:,-]*)`),
 		},
 		key("anthropic-key", `sk-ant-[A-Za-z0-9_-]{20,}`, "sk-ant-"),
 		withValid(key("openai-key", `sk-(?:proj-|svcacct-|admin-)?[A-Za-z0-9_-]{20,}`, "sk-"), digitAndLetter),
@@ -266,20 +245,20 @@ func builtinRules() []*rule {
 			key: func(k string) bool {
 				return strings.EqualFold(k, "authorization") || strings.EqualFold(k, "proxy-authorization")
 			},
-			re:    lazy(`^\\?["']?[ \t]*[:=][ \t]*\\?["']?(?i:bearer|basic|token|digest)[ \t]+([A-Za-z0-9._~+/=-]{4,})`),
+			re:    lazyre.New(`^\\?["']?[ \t]*[:=][ \t]*\\?["']?(?i:bearer|basic|token|digest)[ \t]+([A-Za-z0-9._~+/=-]{4,})`),
 			valid: notAKey,
 		},
 		// A bare "Bearer <token>" (curl -H, logs): only when the token looks like one.
 		{
 			mode: afterKey, triggers: []string{"bearer"}, limit: 1024,
 			key:   func(k string) bool { return strings.EqualFold(k, "bearer") },
-			re:    lazy(`^[ \t]+([A-Za-z0-9._~+/=-]{8,})`),
+			re:    lazyre.New(`^[ \t]+([A-Za-z0-9._~+/=-]{8,})`),
 			valid: func(v, sep string, next byte) bool { return notAKey(v, sep, next) && looksSecret(v) },
 		},
 		// Credentials in URLs: scheme://user:password@host.
 		{
 			mode: afterKey, triggers: []string{"://"}, limit: 1024, midKey: true,
-			re:    lazy(`^[^\s:@/"'<>\\]+:([^\s@/"'<>\\]+)@`),
+			re:    lazyre.New(`^[^\s:@/"'<>\\]+:([^\s@/"'<>\\]+)@`),
 			valid: func(v, _ string, _ byte) bool { return !placeholder(v) && !allDigits(v) },
 		},
 	}...)
@@ -332,7 +311,7 @@ func assignmentRule() *rule {
 	return &rule{
 		mode: afterKey, triggers: assignmentTriggers, limit: 1024, unquote: true,
 		// Quotes may be escaped at any depth (\" in JSON inside JSON, \\\" one level deeper).
-		re: lazy(`^\\*["']?\s*(?::=|=|:)\s*` +
+		re: lazyre.New(`^\\*["']?\s*(?::=|=|:)\s*` +
 			`("[^"\n]*"|'[^'\n]*'|\\+"(?:[^"\\\n]|\\[^"\n])*?\\+"|\\*["']?[^\s"'` + "`" + `,;&|(){}\[\]<>\\]+)`),
 		valid: validAssignment,
 	}
@@ -343,7 +322,7 @@ func flagRule() *rule {
 	return &rule{
 		mode: afterKey, triggers: []string{"password", "passwd", "token", "secret", "api-key", "apikey"}, limit: 1024,
 		key: func(k string) bool { return strings.HasPrefix(k, "-") },
-		re:  lazy(`^[ \t]+([^\s"'` + "`" + `;&|<>()]+)`),
+		re:  lazyre.New(`^[ \t]+([^\s"'` + "`" + `;&|<>()]+)`),
 		valid: func(v, _ string, _ byte) bool {
 			return !strings.HasPrefix(v, "-") && looksSecret(v)
 		},
