@@ -227,7 +227,8 @@ func (s *Store) Reindex(ctx context.Context, progress func(storage.ReindexProgre
 	x.mu.Unlock()
 	for {
 		// The syncer may have taken the rebuild first; then wait for it.
-		if err := x.pass(ctx, true, passProgress); err != nil {
+		// A rewrite meanwhile: the next pass replaces the index and starts again.
+		if err := x.pass(ctx, true, passProgress); err != nil && !errors.Is(err, errRewrittenMeanwhile) {
 			return fmt.Errorf("reindex: %w", err)
 		}
 		if !x.rebuilding() {

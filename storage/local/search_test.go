@@ -18,6 +18,7 @@ import (
 
 	"github.com/sessionmem/sessionmem/storage"
 	"github.com/sessionmem/sessionmem/storage/fts"
+	"github.com/sessionmem/sessionmem/storage/ftsindex"
 )
 
 // testDocs indexes records {"text":..., "role":..., "files":[...]}: kind "summary" as a
@@ -487,5 +488,64 @@ func TestSearchCloseFlushes(t *testing.T) {
 	res, err := s.Search(context.Background(), storage.SearchQuery{Match: mustParse(t, "words"), Limit: 100})
 	if err != nil || len(res.Hits) != 50 {
 		t.Fatalf("after close: %d hits, %v", len(res.Hits), err)
+	}
+}
+
+// TestSearchRebuildClosedPartWay: a store closed while its syncer rebuilds the index leaves
+// the rebuild marked incomplete (searches then scan the sessions) until some process has
+// indexed every session. Close stops the syncer's reads (the store refuses them) before it
+// cancels the syncer, while it seals what it wrote; a read stopped so was once taken for the
+// end of the rebuild, which left sessions out of the index for good.
+func TestSearchRebuildClosedPartWay(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, Options{IdleSeal: -1})
+	const n = 30
+	want := map[string]uint64{}
+	for i := range n {
+		id := fmt.Sprintf("s%02d", i)
+		mustCreate(t, s, id)
+		for range 4 {
+			appendText(t, s, id, strings.Repeat(fmt.Sprintf("rebuild%d words ", i), 200))
+		}
+		want[id] = 4
+	}
+	mustCreate(t, s, "w")
+	s.Close()
+	marker := filepath.Join(dir, searchDirName, rebuildName)
+	for round := 0; ; round++ {
+		s := mustOpen(t, dir, searchOpts())
+		time.Sleep(time.Duration(round) * time.Millisecond / 2)
+		// A save, so that Close has a session to seal (with its fsyncs) between refusing
+		// reads and stopping the syncer.
+		appendText(t, s, "w", "written")
+		want["w"]++
+		if err := s.Close(); err != nil {
+			t.Fatal(err)
+		}
+		if _, err := os.Stat(marker); err == nil {
+			if round > 400 {
+				t.Fatal("the rebuild never completed")
+			}
+			continue
+		}
+		ix, err := ftsindex.Open(context.Background(), filepath.Join(dir, searchDirName), ftsindex.Options{})
+		if err != nil {
+			t.Fatal(err)
+		}
+		ps, err := ix.Sessions(context.Background())
+		ix.Close()
+		if err != nil {
+			t.Fatal(err)
+		}
+		var short []string
+		for _, p := range ps {
+			if p.Through != want[p.SessionID] && p.SessionID != "w" {
+				short = append(short, fmt.Sprintf("%s through %d of %d", p.SessionID, p.Through, want[p.SessionID]))
+			}
+		}
+		if len(ps) < n || len(short) > 0 {
+			t.Fatalf("round %d: no rebuild marker, but the index has %d of %d sessions, short: %v", round, len(ps), n+1, short)
+		}
+		return
 	}
 }

@@ -19,6 +19,15 @@ import (
 // is full, and a rebuild's 32 MiB took a loaded server past 100 MB of RSS.
 const catchUpBytes = 4 << 20
 
+// errReadStopped and errRewrittenMeanwhile end a pass that could not index all it found
+// missing: the store began closing, or a session was rewritten (redaction) while it was being
+// read. Neither is a failure to report; the next pass (in this process or the next one) does
+// the work again, and a rebuild stays marked incomplete meanwhile.
+var (
+	errReadStopped        = errors.New("search: the pass stopped before it read every session (the store is closing)")
+	errRewrittenMeanwhile = errors.New("search: a session was rewritten during the pass; the index is replaced and filled again")
+)
+
 // feed is one session to index from seq from on.
 type feed struct {
 	meta storage.Meta
@@ -42,11 +51,19 @@ func (x *searchIdx) feed(ctx context.Context, ix *ftsindex.Index, todo []feed, p
 				rewritten := x.gen != gen
 				x.mu.Unlock()
 				// What was read may be text a redaction removed: the reset redoes it all.
-				if rewritten || !yield(b, nil) {
+				if rewritten {
+					yield(ftsindex.Batch{}, errRewrittenMeanwhile)
+					return
+				}
+				if !yield(b, nil) {
 					return
 				}
 			}
 			if !r.ok {
+				// The read stopped before the session's end (the store is closing, or ctx
+				// ended): the pass is incomplete and must say so, or a rebuild would be
+				// taken for complete (its marker removed) with sessions missing from it.
+				yield(ftsindex.Batch{}, errReadStopped)
 				return
 			}
 			fed[i] = known{created: todo[i].meta.Created, through: r.through}

@@ -2,6 +2,7 @@ package local
 
 import (
 	"context"
+	"errors"
 	"os"
 	"sort"
 	"time"
@@ -27,6 +28,8 @@ func (x *searchIdx) run() {
 			full = false
 		case x.ctx.Err() != nil:
 			return
+		case errors.Is(err, errReadStopped), errors.Is(err, errRewrittenMeanwhile):
+			// Closing, or a reset is due (rewritten kicked the syncer): nothing to report.
 		default:
 			x.noteErr(err)
 			x.s.log.Warn("search: catch-up failed; retrying", "err", err)
