@@ -353,3 +353,21 @@ func BenchmarkIndexPut(b *testing.B) {
 		}
 	}
 }
+
+// BenchmarkSearchFirstPass: opening a store of 5,000 indexed sessions until its syncer's first
+// pass (the catch-up a process's first search waits for) has ended.
+func BenchmarkSearchFirstPass(b *testing.B) {
+	dir := memTempDir(b)
+	s := mustOpen(b, dir, searchOpts())
+	for i := range 5000 {
+		id := fmt.Sprintf("s%05d", i)
+		mustCreate(b, s, id)
+		appendText(b, s, id, "fix the failing test in storage")
+	}
+	s.Close()
+	for b.Loop() {
+		s := mustOpen(b, dir, searchOpts())
+		<-s.search.first
+		s.Close()
+	}
+}

@@ -12,6 +12,7 @@ import (
 	"sort"
 	"strconv"
 	"sync"
+	"time"
 
 	"github.com/sessionmem/sessionmem/storage"
 
@@ -85,6 +86,19 @@ func (e *indexEntry) decode() (*storage.Meta, bool) {
 		}
 	}
 	return e.meta, !e.bad
+}
+
+// created returns the session's creation time, without decoding the rest of the meta.
+func (e *indexEntry) created() (time.Time, bool) {
+	if e.meta != nil {
+		return e.meta.Created, true
+	}
+	r := gjson.GetBytes(e.raw, "created")
+	if r.Type != gjson.String {
+		return time.Time{}, false
+	}
+	t, err := time.Parse(time.RFC3339Nano, r.Str)
+	return t, err == nil
 }
 
 // index is the in-memory fold of index.jsonl plus the read position, so that each call only

@@ -31,6 +31,7 @@ func (s *Store) Search(ctx context.Context, q storage.SearchQuery) (storage.Sear
 	if err != nil {
 		return storage.SearchResult{}, err
 	}
+	x.caughtUp(ctx)
 	x.flush(ctx)
 	res, err := ix.Search(ctx, ftsindex.Query{
 		Match: q.Match, SessionID: q.SessionID, WorkingDir: q.WorkingDir, Role: q.Role, Kind: q.Kind,
@@ -113,6 +114,30 @@ func (s *Store) docTexts(ctx context.Context, refs []ftsindex.DocRef) ([]string,
 		}
 	}
 	return out, nil
+}
+
+// firstPassWait bounds how long a search waits for the catch-up its process began at open.
+var firstPassWait = 2 * time.Second
+
+// caughtUp waits (at most firstPassWait) until the syncer's first pass has ended. That pass
+// indexes what processes killed before their queue flushed saved, and a search made right
+// after the store was opened (a CLI command, a restarted server's first call) must find it.
+// A rebuild does not hold it up: the pass leaves it to the process that holds it, and Search
+// answers ErrSearchUnavailable (memory then scans the sessions).
+func (x *searchIdx) caughtUp(ctx context.Context) {
+	select {
+	case <-x.first:
+		return
+	default:
+	}
+	t := time.NewTimer(firstPassWait)
+	defer t.Stop()
+	select {
+	case <-x.first:
+	case <-t.C:
+	case <-ctx.Done():
+	case <-x.ctx.Done():
+	}
 }
 
 // flush indexes what this process queued (its own saves), so that a search finds what the

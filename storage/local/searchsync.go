@@ -56,6 +56,7 @@ type searchIdx struct {
 	ctx    context.Context
 	cancel context.CancelFunc
 	done   chan struct{}
+	first  chan struct{} // closed when the first pass (the catch-up at open) has ended
 	kick   chan struct{} // a full pass is wanted (buffered 1)
 
 	mu      sync.Mutex
@@ -87,7 +88,7 @@ type known struct {
 // starts the syncer.
 func openSearch(s *Store) *searchIdx {
 	x := &searchIdx{s: s, docs: s.opts.Docs, dir: filepath.Join(s.dir, searchDirName),
-		done: make(chan struct{}), kick: make(chan struct{}, 1),
+		done: make(chan struct{}), first: make(chan struct{}), kick: make(chan struct{}, 1),
 		known: map[string]known{}, behind: map[string]uint64{}, resetCh: make(chan struct{})}
 	x.marker = filepath.Join(x.dir, rebuildName)
 	x.ctx, x.cancel = context.WithCancel(context.Background())
