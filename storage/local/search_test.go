@@ -556,3 +556,26 @@ func TestSearchRebuildClosedPartWay(t *testing.T) {
 		return
 	}
 }
+
+// TestSearchFirstPassNewIncarnation: a session deleted and created again with as many records
+// by a process without the index is indexed to the same seq under another Created; the next
+// open's first pass must not take it for up to date (it reads only Created for that), and its
+// first search finds the new text, not the old.
+func TestSearchFirstPassNewIncarnation(t *testing.T) {
+	dir := t.TempDir()
+	s := mustOpen(t, dir, searchOpts())
+	mustCreate(t, s, "r")
+	appendText(t, s, "r", "oldlife words")
+	waitHits(t, s, storage.SearchQuery{Match: mustParse(t, "oldlife")}, 1, 2*time.Second)
+	s.Close()
+	s = mustOpen(t, dir, Options{IdleSeal: -1})
+	if err := s.Delete(context.Background(), "r"); err != nil {
+		t.Fatal(err)
+	}
+	mustCreate(t, s, "r")
+	appendText(t, s, "r", "newlife words")
+	s.Close()
+	s = mustOpen(t, dir, searchOpts())
+	waitHits(t, s, storage.SearchQuery{Match: mustParse(t, "newlife")}, 1, 0)
+	waitHits(t, s, storage.SearchQuery{Match: mustParse(t, "oldlife")}, 0, 0)
+}
