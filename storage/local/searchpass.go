@@ -261,9 +261,14 @@ func (x *searchIdx) reset(ctx context.Context, ix *ftsindex.Index) error {
 
 func (x *searchIdx) setKnown(id string, created time.Time, through uint64) {
 	x.mu.Lock()
+	x.setKnownLocked(id, created, through)
+	x.mu.Unlock()
+}
+
+// setKnownLocked is setKnown with x.mu held.
+func (x *searchIdx) setKnownLocked(id string, created time.Time, through uint64) {
 	x.known[id] = known{created: created, through: through}
 	delete(x.behind, id)
-	x.mu.Unlock()
 }
 
 // candidates lists the sessions whose last seq is beyond what this process knows to be
@@ -291,8 +296,7 @@ func (x *searchIdx) candidates(full bool, indexed map[string]ftsindex.Progress) 
 			// Indexed to its last seq: the index's incarnation must be the store's. The
 			// created time alone is read (decoding every meta took a third of a first pass).
 			if c, ok := e.created(); ok && c.Equal(p.Created) {
-				x.known[id] = known{created: c, through: p.Through}
-				delete(x.behind, id)
+				x.setKnownLocked(id, c, p.Through)
 				continue
 			}
 		}
