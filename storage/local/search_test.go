@@ -6,6 +6,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -519,8 +520,18 @@ func TestSearchRebuildClosedPartWay(t *testing.T) {
 	mustCreate(t, s, "w")
 	s.Close()
 	marker := filepath.Join(dir, searchDirName, rebuildName)
+	// A pass stopped by Close is not a failure: nothing is logged about it (a CLI command
+	// would print it on stderr).
+	logs := &logCounter{}
+	opts := searchOpts()
+	opts.Logger = slog.New(logs)
+	defer func() {
+		if n := logs.count("catch-up failed"); n > 0 {
+			t.Errorf("%d warnings about a stopped pass: %v", n, logs.msgs)
+		}
+	}()
 	for round := 0; ; round++ {
-		s := mustOpen(t, dir, searchOpts())
+		s := mustOpen(t, dir, opts)
 		time.Sleep(time.Duration(round) * time.Millisecond / 2)
 		// A save, so that Close has a session to seal (with its fsyncs) between refusing
 		// reads and stopping the syncer.
@@ -578,4 +589,41 @@ func TestSearchFirstPassNewIncarnation(t *testing.T) {
 	s = mustOpen(t, dir, searchOpts())
 	waitHits(t, s, storage.SearchQuery{Match: mustParse(t, "newlife")}, 1, 0)
 	waitHits(t, s, storage.SearchQuery{Match: mustParse(t, "oldlife")}, 0, 0)
+}
+
+// TestSearchReindexBesideRewrite: a session rewritten (redacted) while Reindex reads the store
+// does not fail the reindex: its next pass replaces the index and starts again, and the old
+// text leaves the index.
+func TestSearchReindexBesideRewrite(t *testing.T) {
+	s := mustOpen(t, t.TempDir(), searchOpts())
+	const n = 30
+	for i := range n {
+		id := fmt.Sprintf("s%02d", i)
+		mustCreate(t, s, id)
+		for range 4 {
+			appendText(t, s, id, strings.Repeat(fmt.Sprintf("reindexed%d words ", i), 200))
+		}
+	}
+	appendText(t, s, "s00", "token oldsecret here")
+	for round := range 8 {
+		done := make(chan error, 1)
+		go func() { done <- s.Reindex(context.Background(), func(storage.ReindexProgress) {}) }()
+		time.Sleep(time.Duration(round) * 2 * time.Millisecond)
+		_, err := s.Rewrite(context.Background(), "s00", func(h storage.Header, recs []storage.Record) (storage.Header, [][]byte, storage.Meta, error) {
+			out := make([][]byte, len(recs))
+			out[len(recs)-1] = fmt.Appendf(nil, `{"text":"token [REDACTED] here %d","role":"user"}`, round)
+			return h, out, storage.Meta{Name: "n-s00"}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		if err := <-done; err != nil {
+			t.Fatalf("round %d: Reindex beside a rewrite: %v", round, err)
+		}
+	}
+	waitHits(t, s, storage.SearchQuery{Match: mustParse(t, "oldsecret")}, 0, 5*time.Second)
+	waitHits(t, s, storage.SearchQuery{Match: mustParse(t, "redacted")}, 1, 5*time.Second)
+	for i := range n {
+		waitHits(t, s, storage.SearchQuery{Match: mustParse(t, fmt.Sprintf("reindexed%d", i))}, 4, 5*time.Second)
+	}
 }
