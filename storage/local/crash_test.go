@@ -144,6 +144,7 @@ type sessModel struct {
 	deleting  bool     // Delete has not returned: the session may be missing
 	acked     []string // the stored lines acknowledged, in order
 	inflight  []string // an Append in progress: its lines (all of them or none, once it crashed)
+	splitAt   int      // the index of its barrier record when not the first: it may keep inflight[:splitAt]
 	rewriteTo []string // a Rewrite in progress: the lines it writes (all of them or the old ones)
 }
 
@@ -277,7 +278,7 @@ func (w *crashWork) step() {
 	case r < 46:
 		w.append(w.pick(), 1+w.rng.IntN(4), false)
 	case r < 52:
-		w.append(w.pick(), 1+w.rng.IntN(2), true) // a compaction record and what follows it
+		w.append(w.pick(), 1+w.rng.IntN(3), true) // a compaction record, what comes before and after it
 	case r < 58:
 		id := w.pick()
 		w.must(w.s.updateW(ctx, id, func(wr *Writer) error { return wr.Seal() }), "seal "+id)
@@ -356,26 +357,31 @@ func (w *crashWork) payload(kind string) []byte {
 	return fmt.Appendf(nil, `{"type":%q,"n":%d,"text":%s}`, kind, w.n, text)
 }
 
-// append saves k new records in one Append (the first a compaction barrier if barrier).
+// append saves k new records in one Append (one of them a compaction barrier if barrier:
+// the first, or one after records that are then sealed before it).
 func (w *crashWork) append(id string, k int, barrier bool) {
 	m := w.model.sess[id]
 	recs := make([]storage.Record, k)
 	lines := make([]string, k)
+	at := -1
+	if barrier {
+		at = w.rng.IntN(k)
+	}
 	for i := range recs {
 		kind := "message"
-		if barrier && i == 0 {
+		if i == at {
 			kind = "compaction"
 		}
-		recs[i] = storage.Record{Data: w.payload(kind), Barrier: barrier && i == 0}
+		recs[i] = storage.Record{Data: w.payload(kind), Barrier: i == at}
 		lines[i] = storedLine(uint64(len(m.acked)+i+1), recs[i].Data)
 	}
-	m.inflight = lines
+	m.inflight, m.splitAt = lines, max(at, 0)
 	meta := crashMeta(append(slices.Clip(m.acked), lines...))
 	w.must(w.s.updateW(context.Background(), id, func(wr *Writer) error {
 		_, err := wr.Append(recs, meta)
 		return err
 	}), "append to "+id)
-	m.acked, m.inflight = append(m.acked, lines...), nil
+	m.acked, m.inflight, m.splitAt = append(m.acked, lines...), nil, 0
 }
 
 // snapshot saves a state snapshot of id as memory does: read under a View, saved for the

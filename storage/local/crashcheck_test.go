@@ -193,7 +193,8 @@ func (c *crashChecker) observe(fsys *crashFS, m crashModel, where string) (map[s
 func (sm *sessModel) check(lines []string) (kind, why string) {
 	if slices.Equal(lines, sm.acked) ||
 		(sm.inflight != nil && slices.Equal(lines, append(slices.Clip(sm.acked), sm.inflight...))) ||
-		(sm.rewriteTo != nil && slices.Equal(lines, sm.rewriteTo)) {
+		(sm.rewriteTo != nil && slices.Equal(lines, sm.rewriteTo)) ||
+		(sm.splitAt > 0 && slices.Equal(lines, append(slices.Clip(sm.acked), sm.inflight[:sm.splitAt]...))) {
 		return "", ""
 	}
 	for k := 1; k < len(sm.inflight); k++ {

@@ -213,7 +213,10 @@ func openID(fsys fileSystem, path string, flag int) (file, fileID, error) {
 // the files only grew since.
 func (r *Reader) refresh(st *sessState) error {
 	zid, tid := r.zid, r.tid
-	cached := st.ok && (st.v.verified || !r.writable)
+	// A writer starts only from a view whose frames were all checked and whose sealed log
+	// ends where its last good record does: a reader's view of a torn or damaged end
+	// (brokenAt) must not let a writer skip the walk that decides whether it may cut it.
+	cached := st.ok && (!r.writable || (st.v.verified && st.v.zstClean()))
 
 	// The sealed part.
 	zstSame := false
@@ -333,17 +336,18 @@ func (r *Reader) walk(zid fileID) error {
 		// fsyncs), so cutting here would destroy data: refuse instead.
 		return fmt.Errorf("session %s: damaged record at offset %d followed by intact ones: %w", r.id, end, storage.ErrCorrupt)
 	}
-	if complete, err := completeRecordAt(r.zst, end, zid.size, r.v.lastSealed()+1); err != nil {
-		return fmt.Errorf("read session %s: %w", r.id, err)
-	} else if complete {
-		// All there, continuing the sequence, failing its checksum: a seal a power loss tore
-		// (the record's size reached the disk, a page of it did not) or a record damaged
-		// after it was durable. The tail tells which (settleTornSeal); the end stays until
-		// it has.
-		r.tornSeal = end
-		return nil
-	}
-	return r.cutSealed(end, zid.size)
+	// A torn end: part of a record, or all of one failing its checksum. A seal a crash tore
+	// (some of its pages reached the disk, or its size did and a page did not), or a record
+	// damaged after it was durable. The tail tells which (settleTornSeal); the end stays
+	// until it has.
+	r.tornSeal = end
+	return nil
+}
+
+// tornDamage is the error for a torn end of the sealed log at off whose records the tail does
+// not hold: damage, not what a crash leaves (settleTornSeal).
+func tornDamage(off int64) error {
+	return fmt.Errorf("last record at offset %d is damaged and the tail does not hold its records, so a crash did not leave it: %w", off, storage.ErrCorrupt)
 }
 
 // cutSealed cuts the .zst's torn end after the last good record, which ends at end.
@@ -363,14 +367,16 @@ func (r *Reader) cutSealed(end, size int64) error {
 	return nil
 }
 
-// settleTornSeal decides what a last record that is all there but fails its checksum is. A
-// seal is fsynced before the tail is emptied, so if a power loss tore the seal, the tail
-// still holds the record's records (except any of the batch being appended, which was never
-// acknowledged): a writer then cuts the record like any torn end, and a reader, which does
-// not check sealed records' checksums until it decodes them, leaves it out and reads those
-// records from the tail. If the tail does not hold them, the record was durable and was
-// damaged later: a writer refuses (cutting would lose acknowledged records), a reader fails
-// when it decodes it, and Verify reports it.
+// settleTornSeal decides what a torn end of the sealed log is. A seal's records are in the
+// tail until the seal is fsynced (Append writes a barrier's records there first), so if a
+// crash tore the seal, the tail still holds the record's records: a writer then cuts the
+// torn end, and a reader leaves it out and reads those records from the tail. If the tail
+// holds no records, the end was durable and was damaged later (a file cut short, a page
+// lost): a writer refuses (cutting would lose acknowledged records), a reader too (a shorter
+// session read as if whole would pass for the truth: an export, a listing), and Verify
+// reports it. A reader, which does not check
+// sealed records' checksums until it decodes them, also leaves out a last record that is all
+// there but fails its checksum when the tail holds its records again.
 func (r *Reader) settleTornSeal() error {
 	if r.writable {
 		at := r.tornSeal
@@ -379,9 +385,12 @@ func (r *Reader) settleTornSeal() error {
 		}
 		r.tornSeal = 0
 		if len(r.v.lines) == 0 {
-			return fmt.Errorf("session %s: last record at offset %d is damaged: %w", r.id, at, storage.ErrCorrupt)
+			return fmt.Errorf("session %s: %w", r.id, tornDamage(at))
 		}
 		return r.cutSealed(at, r.v.zstID.size)
+	}
+	if r.v.zstEnd < r.v.zstID.size && r.v.brokenAt == 0 && len(r.v.lines) == 0 {
+		return fmt.Errorf("session %s: %w", r.id, tornDamage(r.v.zstEnd))
 	}
 	n := len(r.v.frames)
 	if n == 0 || r.v.staleFrom == 0 || r.v.staleFrom < r.v.frames[n-1].first {
@@ -441,20 +450,6 @@ func walkRecords(f file, off, size int64, expect uint64, verify bool, frames []f
 		off = end
 	}
 	return frames, off, nil
-}
-
-// completeRecordAt reports whether a record header at off continues the sequence at expect
-// and its whole frame lies within size.
-func completeRecordAt(f file, off, size int64, expect uint64) (bool, error) {
-	if size-off < recordHeaderSize {
-		return false, nil
-	}
-	var hb [recordHeaderSize]byte
-	if err := readAt(f, hb[:], off); err != nil {
-		return false, err
-	}
-	rh, ok := parseRecordHeader(hb[:])
-	return ok && rh.first == expect && off+recordHeaderSize+int64(rh.frameLen) <= size, nil
 }
 
 // validRecordAfter reports whether a complete record with a correct checksum starts anywhere

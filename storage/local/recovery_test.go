@@ -211,9 +211,11 @@ func TestRecoveryTruncateEveryOffset(t *testing.T) {
 			var wantErr error
 			want := 0
 			switch {
-			case k < fx.hdrEnd:
+			case k < len(fx.z0):
+				// The header or the first seal, durable since before the tail's lines were
+				// written: no crash cuts it, so it is damage, not something to cut.
 				wantErr = storage.ErrCorrupt
-			case k >= len(fx.z0):
+			default:
 				want = fx.nSealed1 // the sealed lines are still in the tail
 			}
 			checkSession(t, s, fx, fx.z1[:k], fx.t0, want, wantErr)
@@ -490,10 +492,20 @@ func TestWriterKeepsDamagedLastRecord(t *testing.T) {
 		t.Fatalf("damaged record was cut: %d -> %d bytes", len(damaged), len(got))
 	}
 	s2.Close()
-	// Cut short instead (a crash mid-seal): the writer cuts it and the session works.
-	os.WriteFile(zp, z[:len(z)-7], 0o600)
+	// Cut short instead: the tail does not hold the record's records (they were sealed
+	// before the tail's lines were written), so no crash left it either. It stays, and
+	// readers report it instead of reading a shorter session.
+	cut := z[:len(z)-7]
+	os.WriteFile(zp, cut, 0o600)
 	s3 := mustOpen(t, dir, Options{})
-	if err := s3.updateW(t.Context(), "d", func(w *Writer) error { return nil }); err != nil {
-		t.Fatalf("Update after a torn seal: %v", err)
+	if _, err := readAll(t, s3, "d", 1); !errors.Is(err, storage.ErrCorrupt) {
+		t.Fatalf("reading a last record cut short: %v, want storage.ErrCorrupt", err)
+	}
+	err = s3.updateW(t.Context(), "d", func(w *Writer) error { return nil })
+	if !errors.Is(err, storage.ErrCorrupt) {
+		t.Fatalf("Update on a last record cut short: %v, want storage.ErrCorrupt", err)
+	}
+	if got, _ := os.ReadFile(zp); len(got) != len(cut) {
+		t.Fatalf("damaged record was cut: %d -> %d bytes", len(cut), len(got))
 	}
 }

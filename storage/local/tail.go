@@ -77,6 +77,11 @@ func (r *Reader) scanTail(tid fileID, off int64) error {
 		r.v.lines, r.v.tailBytes, r.v.tailEnd = r.v.lines[:batchLines], batchBytes, batchEnd
 		end = endTorn
 	}
+	if end == endTorn && r.v.tailVer >= paddedTailVersion {
+		if err := r.checkTornTail(batchEnd, tid.size); err != nil {
+			return err
+		}
+	}
 	r.v.padded = end == endPad && r.v.tailVer >= paddedTailVersion
 	if r.v.tailEnd == tid.size {
 		r.v.padChecked = true
@@ -85,6 +90,38 @@ func (r *Reader) scanTail(tid fileID, off int64) error {
 		return nil
 	}
 	return r.cutTail(tid)
+}
+
+// checkTornTail tells a torn end of the tail that a crash left from damage: appends go
+// where the data ends, so a crash tears only the last batch, whose lines from off (where the
+// last complete batch ended) to the end hold at most one batch's last line (unmarked,
+// markBatch) after the kept records. Two or more complete saves after the point where the
+// tail stops reading mean
+// the bad line was durable and damaged later: cutting it would lose them, so it is refused
+// (ErrCorrupt), as Verify reports it.
+func (r *Reader) checkTornTail(off, size int64) error {
+	b := make([]byte, size-off)
+	if err := readAt(r.tail, b, off); err != nil {
+		return fmt.Errorf("read session %s tail: %w", r.id, err)
+	}
+	saves, after := 0, r.v.lastSeq()
+	for rest := b; ; {
+		nl := bytes.IndexByte(rest, '\n')
+		if nl < 0 {
+			break
+		}
+		line := rest[:nl]
+		rest = rest[nl+1:]
+		// Only records after the kept ones count: stale lines (already sealed) that a torn
+		// write left behind the data are no saves of their own.
+		if seq, ok := storage.RecordSeq(line); ok && seq > after && line[len(line)-1] != ' ' && gjson.ValidBytes(line) {
+			saves++
+		}
+	}
+	if saves < 2 {
+		return nil
+	}
+	return fmt.Errorf("session %s: tail damaged at offset %d: %d complete saves follow, so a crash did not leave it: %w", r.id, off, saves, storage.ErrCorrupt)
 }
 
 // readTailHeader reads the tail's header line (scanTail from the start). ok is false when

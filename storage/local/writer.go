@@ -40,10 +40,13 @@ func (w *Writer) poison() {
 	st.mu.Unlock()
 }
 
-// Append writes recs as one batch: one write and one fsync to the tail (plus a seal first if a
-// record has Barrier set, or after if the tail passes the thresholds), then one index line with
-// m (storage sets m.LastSeq, m.ID and the header fields). It returns the records with Seq set.
-// When it returns nil, the records survive kill -9 and power loss.
+// Append writes recs as one batch: one write and one fsync to the tail (plus a seal after if
+// the tail passes the thresholds), then one index line with m (storage sets m.LastSeq, m.ID
+// and the header fields). It returns the records with Seq set. When it returns nil, the
+// records survive kill -9 and power loss. A record with Barrier set splits the batch: the
+// tail and the records before it are sealed first (those records written to the tail, then
+// sealed), so a crash between the two parts can keep the first; a batch without a barrier is
+// kept whole or not at all.
 //
 // Each Data must be a JSON object without a "seq" key. If Kind is set and Data has no "type",
 // storage writes `"type":Kind` after the seq; if Data has a "type" it must equal Kind. Bad input
@@ -70,15 +73,24 @@ func (w *Writer) Append(recs []storage.Record, m storage.Meta) ([]storage.Record
 		out[i].Data = buf[lineStart(ends, i) : ends[i]-1]
 	}
 	// Records before a barrier are sealed together with the tail, so the barrier record
-	// starts a new frame.
+	// starts a new frame. They go into the tail first and are sealed from there: the records
+	// of a seal are always in the tail until the seal is durable, so a torn last record whose
+	// records the tail does not hold is damage, never what a crash left (settleTornSeal).
 	seg := 0
 	for i := range recs {
-		if recs[i].Barrier && (i > seg || len(w.v.lines) > 0) {
-			if err := w.sealWith(buf[lineStart(ends, seg):lineStart(ends, i)], i-seg); err != nil {
+		if !recs[i].Barrier || (i == seg && len(w.v.lines) == 0) {
+			continue
+		}
+		if i > seg {
+			start := lineStart(ends, seg)
+			if err := w.writeTail(buf[start:lineStart(ends, i)], next+uint64(seg), ends[seg:i], start); err != nil {
 				return nil, err
 			}
-			seg = i
 		}
+		if err := w.seal(); err != nil {
+			return nil, err
+		}
+		seg = i
 	}
 	if seg == 0 && w.firstWhole(len(buf), len(recs)) {
 		if err := w.writeFirst(buf, len(recs), next); err != nil {
@@ -92,7 +104,7 @@ func (w *Writer) Append(recs []storage.Record, m storage.Meta) ([]storage.Record
 	}
 	if len(w.v.lines) >= w.s.opts.SealRecords || w.v.tailBytes >= int64(w.s.opts.SealBytes) {
 		// The batch is already durable in the tail; a failed seal only leaves it there.
-		if err := w.sealWith(nil, 0); err != nil {
+		if err := w.seal(); err != nil {
 			w.s.log.Warn("storage: seal failed; records stay in the tail", "session", w.id, "err", err)
 			w.poison()
 		}
@@ -279,7 +291,7 @@ func (w *Writer) Seal() error {
 	if len(w.v.lines) == 0 {
 		return nil
 	}
-	if err := w.sealWith(nil, 0); err != nil {
+	if err := w.seal(); err != nil {
 		return err
 	}
 	w.putIndex(storage.Meta{}, false)
@@ -327,27 +339,23 @@ func (w *Writer) trimPadding() error {
 	return nil
 }
 
-// sealWith seals the tail plus extra (count complete lines that follow the tail) as one
-// record: encode, append to .zst, fsync, then truncate the tail and fsync. A crash after the
-// first fsync leaves tail lines at or below the sealed seq, which recovery drops.
-func (w *Writer) sealWith(extra []byte, count int) error {
+// seal seals the tail's records as one record: encode, append to .zst, fsync, then truncate
+// the tail and fsync. A crash after the first fsync leaves tail lines at or below the sealed
+// seq, which recovery drops; a crash before it leaves a torn record whose records the tail
+// still holds, which recovery cuts.
+func (w *Writer) seal() error {
 	v := &w.v
-	n := len(v.lines) + count
+	n := len(v.lines)
 	if n == 0 {
 		return nil
 	}
-	var content []byte
-	first := v.lastSealed() + 1
-	if len(v.lines) > 0 {
-		first = v.lines[0].seq
-		last := v.lines[len(v.lines)-1]
-		content = make([]byte, last.off+int64(last.n)+1-v.lines[0].off, int(v.tailBytes)+len(extra))
-		if err := readAt(w.tail, content, v.lines[0].off); err != nil {
-			return fmt.Errorf("seal session %s: read tail: %w", w.id, err)
-		}
-		content = unmarkLines(content, v.lines)
+	first := v.lines[0].seq
+	last := v.lines[n-1]
+	content := make([]byte, last.off+int64(last.n)+1-v.lines[0].off)
+	if err := readAt(w.tail, content, v.lines[0].off); err != nil {
+		return fmt.Errorf("seal session %s: read tail: %w", w.id, err)
 	}
-	content = append(content, extra...)
+	content = unmarkLines(content, v.lines)
 	rec, fr, err := w.s.encodeRecord(content, n, first)
 	if err != nil {
 		return fmt.Errorf("seal session %s: %w", w.id, err)
