@@ -325,10 +325,8 @@ func (r *Reader) walk(zid fileID) error {
 	if err != nil {
 		return fmt.Errorf("read session %s: %w", r.id, err)
 	}
-	if !r.writable {
-		if found {
-			r.v.brokenAt = end // Records reports it instead of ending the history there
-		}
+	if !r.writable && found {
+		r.v.brokenAt = end // Records reports it instead of ending the history there
 		return nil
 	}
 	if found {
@@ -341,7 +339,25 @@ func (r *Reader) walk(zid fileID) error {
 	// damaged after it was durable. The tail tells which (settleTornSeal); the end stays
 	// until it has.
 	r.tornSeal = end
+	r.tornRecord, err = continuesAt(r.zst, end, zid.size, r.v.lastSealed()+1)
+	if err != nil {
+		return fmt.Errorf("read session %s: %w", r.id, err)
+	}
 	return nil
+}
+
+// continuesAt reports whether a record header that continues the sequence at expect starts
+// at off.
+func continuesAt(f file, off, size int64, expect uint64) (bool, error) {
+	if size-off < recordHeaderSize {
+		return false, nil
+	}
+	var hb [recordHeaderSize]byte
+	if err := readAt(f, hb[:], off); err != nil {
+		return false, err
+	}
+	rh, ok := parseRecordHeader(hb[:])
+	return ok && rh.first == expect, nil
 }
 
 // tornDamage is the error for a torn end of the sealed log at off whose records the tail does
@@ -371,26 +387,24 @@ func (r *Reader) cutSealed(end, size int64) error {
 // tail until the seal is fsynced (Append writes a barrier's records there first), so if a
 // crash tore the seal, the tail still holds the record's records: a writer then cuts the
 // torn end, and a reader leaves it out and reads those records from the tail. If the tail
-// holds no records, the end was durable and was damaged later (a file cut short, a page
-// lost): a writer refuses (cutting would lose acknowledged records), a reader too (a shorter
-// session read as if whole would pass for the truth: an export, a listing), and Verify
-// reports it. A reader, which does not check
-// sealed records' checksums until it decodes them, also leaves out a last record that is all
-// there but fails its checksum when the tail holds its records again.
+// holds no records while the torn end starts with a record continuing the sequence, that
+// record was durable and was damaged later (a file cut short, a page lost): a writer refuses
+// (cutting would lose acknowledged records), a reader too (a shorter session read as if whole
+// would pass for the truth: an export, a listing), and Verify reports it. A torn end that
+// holds no such record (garbage, zeros) is cut: nothing acknowledged is in it. A reader,
+// which does not check sealed records' checksums until it decodes them, also leaves out a
+// last record that is all there but fails its checksum when the tail holds its records.
 func (r *Reader) settleTornSeal() error {
+	at, record := r.tornSeal, r.tornRecord
+	r.tornSeal, r.tornRecord = 0, false
+	if at != 0 && record && len(r.v.lines) == 0 {
+		return fmt.Errorf("session %s: %w", r.id, tornDamage(at))
+	}
 	if r.writable {
-		at := r.tornSeal
 		if at == 0 {
 			return nil
 		}
-		r.tornSeal = 0
-		if len(r.v.lines) == 0 {
-			return fmt.Errorf("session %s: %w", r.id, tornDamage(at))
-		}
 		return r.cutSealed(at, r.v.zstID.size)
-	}
-	if r.v.zstEnd < r.v.zstID.size && r.v.brokenAt == 0 && len(r.v.lines) == 0 {
-		return fmt.Errorf("session %s: %w", r.id, tornDamage(r.v.zstEnd))
 	}
 	n := len(r.v.frames)
 	if n == 0 || r.v.staleFrom == 0 || r.v.staleFrom < r.v.frames[n-1].first {

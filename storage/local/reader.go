@@ -28,7 +28,10 @@ type Reader struct {
 	writable bool
 	done     bool
 	v        sessView
-	tornSeal int64 // writer opening: a complete last record at this offset fails its checksum
+	tornSeal int64 // opening: the sealed log's torn end starts here (settleTornSeal)
+	// tornRecord: a record header there continues the sequence: a record that was durable,
+	// whatever became of its body.
+	tornRecord bool
 	// uncached: frames decoded for this call are not kept in the store's cache (the search
 	// catch-up reads each once, and would push out what resumes and searches reuse).
 	uncached bool

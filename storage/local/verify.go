@@ -122,18 +122,10 @@ func (r *Reader) check(ctx context.Context, rep *fileReport) error {
 	}
 	err = c.checkTail(rep)
 	if torn != nil && rep.TailRecords == 0 && rep.Damaged == nil {
-		rep.Damaged = torn.damage(c.id)
+		rep.Damaged = fmt.Errorf("session %s: last record at offset %d (records %d-%d) fails its checks and the tail does not hold its records, so a crash did not leave it: %w",
+			c.id, torn.at, torn.first, torn.first+uint64(torn.count)-1, storage.ErrCorrupt)
 	}
 	return err
-}
-
-// damage is the error for a torn end whose records the tail does not hold (settleTornSeal).
-func (t *tornRecord) damage(id string) error {
-	if !t.known {
-		return fmt.Errorf("session %s: %w", id, tornDamage(t.at))
-	}
-	return fmt.Errorf("session %s: last record at offset %d (records %d-%d) fails its checks and the tail does not hold its records, so a crash did not leave it: %w",
-		id, t.at, t.first, t.first+uint64(t.count)-1, storage.ErrCorrupt)
 }
 
 // classifyInto records err in rep when it is damage or a newer format, and returns the error
@@ -150,12 +142,10 @@ func classifyInto(rep *fileReport, err error) error {
 	return err
 }
 
-// tornRecord is where a torn end of the sealed log starts, and the header of its record
-// when that is intact and continues the sequence (known).
+// tornRecord is the intact header of a torn last sealed record, and where it starts.
 type tornRecord struct {
 	recHeader
-	at    int64
-	known bool
+	at int64
 }
 
 // checkSealed walks the sealed part as a writer does (every xxh64 checked) and measures a torn
@@ -187,19 +177,19 @@ func (c *Reader) checkSealed(rep *fileReport) (torn *tornRecord, done bool, err 
 		return nil, true, nil
 	}
 	rep.TornSealed = size - end
-	// A seal's records are in the tail until it is fsynced (writer.go's Append and seal), so
-	// a seal torn by a crash has its records still in the tail. A torn end while the tail
-	// holds no records is therefore durable data damaged later: cutting it would lose its
-	// records (and then every tail line after them, which no longer continues the
-	// sequence). check decides once it has read the tail.
+	// A seal is fsynced before the tail is emptied, and its records are in the tail until
+	// then (Append writes a barrier's records there first), so a seal torn by a crash has
+	// its records still in the tail. A torn end whose record header is intact and
+	// continues the sequence while the tail does not hold that seq is therefore a
+	// durable record damaged later: cutting it would lose its records (and then every
+	// tail line after them, which no longer continues the sequence).
 	var hb [recordHeaderSize]byte
 	n := min(size-end, recordHeaderSize)
 	if err := readAt(c.zst, hb[:n], end); err != nil {
 		return nil, true, fmt.Errorf("read session %s: %w", c.id, err)
 	}
-	torn = &tornRecord{at: end}
 	if rh, ok := parseRecordHeader(hb[:n]); ok && rh.first == c.v.lastSealed()+1 {
-		torn.recHeader, torn.known = rh, true
+		torn = &tornRecord{rh, end}
 	}
 	return torn, false, nil
 }
