@@ -104,6 +104,13 @@ func (s *Service) Search(ctx context.Context, req SearchRequest) (SearchResult, 
 	case err != nil:
 		return SearchResult{}, mapStoreErr("", fmt.Errorf("search: %w", err))
 	}
+	if q.SessionID != "" && len(res.Hits) == 0 {
+		// An unknown session is a tool error, as in every tool, not an empty answer; the
+		// check costs a lookup only when nothing was found.
+		if _, err := s.store.Get(ctx, q.SessionID); err != nil {
+			return SearchResult{}, mapStoreErr(q.SessionID, err)
+		}
+	}
 	out := SearchResult{Matches: make([]SearchMatch, 0, len(res.Hits)), NextCursor: res.NextCursor}
 	snips := s.snippets(ctx, res.Hits, q.Match)
 	for i, h := range res.Hits {

@@ -195,6 +195,10 @@ func TestSearchBadInput(t *testing.T) {
 			t.Errorf("%+v: no hint in %q", req, err)
 		}
 	}
+	// A well-formed id of no session is a tool error too (the contract: in every tool).
+	if _, err := s.Search(t.Context(), SearchRequest{Query: "x", SessionID: "no-such-session"}); !errors.Is(err, ErrNotFound) {
+		t.Errorf("search in an unknown session: %v, want ErrNotFound", err)
+	}
 }
 
 func TestSearchSummaries(t *testing.T) {
