@@ -82,6 +82,11 @@ func (s *Service) Resume(ctx context.Context, req ResumeRequest) (ResumeResult, 
 	}
 	var res ResumeResult
 	err := s.store.View(ctx, id, func(r storage.Reader) error {
+		if cur != nil && req.SessionID == "" && req.WorkingDir != "" && r.Header().WorkingDir != s.redact(req.WorkingDir) {
+			// The cursor names its session; with working_dir it must be that project's.
+			return stalef("use a cursor only with the session it came from (its session_id), or omit cursor",
+				"cursor belongs to a session of another working_dir, not %s", clip(req.WorkingDir, 200))
+		}
 		var err error
 		res, err = s.resumePage(r, id, cur, maxTokens, req.Prune, req.Raw)
 		return err

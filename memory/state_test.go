@@ -3,6 +3,7 @@ package memory
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"reflect"
@@ -457,6 +458,14 @@ func TestResumeCursorStaleness(t *testing.T) {
 	p2, err := s.Resume(t.Context(), ResumeRequest{SessionID: res.SessionID, MaxTokens: 2000, Cursor: p1.NextCursor})
 	if err != nil || len(p2.Messages) == 0 || p2.Messages[0].ID != fmt.Sprint(len(p1.Messages)) {
 		t.Fatalf("second page after a save: %v, %+v", err, p2.Messages)
+	}
+	// With working_dir instead of session_id the cursor must be that project's: another
+	// project's resume does not read this session (and this project's still works).
+	if _, err := s.Resume(t.Context(), ResumeRequest{WorkingDir: "/elsewhere", MaxTokens: 2000, Cursor: p1.NextCursor}); !errors.Is(err, ErrStale) {
+		t.Fatalf("cursor with another working_dir: %v, want ErrStale", err)
+	}
+	if p, err := s.Resume(t.Context(), ResumeRequest{WorkingDir: wd, MaxTokens: 2000, Cursor: p1.NextCursor}); err != nil || len(p.Messages) == 0 {
+		t.Fatalf("cursor with its own working_dir: %v", err)
 	}
 	// A branch from the first message leaves the cursor's entry off the path.
 	mustSave(t, s, SaveRequest{SessionID: res.SessionID, ParentID: p1.Messages[0].EntryID, Messages: []Message{user("b", "branch")}})
