@@ -108,12 +108,21 @@ func compactResult(res memory.CompactResult, id string, capTokens int) *mcp.Call
 			id, res.ContextTokens)
 	}
 	if res.Status != memory.StatusNeedsSummary {
-		out := result(res, text)
+		body := func() any { return res }
+		if res.Status == memory.StatusCompacted {
+			// Every field of the contract's answer, the file lists too when they are empty.
+			body = func() any {
+				return compacted{Status: res.Status, Summary: res.Summary, TokensBefore: res.TokensBefore,
+					TokensAfter: res.TokensAfter, FirstKeptID: res.FirstKeptID, ReadFiles: res.ReadFiles,
+					ModifiedFiles: res.ModifiedFiles, Summarizer: res.Summarizer, Facts: res.Facts}
+			}
+		}
+		out := result(body(), text)
 		if res.Facts != nil && tokens(out) > capTokens {
 			// The summary ends with the same facts in tagged blocks; the structured copy is
 			// what can go when the answer would pass the cap.
 			res.Facts = nil
-			out = result(res, text+" The facts are in the summary's tagged blocks (left out of facts to fit the response limit).")
+			out = result(body(), text+" The facts are in the summary's tagged blocks (left out of facts to fit the response limit).")
 		}
 		return out
 	}
@@ -141,6 +150,19 @@ func compactResult(res memory.CompactResult, id string, capTokens int) *mcp.Call
 		out = result(ns, text)
 	}
 	return out
+}
+
+// compacted is session_compact's answer once the compaction is stored.
+type compacted struct {
+	Status        string             `json:"status"`
+	Summary       string             `json:"summary"`
+	TokensBefore  int                `json:"tokens_before"`
+	TokensAfter   int                `json:"tokens_after"`
+	FirstKeptID   string             `json:"first_kept_id"`
+	ReadFiles     []string           `json:"read_files"`
+	ModifiedFiles []string           `json:"modified_files"`
+	Summarizer    string             `json:"summarizer"`
+	Facts         *compaction.Ledger `json:"facts,omitempty"`
 }
 
 // needsSummary is session_compact's answer when the caller must write the summary.

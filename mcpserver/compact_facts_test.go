@@ -2,6 +2,8 @@ package mcpserver
 
 import (
 	"encoding/json"
+	"maps"
+	"slices"
 	"strings"
 	"testing"
 
@@ -57,5 +59,22 @@ func TestCompactResultDropsFactsOverCap(t *testing.T) {
 	out := compactResult(res, "s1", 1000)
 	if s := mustString(out.StructuredContent); strings.Contains(s, `"facts"`) || !strings.Contains(text(out), "left out of facts") {
 		t.Errorf("over the cap: facts kept or not explained: %s", text(out))
+	}
+}
+
+// The compacted answer carries every field of the contract's, the file lists as [] when no
+// tool call named a file (they were left out when empty).
+func TestCompactedAnswerHasEveryField(t *testing.T) {
+	f := newFixture(t, fixtureOpts{})
+	id := f.newSession(dir, "plain talk", 20, strings.Repeat("words about the plan ", 40))
+	var got map[string]json.RawMessage
+	f.ok("session_compact", obj{"session_id": id, "summarizer": "extractive", "keep_recent_tokens": 1000}, &got)
+	for _, k := range []string{"status", "summary", "tokens_before", "tokens_after", "first_kept_id", "read_files", "modified_files", "summarizer"} {
+		if _, ok := got[k]; !ok {
+			t.Errorf("compacted answer without %q: %v", k, slices.Collect(maps.Keys(got)))
+		}
+	}
+	if string(got["status"]) != `"compacted"` || string(got["read_files"]) != "[]" || string(got["modified_files"]) != "[]" {
+		t.Errorf("status %s, read_files %s, modified_files %s", got["status"], got["read_files"], got["modified_files"])
 	}
 }
