@@ -244,23 +244,37 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	}
 	prog.done()
 	verifySearchIndex(ctx, e, cs.store)
-	fmt.Fprintf(e.stdout, "Checked %d sessions: %d ok, %d repaired, %d damaged", ok+repaired+damaged+newer, ok, repaired, damaged)
-	if newer > 0 {
-		fmt.Fprintf(e.stdout, ", %d written by a newer sessionmem (not checked)", newer)
+	return verifySummary(e, verifyCounts{ok: ok, torn: repaired, damaged: damaged, newer: newer}, *repair)
+}
+
+// verifyCounts is how many sessions verify found in each state.
+type verifyCounts struct{ ok, torn, damaged, newer int }
+
+// verifySummary prints verify's last lines and returns its error (damaged or unchecked
+// sessions).
+func verifySummary(e *env, c verifyCounts, repair bool) error {
+	// Without --repair nothing was cut: those sessions are torn, to be repaired.
+	tornLabel := "repaired"
+	if !repair {
+		tornLabel = "torn (to repair)"
+	}
+	fmt.Fprintf(e.stdout, "Checked %d sessions: %d ok, %d %s, %d damaged", c.ok+c.torn+c.damaged+c.newer, c.ok, c.torn, tornLabel, c.damaged)
+	if c.newer > 0 {
+		fmt.Fprintf(e.stdout, ", %d written by a newer sessionmem (not checked)", c.newer)
 	}
 	fmt.Fprintln(e.stdout, ".")
-	if repaired > 0 && !*repair {
+	if c.torn > 0 && !repair {
 		fmt.Fprintln(e.stdout, "Run 'sessionmem verify --repair' to cut torn ends (servers also cut them on their next write).")
 	}
-	if damaged > 0 {
-		fmt.Fprintln(e.stdout, "Damage in the middle of a file is never cut: restore those sessions from a backup or an export.")
+	if c.damaged > 0 {
+		fmt.Fprintln(e.stdout, "Damage is never cut: restore those sessions from a backup or an export.")
 	}
 	var errs []error
-	if damaged > 0 {
-		errs = append(errs, fmt.Errorf("%d damaged sessions", damaged))
+	if c.damaged > 0 {
+		errs = append(errs, fmt.Errorf("%d damaged sessions", c.damaged))
 	}
-	if newer > 0 {
-		errs = append(errs, fmt.Errorf("%d sessions not checked: upgrade sessionmem", newer))
+	if c.newer > 0 {
+		errs = append(errs, fmt.Errorf("%d sessions not checked: upgrade sessionmem", c.newer))
 	}
 	return errors.Join(errs...)
 }

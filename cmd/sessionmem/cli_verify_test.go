@@ -55,11 +55,11 @@ func cliVerifyCases() []cliVerifyCase {
 	garbage := []byte{0x01, 0x02, 0x03, 0x04, 0x05, 0x06, 0x07}
 	return []cliVerifyCase{
 		{"clean store", nil, false, 0,
-			[]string{"Checked 2 sessions: 2 ok, 0 repaired, 0 damaged.\n"}, "", 0, ""},
+			[]string{"Checked 2 sessions: 2 ok, 0 torn (to repair), 0 damaged.\n"}, "", 0, ""},
 		{"torn end is reported, not cut, without --repair", func(t *testing.T, store string) {
 			appendBytes(t, sessionFile(store, seedAlpha, ".zst"), garbage)
 		}, false, 0, []string{"WARNING   sess-alpha: torn end of sealed log (7 bytes at offset ",
-			"Checked 2 sessions: 1 ok, 1 repaired, 0 damaged.\n", "Run 'sessionmem verify --repair'"}, "", 0, ".zst"},
+			"Checked 2 sessions: 1 ok, 1 torn (to repair), 0 damaged.\n", "Run 'sessionmem verify --repair'"}, "", 0, ".zst"},
 		{"torn end is repaired", func(t *testing.T, store string) {
 			appendBytes(t, sessionFile(store, seedAlpha, ".zst"), garbage)
 		}, true, 0, []string{"REPAIRED  sess-alpha: cut torn end of sealed log (7 bytes at offset ",
@@ -76,7 +76,7 @@ func cliVerifyCases() []cliVerifyCase {
 		}, true, 0, []string{"REPAIRED  sess-alpha: cut torn end of tail (22 bytes at offset ",
 			"1 ok, 1 repaired, 0 damaged"}, "", 22, ".tail.jsonl"},
 		{"damage in a frame", flipLastFrame, false, 1,
-			[]string{"DAMAGED   sess-alpha: session sess-alpha: ", "1 ok, 0 repaired, 1 damaged", "restore those sessions"},
+			[]string{"DAMAGED   sess-alpha: session sess-alpha: ", "1 ok, 0 torn (to repair), 1 damaged", "restore those sessions"},
 			"1 damaged sessions", 0, ".zst"},
 		{"damage in a frame is not cut by --repair", flipLastFrame, true, 1,
 			[]string{"DAMAGED   sess-alpha", "1 ok, 0 repaired, 1 damaged"}, "1 damaged sessions", 0, ".zst"},
