@@ -224,3 +224,48 @@ func TestReadOnlyStore(t *testing.T) {
 		t.Errorf("a save once the store is writable again: saved %d", n)
 	}
 }
+
+// TestReadOnlyStoreAtStart: a store that is read-only before the process starts (a read-only
+// mount of the whole store directory) is still read by every command that only reads; a
+// save says the store is read-only. Opening it used to fail at once (index.lock, then
+// index.jsonl, were opened for writing).
+func TestReadOnlyStoreAtStart(t *testing.T) {
+	if os.Geteuid() != 0 {
+		t.Skip("needs root, to mount the store read-only")
+	}
+	store := seedStore(t)
+	for _, args := range [][]string{{"--bind", store, store}, {"-o", "remount,bind,ro", store}} {
+		if out, err := exec.Command("mount", args...).CombinedOutput(); err != nil {
+			t.Skipf("cannot mount %s read-only: %v: %s", store, err, out)
+		}
+	}
+	t.Cleanup(func() {
+		if out, err := exec.Command("umount", store).CombinedOutput(); err != nil {
+			t.Errorf("umount: %v: %s", err, out)
+		}
+	})
+	for _, args := range [][]string{
+		{"list", "--store", store},
+		{"show", seedAlpha, "--store", store},
+		{"export", seedAlpha, "--store", store},
+		{"search", "build", "--store", store},
+		{"stats", "--store", store},
+	} {
+		r := runCLI(t, "", args...)
+		if r.code != 0 || r.stdout == "" {
+			t.Fatalf("%v on a read-only store: exit %d, stdout %q, stderr %q", args, r.code, r.stdout, r.stderr)
+		}
+	}
+	if r := runCLI(t, "", "list", "--store", store); !strings.Contains(r.stdout, seedAlpha) {
+		t.Errorf("list on a read-only store: %q", r.stdout)
+	}
+	c := serveInProcess(t, store)
+	defer c.close()
+	if got := c.ok("session_resume", fmt.Sprintf(`{"session_id":%q}`, seedAlpha)).Get("messages.#").Int(); got == 0 {
+		t.Error("resume on a read-only store: no messages")
+	}
+	res := c.tool("session_save", fmt.Sprintf(`{"session_id":%q,"messages":[{"id":"ro1","role":"user","content":"x"}]}`, seedAlpha))
+	if text := res.Get("content.0.text").String(); !res.Get("isError").Bool() || !strings.Contains(text, "the session store is read-only") || strings.Contains(text, store) {
+		t.Errorf("save to a read-only store: %s", res.Raw)
+	}
+}

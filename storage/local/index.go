@@ -9,7 +9,6 @@ import (
 	"log/slog"
 	"os"
 	"path/filepath"
-	"sort"
 	"strconv"
 	"sync"
 	"time"
@@ -121,7 +120,10 @@ type index struct {
 	bad    int    // damaged lines in the current file
 	gen    uint64 // bumped whenever ents changes, to invalidate List's sorted cache
 	badHd  bool   // the header line is missing or damaged
-	ents   map[string]*indexEntry
+	// unsaved: ents hold more than the file, whose rewrite failed (a full disk, a store that
+	// may not be written; keepUnsaved): a missing file is not read again until it changes.
+	unsaved bool
+	ents    map[string]*indexEntry
 
 	sorted    []*storage.Meta // List's cache: decoded entries, newest first
 	sortedGen uint64
@@ -129,7 +131,20 @@ type index struct {
 
 func openIndex(fsys fileSystem, dir string, log *slog.Logger, encode func(src, dst []byte) []byte, dec *zstd.Decoder) (*index, error) {
 	x := &index{fs: fsys, encode: encode, dec: dec, dir: dir, path: filepath.Join(dir, indexName), log: log, ents: map[string]*indexEntry{}}
-	lf, err := fsys.OpenFile(filepath.Join(dir, indexLockName), os.O_RDWR|os.O_CREATE, 0o600)
+	lockPath := filepath.Join(dir, indexLockName)
+	lf, err := fsys.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
+	if err != nil && storage.ReadOnly(err) {
+		// A store that may not be written is still read, as its sessions are (lockPath): the
+		// lock on a descriptor open for reading, or none where the file cannot be made (no
+		// process writes there then); a write fails where it writes, saying so.
+		rf, rerr := fsys.OpenFile(lockPath, os.O_RDONLY, 0)
+		switch {
+		case rerr == nil:
+			lf, err = rf, nil
+		case errors.Is(rerr, os.ErrNotExist):
+			lf, err = noLock{name: lockPath}, nil
+		}
+	}
 	if err != nil {
 		return nil, fmt.Errorf("open index lock: %w", err)
 	}
@@ -159,9 +174,13 @@ func (x *index) reload() error {
 		x.f.Close()
 		x.f = nil
 	}
-	x.ents, x.off, x.lines, x.bad, x.badHd, x.ino = map[string]*indexEntry{}, 0, 0, 0, false, 0
+	x.ents, x.off, x.lines, x.bad, x.badHd, x.ino, x.unsaved = map[string]*indexEntry{}, 0, 0, 0, false, 0, false
 	x.gen++
 	f, err := x.fs.OpenFile(x.path, os.O_RDWR|os.O_APPEND, 0)
+	if err != nil && storage.ReadOnly(err) {
+		// Read where it may not be written (openIndex); an append then fails, saying so.
+		f, err = x.fs.OpenFile(x.path, os.O_RDONLY, 0)
+	}
 	if errors.Is(err, fs.ErrNotExist) {
 		x.badHd = true
 		return nil
@@ -187,6 +206,11 @@ func (x *index) refresh() error {
 
 func (x *index) refreshSize() (int64, error) {
 	if x.f == nil {
+		if x.unsaved {
+			if _, err := x.fs.Stat(x.path); errors.Is(err, fs.ErrNotExist) {
+				return -1, nil // keep what we know, as below
+			}
+		}
 		if err := x.reload(); err != nil || x.f == nil {
 			return -1, err
 		}
@@ -448,86 +472,6 @@ func (x *index) writeLocked(b []byte, size int64, known *knownLine) error {
 	x.off = size + int64(len(b))
 	if x.lines > minRewriteLines && x.lines > 2*len(x.ents) {
 		return x.rewriteLocked()
-	}
-	return nil
-}
-
-// compactIdle rewrites the index when more than half of its lines are superseded (and it
-// holds more than a few dozen), so a store at rest keeps one line per session instead of one
-// per save. The background sealer calls it; it takes the index lock only if nobody holds it.
-func (x *index) compactIdle() error { return x.compact(1) }
-
-// compactClose is compactIdle on Close, at more than one superseded line in eight: a process
-// that created sessions leaves three lines for each (create, save, seal), and the next one
-// may not stay long enough to compact them.
-func (x *index) compactClose() error { return x.compact(8) }
-
-// compact rewrites the index when more than 1/frac of its live lines are superseded (and more
-// than a few dozen), if nobody holds the index lock.
-func (x *index) compact(frac int) error {
-	x.mu.Lock()
-	defer x.mu.Unlock()
-	if x.lockF == nil {
-		return nil
-	}
-	if err := x.lockF.Lock(true, false); err != nil {
-		if errors.Is(err, errLockBusy) {
-			return nil
-		}
-		return fmt.Errorf("lock index: %w", err)
-	}
-	defer x.lockF.Unlock()
-	if err := x.refresh(); err != nil {
-		return err
-	}
-	if x.badHd || x.lines-len(x.ents) <= max(len(x.ents)/frac, 32) {
-		return nil
-	}
-	return x.rewriteLocked()
-}
-
-// rewriteLocked replaces the index with one line per live session (atomically); the caller
-// holds the exclusive index lock and has folded everything.
-func (x *index) rewriteLocked() error {
-	ids := make([]string, 0, len(x.ents))
-	for id := range x.ents {
-		ids = append(ids, id)
-	}
-	sort.Strings(ids)
-	var lines []byte
-	for _, id := range ids {
-		e := x.ents[id]
-		sz := e.sizes
-		b, err := json.Marshal(indexLine{ID: id, Files: &sz, Meta: e.raw})
-		if err != nil {
-			return fmt.Errorf("encode index line: %w", err)
-		}
-		lines = append(append(lines, b...), '\n')
-	}
-	hd := indexHeader{Version: IndexFormatVersion, Index: "sessionmem", By: storage.WriterVersion()}
-	var snap []byte
-	if len(lines) > 0 {
-		snap = x.encode(lines, make([]byte, 0, len(lines)/5+64))
-		hd.Snapshot = int64(len(snap))
-	}
-	hb, _ := json.Marshal(hd)
-	buf := append(append(append(make([]byte, 0, len(hb)+1+len(snap)), hb...), '\n'), snap...)
-	// Our handle on the old file goes first (reload opens the new one): a file system without
-	// POSIX rename semantics (Windows' FAT and exFAT, network shares) refuses to replace an
-	// open file.
-	if x.f != nil {
-		x.f.Close()
-		x.f = nil
-	}
-	if err := writeFileAtomic(x.fs, x.dir, indexName, buf, durableName); err != nil {
-		return fmt.Errorf("rewrite index: %w", err)
-	}
-	ents := x.ents
-	if err := x.reload(); err != nil {
-		return err
-	}
-	if len(x.ents) != len(ents) {
-		return fmt.Errorf("rewrite index: read back %d sessions, wrote %d", len(x.ents), len(ents))
 	}
 	return nil
 }

@@ -13,11 +13,12 @@ import (
 	"github.com/sessionmem/sessionmem/storage"
 )
 
-// reconcile makes the index agree with the session files (see Open).
-func (s *Store) reconcile() error {
+// sessionsOnDisk returns the ids of the sessions that have a .zst, and sweeps the temp files
+// a crashed writer left beside them and beside index.jsonl.
+func (s *Store) sessionsOnDisk() (map[string]bool, error) {
 	ents, err := s.fs.ReadDir(s.sessDir)
 	if err != nil {
-		return fmt.Errorf("read sessions: %w", err)
+		return nil, fmt.Errorf("read sessions: %w", err)
 	}
 	onDisk := map[string]bool{}
 	var temps []string
@@ -36,6 +37,15 @@ func (s *Store) reconcile() error {
 			temps = append(temps, e.Name())
 		}
 		s.sweepTemps(s.dir, temps)
+	}
+	return onDisk, nil
+}
+
+// reconcile makes the index agree with the session files (see Open).
+func (s *Store) reconcile() error {
+	onDisk, err := s.sessionsOnDisk()
+	if err != nil {
+		return err
 	}
 	x := s.idx
 	x.mu.Lock()
@@ -79,7 +89,7 @@ func (s *Store) reconcile() error {
 	if testHookReconcileWrite != nil {
 		testHookReconcileWrite()
 	}
-	return x.exclusive(func() error {
+	err = x.exclusive(func() error {
 		for _, id := range gone {
 			if _, err := s.fs.Stat(s.zstPath(id)); errors.Is(err, fs.ErrNotExist) {
 				delete(x.ents, id)
@@ -109,6 +119,15 @@ func (s *Store) reconcile() error {
 		}
 		return x.rewriteLocked()
 	})
+	if err != nil && (storage.DiskFull(err) || storage.ReadOnly(err)) {
+		// The listing index is derived data, and this process lists from what it just
+		// summarized: a full disk (or a store that may not be written) must not keep the
+		// store from opening, for reads and for the saves that work again once there is
+		// room. The next open rewrites it.
+		s.log.Warn("storage: the listing index could not be rewritten; it is retried at the next open", "err", err)
+		return nil
+	}
+	return err
 }
 
 // testHookReconcileWrite, when set by a test, runs between reconcile's summaries and its
