@@ -45,7 +45,8 @@ func scanTools(msg []byte) toolInfo {
 // point (a user or assistant message or a branch summary that separates no tool call from its
 // result; backward if none is ahead), then back over KindOther entries. A cut that lands inside
 // a turn (not on a user message) is a split turn. Compaction entries are never cut points and
-// are not counted; the path's last entry being a compaction means nothing to do.
+// are not counted. Right after a compaction, a smaller keepRecentTokens than it kept still
+// folds in the older part of what it kept; the same keep finds nothing new to fold.
 func FindCut(path []Entry, keepRecentTokens int, prevFirstKept int) (cut Cut, ok bool) {
 	return FindCutWeighted(path, nil, keepRecentTokens, prevFirstKept)
 }
@@ -70,7 +71,7 @@ func FindCutWeighted(path []Entry, weights []int, keepRecentTokens int, prevFirs
 	}
 	start := max(prevFirstKept, 0)
 	nothing := Cut{FirstKept: n, TurnStart: n, Start: min(start, n)}
-	if start >= n || path[n-1].Kind == KindCompaction {
+	if start >= n {
 		return nothing, false
 	}
 

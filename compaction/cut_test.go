@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"os"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
 
@@ -122,7 +123,7 @@ func TestFindCut(t *testing.T) {
 			wantOK: true,
 		},
 		{
-			name: "newest entry is a compaction: nothing to do",
+			name: "newest entry is a compaction that kept one message: nothing to do",
 			path: []Entry{
 				userE(textOf(100)), asstE(textOf(100)), userE(textOf(100)), {Kind: KindCompaction, Summary: "s"},
 			},
@@ -131,6 +132,20 @@ func TestFindCut(t *testing.T) {
 			want:   Cut{FirstKept: 4, TurnStart: 4, Start: 2},
 			wantOK: false,
 		},
+		{
+			// The contract: nothing_to_compact only when nothing is older than keep.
+			name: "newest entry is a compaction, a smaller keep folds the older part of what it kept",
+			path: []Entry{
+				userE(textOf(100)), asstE(textOf(100)), // summarized last time
+				userE(textOf(400)), asstE(textOf(400)), userE(textOf(400)), // kept last time
+				{Kind: KindCompaction, Summary: "s"},
+			},
+			keep:   50,
+			prev:   2,
+			want:   Cut{FirstKept: 4, TurnStart: 4, Start: 2},
+			wantOK: true,
+		},
+
 		{
 			name: "kept part too small since the last compaction",
 			path: []Entry{
@@ -360,5 +375,25 @@ func compareGolden(t *testing.T, name, got string) {
 	}
 	if got != string(want) {
 		t.Fatalf("%s differs (rewrite with -update after checking):\ngot:\n%s\nwant:\n%s", name, got, want)
+	}
+}
+
+// TestFindCutAgainRightAfter: compacting again right after a compaction with the keep it used
+// finds nothing new to fold, whatever that keep was; a smaller one folds the older part of
+// what it kept.
+func TestFindCutAgainRightAfter(t *testing.T) {
+	before := []Entry{userE(textOf(400)), asstE(textOf(400)), userE(textOf(400)), asstE(textOf(400)), userE(textOf(400)), asstE(textOf(400))}
+	for _, keep := range []int{150, 250, 350} {
+		first, ok := FindCut(before, keep, -1)
+		if !ok {
+			t.Fatalf("keep %d: nothing to fold the first time", keep)
+		}
+		after := append(slices.Clone(before), Entry{Kind: KindCompaction, Summary: "s"})
+		if again, ok := FindCut(after, keep, first.FirstKept); ok {
+			t.Errorf("keep %d: compacting again right after (kept from %d) cuts at %+v", keep, first.FirstKept, again)
+		}
+		if again, ok := FindCut(after, 1, first.FirstKept); ok != (first.FirstKept < len(before)-1) || ok && again.FirstKept <= first.FirstKept {
+			t.Errorf("keep %d then 1: %+v, %v (kept from %d)", keep, again, ok, first.FirstKept)
+		}
 	}
 }

@@ -33,6 +33,27 @@ func TestCompactNothingToCompact(t *testing.T) {
 	}
 }
 
+// Right after a compaction, compacting again with the same keep has nothing to fold, and
+// with a smaller one folds the older part of what was kept (nothing_to_compact means nothing
+// is older than keep_recent_tokens: it used to answer so whenever the newest entry was a
+// compaction).
+func TestCompactAgainRightAfter(t *testing.T) {
+	s := newTestService(t, Options{})
+	id := longSession(t, s, 30)
+	first, err := s.Compact(t.Context(), CompactRequest{SessionID: id, Summarizer: SummarizerExtractive, KeepRecentTokens: 8000})
+	if err != nil || first.Status != StatusCompacted {
+		t.Fatalf("first compaction: %+v, %v", first, err)
+	}
+	same, err := s.Compact(t.Context(), CompactRequest{SessionID: id, Summarizer: SummarizerExtractive, KeepRecentTokens: 8000})
+	if err != nil || same.Status != StatusNothingToCompact {
+		t.Fatalf("again with the same keep: %+v, %v", same.Status, err)
+	}
+	smaller, err := s.Compact(t.Context(), CompactRequest{SessionID: id, Summarizer: SummarizerExtractive, KeepRecentTokens: 2000})
+	if err != nil || smaller.Status != StatusCompacted || smaller.TokensAfter >= first.TokensAfter || smaller.FirstKeptID == first.FirstKeptID {
+		t.Fatalf("again with a smaller keep: %+v (first %d tokens after, kept from %s), %v", smaller.Status, first.TokensAfter, first.FirstKeptID, err)
+	}
+}
+
 func TestCompactExtractiveAndResume(t *testing.T) {
 	s := newTestService(t, Options{})
 	id := longSession(t, s, 30)
