@@ -114,6 +114,15 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	}
 	defer cs.close(e)
 	res, err := cs.svc.Search(ctx, req)
+	var me *memory.Error
+	if errors.Is(err, memory.ErrInvalid) && errors.As(err, &me) {
+		// A bad value of a flag or of the query: bad usage (exit 2), said with what to do.
+		hint := me.Hint
+		if strings.Contains(me.Msg, "RFC 3339") {
+			hint = `give a date (2026-03-01) or an RFC 3339 time (2026-03-01T09:00:00Z)`
+		}
+		return c.usageError(e, "%s; %s", me.Msg, hint)
+	}
 	if err != nil {
 		return sessionError("", err)
 	}

@@ -190,6 +190,9 @@ func TestCLIUsageErrors(t *testing.T) {
 		{"export no id", []string{"export"}, "missing session id"},
 		{"stats positional", []string{"stats", "x"}, "unexpected argument"},
 		{"verify positional", []string{"verify", "x"}, "unexpected argument"},
+		{"search bad since", []string{"search", "build", "--since", "yesterday"}, "give a date (2026-03-01) or an RFC 3339 time"},
+		{"search bad role", []string{"search", "build", "--role", "robot"}, "pass one of user, assistant, tool_result, system"},
+		{"search bad query", []string{"search", `"unclosed`}, "unbalanced double quote"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
