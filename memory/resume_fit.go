@@ -63,8 +63,8 @@ func truncateText(s string, keep int, why string) string {
 }
 
 // fitMessage cuts m until its JSON, as json.Marshal writes it, takes at most chars characters:
-// the longest text (text, thinking, tool output, image data) first, each cut as little as
-// needed and marked; oversize tool-call arguments become a valid JSON placeholder; blocks that
+// the longest text (text, thinking, tool output) first, each cut as little as needed and
+// marked, an image too large replaced by a note; oversize tool-call arguments become a valid JSON placeholder; blocks that
 // still do not fit are dropped from the end, with a note. The stored message is not touched.
 func fitMessage(m Message, chars int) Message {
 	if chars < 400 {
@@ -135,14 +135,20 @@ func cloneBlocks(bs []Block) []Block {
 
 // field is one cuttable part of a message.
 type field struct {
-	text *string          // a text, thinking or image-data string
-	args *json.RawMessage // or tool-call arguments
-	size int              // its encoded length in characters
+	text  *string          // a text, thinking or image-data string
+	args  *json.RawMessage // or tool-call arguments
+	image *Block           // the image block whose data text is (part of base64 is no image)
+	size  int              // its encoded length in characters
 }
 
 // shrink takes at least over characters out of the field's encoding, as few more as it can.
 func (f field) shrink(over int) {
 	const note = "this message is larger than max_tokens"
+	if f.image != nil {
+		// Cut base64 would be a broken image under its media type: the block becomes a note.
+		*f.image = Block{Type: BlockText, Text: fmt.Sprintf("[image (%s, %d characters of base64) not shown: %s]", clip(f.image.MediaType, 100), len(f.image.Data), note)}
+		return
+	}
 	if f.args != nil {
 		*f.args = json.RawMessage(fmt.Sprintf(`{"_truncated":"%d characters of arguments not shown: %s"}`, f.size, note))
 		return
@@ -185,7 +191,7 @@ func largestField(m *Message) *field {
 			case BlockThinking:
 				consider(field{text: &b.Thinking})
 			case BlockImage:
-				consider(field{text: &b.Data})
+				consider(field{text: &b.Data, image: b})
 			case BlockToolCall:
 				if len(b.Arguments) > 0 {
 					consider(field{args: &b.Arguments})

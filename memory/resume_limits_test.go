@@ -42,6 +42,8 @@ func TestResumeNeverExceedsMaxTokens(t *testing.T) {
 		}},
 		{"escaped characters", wd, []Message{user("u", strings.Repeat("<&>", 2000)+strings.Repeat("\u2028", 500)+strings.Repeat("😀", 500))}},
 		{"long working dir", "/" + strings.Repeat("d", 2000), []Message{user("u1", strings.Repeat("a", 3000)), user("u2", strings.Repeat("b", 3000))}},
+		{"large image", wd, []Message{{ID: "u", Role: RoleUser, Content: []Block{{Type: BlockText, Text: "look"},
+			{Type: BlockImage, MediaType: "image/png", Data: strings.Repeat("iVBORw0K", 20000)}}}}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -64,6 +66,14 @@ func TestResumeNeverExceedsMaxTokens(t *testing.T) {
 					}
 					if len(res.Messages) == 0 {
 						t.Fatalf("max_tokens %d: page %d has no message", limit, pages)
+					}
+					for _, m := range res.Messages {
+						for _, b := range m.Content {
+							// An image comes whole or not at all: part of its base64 is no image.
+							if b.Type == BlockImage && b.Data != strings.Repeat("iVBORw0K", 20000) {
+								t.Errorf("max_tokens %d: an image cut to %d characters of data", limit, len(b.Data))
+							}
+						}
 					}
 					if max == 5000 && tc.name == "escaped characters" {
 						if n := jsonChars(res); n < 5000*4/2 {
