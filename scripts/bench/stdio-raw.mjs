@@ -4,7 +4,10 @@
 // (docs/BENCHMARKS.md, "Issue 25's bars on a quiet machine"). Per round it starts a server,
 // resumes every page (max_tokens MAXTOK, default 100,000) and then again on the same server;
 // full_cold is timed from initialize's answer, from_spawn from the server's spawn (what an
-// agent waits for at its start; pi.mjs fresh is pi's counterpart).
+// agent waits for at its start; pi.mjs fresh is pi's counterpart). With DELAY=MS the client
+// waits that long after tools/list before the cold resume, so the server's warm-up is over:
+// what a fresh server's resume would take if nothing of its start were left to do
+// (from_spawn then includes the wait).
 //   node stdio-raw.mjs BIN msgs.jsonl MESSAGES RUNS
 import { spawn } from "node:child_process";
 import { readFileSync, mkdtempSync, rmSync } from "node:fs";
@@ -13,6 +16,7 @@ import { tmpdir } from "node:os";
 
 const [bin, file, nArg, runsArg] = process.argv.slice(2);
 const n = Number(nArg ?? 2000), runs = Number(runsArg ?? 5), maxTokens = Number(process.env.MAXTOK ?? 100000);
+const delay = Number(process.env.DELAY ?? 0);
 const msgs = readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));
 const store = mkdtempSync(join(tmpdir(), "sessionmem-raw-"));
 const now = () => Number(process.hrtime.bigint()) / 1e6;
@@ -73,12 +77,13 @@ try {
     const t = now();
     s = start();
     await s.init();
+    if (delay > 0) await new Promise((resolve) => setTimeout(resolve, delay));
     cold.push(await full());
     fromSpawn.push(now() - t);
     warm.push(await full());
     await s.stop();
   }
-  console.log(JSON.stringify({ mode: "resume-raw", messages: n, max_tokens: maxTokens, runs, full_cold_median_ms: median(cold), full_cold_min_ms: Math.min(...cold), full_warm_median_ms: median(warm), from_spawn_median_ms: median(fromSpawn) }));
+  console.log(JSON.stringify({ mode: "resume-raw", messages: n, max_tokens: maxTokens, delay_ms: delay, runs, full_cold_median_ms: median(cold), full_cold_min_ms: Math.min(...cold), full_warm_median_ms: median(warm), from_spawn_median_ms: median(fromSpawn) }));
 } finally {
   rmSync(store, { recursive: true, force: true });
 }
