@@ -107,6 +107,15 @@ func TestSaveReplayIsIdempotent(t *testing.T) {
 	if dup.Saved != 2 || dup.MessageCount != 4 {
 		t.Fatalf("duplicate ids in one batch: %+v", dup)
 	}
+	// The same id with other content in one batch would lose the second: refused, nothing
+	// written.
+	_, err := s.Save(t.Context(), SaveRequest{SessionID: res.SessionID, Messages: []Message{user("d", "first"), user("e", "other"), user("d", "second")}})
+	if !errors.Is(err, ErrInvalid) || !strings.Contains(err.Error(), `messages[2] has the id "d" of messages[0]`) {
+		t.Fatalf("same id, other content: %v", err)
+	}
+	if got, _ := s.Get(t.Context(), res.SessionID); got.MessageCount != 4 {
+		t.Fatalf("the refused save wrote: %d messages", got.MessageCount)
+	}
 }
 
 func TestSaveRejectsBadInputAndWritesNothing(t *testing.T) {

@@ -4,6 +4,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"path"
+	"reflect"
 	"strings"
 	"unicode/utf8"
 
@@ -97,6 +98,32 @@ func validateMessages(msgs []Message) error {
 		if total > MaxBatchBytes {
 			return invalidf(fmt.Sprintf("split the batch into calls of under %d MiB", MaxBatchBytes>>20),
 				"messages add up to more than %d bytes", MaxBatchBytes)
+		}
+	}
+	return checkDuplicateIDs(msgs)
+}
+
+// checkDuplicateIDs refuses two messages of one batch with the same id and other content:
+// the second would be skipped as already stored, and its content lost without a word. The
+// same message twice is a retry within the batch, and is stored once.
+func checkDuplicateIDs(msgs []Message) error {
+	var seen map[string]int
+	for i := range msgs {
+		id := msgs[i].ID
+		if id == "" {
+			continue
+		}
+		if seen == nil {
+			seen = make(map[string]int, len(msgs))
+		}
+		j, dup := seen[id]
+		if !dup {
+			seen[id] = i
+			continue
+		}
+		if !reflect.DeepEqual(storedMessage(msgs[i]), storedMessage(msgs[j])) {
+			return invalidf("give each message its own id (the same id is the same message: a retry stores it once)",
+				"messages[%d] has the id %q of messages[%d], with other content", i, clip(id, 80), j)
 		}
 	}
 	return nil
