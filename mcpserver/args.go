@@ -78,6 +78,14 @@ func (a *args) str(key string, required bool, hint string) string {
 	return s
 }
 
+// clipArg is an argument's JSON as an error message quotes it.
+func clipArg(raw string) string {
+	if len(raw) > 40 {
+		return raw[:40] + "…"
+	}
+	return raw
+}
+
 // integer returns a whole-number argument of at least minimum (0 when absent).
 func (a *args) integer(key string, minimum int) int {
 	v, ok := a.get(key)
@@ -85,8 +93,17 @@ func (a *args) integer(key string, minimum int) int {
 		return 0
 	}
 	f, isNum := v.Num, v.Type == gjson.Number
-	if !isNum || f != math.Trunc(f) || math.Abs(f) > 1<<53 {
-		a.fail(fmt.Sprintf("argument %q must be a whole number, got %s", key, jsonType(v)),
+	if isNum && f == math.Trunc(f) && math.Abs(f) > 1<<53 || isNum && math.IsInf(f, 0) {
+		a.fail(fmt.Sprintf("argument %q is out of range (%s)", key, clipArg(v.Raw)),
+			fmt.Sprintf("send a whole number up to %d, e.g. %q: %d", int64(1)<<53, key, max(minimum, 1)))
+		return 0
+	}
+	if !isNum || f != math.Trunc(f) {
+		what := jsonType(v)
+		if isNum {
+			what = "a fraction (" + clipArg(v.Raw) + ")"
+		}
+		a.fail(fmt.Sprintf("argument %q must be a whole number, got %s", key, what),
 			fmt.Sprintf("send e.g. %q: %d", key, max(minimum, 1)))
 		return 0
 	}
