@@ -114,17 +114,8 @@ func runSearch(ctx context.Context, e *env, args []string) error {
 	}
 	defer cs.close(e)
 	res, err := cs.svc.Search(ctx, req)
-	var me *memory.Error
-	if errors.Is(err, memory.ErrInvalid) && errors.As(err, &me) {
-		// A bad value of a flag or of the query: bad usage (exit 2), said with what to do.
-		hint := me.Hint
-		if strings.Contains(me.Msg, "RFC 3339") {
-			hint = `give a date (2026-03-01) or an RFC 3339 time (2026-03-01T09:00:00Z)`
-		}
-		return c.usageError(e, "%s; %s", me.Msg, hint)
-	}
 	if err != nil {
-		return sessionError("", err)
+		return searchError(c, e, err)
 	}
 	if *asJSON {
 		return writeJSON(e.stdout, res)
@@ -272,4 +263,18 @@ func verifySearchIndex(ctx context.Context, e *env, st storage.Store) {
 	}
 	fmt.Fprintf(e.stdout, "Search index: %s, %s entries of %s sessions, %s on disk%s.\n", state,
 		thousands(stats.Entries), thousands(stats.Sessions), byteSize(stats.Bytes), ratio)
+}
+
+// searchError is what search says of the service's error: a bad value of a flag or of the
+// query is bad usage (exit 2), said with what to do.
+func searchError(c *cliFlags, e *env, err error) error {
+	var me *memory.Error
+	if errors.Is(err, memory.ErrInvalid) && errors.As(err, &me) {
+		hint := me.Hint
+		if strings.Contains(me.Msg, "RFC 3339") {
+			hint = `give a date (2026-03-01) or an RFC 3339 time (2026-03-01T09:00:00Z)`
+		}
+		return c.usageError(e, "%s; %s", me.Msg, hint)
+	}
+	return sessionError("", err)
 }
