@@ -131,20 +131,9 @@ type index struct {
 
 func openIndex(fsys fileSystem, dir string, log *slog.Logger, encode func(src, dst []byte) []byte, dec *zstd.Decoder) (*index, error) {
 	x := &index{fs: fsys, encode: encode, dec: dec, dir: dir, path: filepath.Join(dir, indexName), log: log, ents: map[string]*indexEntry{}}
-	lockPath := filepath.Join(dir, indexLockName)
-	lf, err := fsys.OpenFile(lockPath, os.O_RDWR|os.O_CREATE, 0o600)
-	if err != nil && storage.ReadOnly(err) {
-		// A store that may not be written is still read, as its sessions are (lockPath): the
-		// lock on a descriptor open for reading, or none where the file cannot be made (no
-		// process writes there then); a write fails where it writes, saying so.
-		rf, rerr := fsys.OpenFile(lockPath, os.O_RDONLY, 0)
-		switch {
-		case rerr == nil:
-			lf, err = rf, nil
-		case errors.Is(rerr, os.ErrNotExist):
-			lf, err = noLock{name: lockPath}, nil
-		}
-	}
+	// Read where it may not be written, as sessions are (openLockFile); no process writes
+	// there when the lock file cannot even be made.
+	lf, err := openLockFile(fsys, filepath.Join(dir, indexLockName), true)
 	if err != nil {
 		return nil, fmt.Errorf("open index lock: %w", err)
 	}

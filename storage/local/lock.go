@@ -20,27 +20,17 @@ func lockPath(ctx context.Context, fsys fileSystem, path string, exclusive bool)
 		if err := ctx.Err(); err != nil {
 			return nil, nil, err
 		}
-		f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
-		if err != nil && storage.ReadOnly(err) {
-			// A store that may not be written (a read-only mount, files the server may not
-			// write) is still read: the lock takes a descriptor open for reading, and a writer
-			// that locks this way fails where it writes, saying the store is read-only. A
-			// lock file that does not exist yet leaves the first error (it could not be made).
-			rf, rerr := fsys.OpenFile(path, os.O_RDONLY, 0)
-			switch {
-			case rerr == nil:
-				f, err = rf, nil
-			case errors.Is(rerr, os.ErrNotExist) && !exclusive:
-				// A session at rest has no lock file (restLock), and none can be made here:
-				// nothing is locked. Where nothing may be written a reader needs no lock;
-				// where only this process may not write, a writer's change can still meet the
-				// read, which then sees what a crash would leave (a torn end, which it
-				// ignores) or fails, and changes nothing.
-				return noLock{name: path}, nil, nil
-			}
-		}
+		// A session at rest has no lock file (restLock), and where none can be made a reader
+		// locks nothing: where nothing may be written a reader needs no lock; where only this
+		// process may not write, a writer's change can still meet the read, which then sees
+		// what a crash would leave (a torn end, which it ignores) or fails, and changes
+		// nothing.
+		f, err := openLockFile(fsys, path, !exclusive)
 		if err != nil {
 			return nil, nil, fmt.Errorf("open lock %s: %w", path, err)
+		}
+		if nl, ok := f.(noLock); ok {
+			return nl, nil, nil
 		}
 		if err := lockCtx(ctx, f, exclusive); err != nil {
 			return nil, nil, fmt.Errorf("lock %s: %w", path, err)
@@ -96,6 +86,26 @@ func lockCtx(ctx context.Context, f file, exclusive bool) error {
 var abandonedWaits sync.WaitGroup
 
 // noLock is the lock of a reader that found no lock file and could make none (lockPath).
+// openLockFile opens (creating it) the lock file at path. A store that may not be written (a
+// read-only mount, files the process may not write) is still read: the lock takes a descriptor
+// open for reading, and a writer that locks this way fails where it writes, saying the store
+// is read-only. A lock file that does not exist and cannot be made is noLock when allowNone,
+// else the error of making it.
+func openLockFile(fsys fileSystem, path string, allowNone bool) (file, error) {
+	f, err := fsys.OpenFile(path, os.O_RDWR|os.O_CREATE, 0o600)
+	if err == nil || !storage.ReadOnly(err) {
+		return f, err
+	}
+	rf, rerr := fsys.OpenFile(path, os.O_RDONLY, 0)
+	switch {
+	case rerr == nil:
+		return rf, nil
+	case errors.Is(rerr, os.ErrNotExist) && allowNone:
+		return noLock{name: path}, nil
+	}
+	return nil, err
+}
+
 type noLock struct {
 	file // nil: only the methods below are called on a lock
 	name string

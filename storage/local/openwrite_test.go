@@ -55,6 +55,28 @@ func TestOpenWithoutWriting(t *testing.T) {
 			t.Fatalf("read: %d records, %v", len(got), err)
 		}
 	}
+	t.Run("disk full, a damaged index line", func(t *testing.T) {
+		// The index is there but has to be rewritten: its old file stays what this process
+		// reads (keepUnsaved), and its entries are still listed.
+		dir := build(t)
+		s0 := mustOpen(t, dir, Options{})
+		if err := s0.Close(); err != nil {
+			t.Fatal(err)
+		}
+		f, err := os.OpenFile(filepath.Join(dir, indexName), os.O_WRONLY|os.O_APPEND, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := f.WriteString("not a line of the index\n"); err != nil {
+			t.Fatal(err)
+		}
+		f.Close()
+		ffs := &fullFS{}
+		ffs.full.Store(true)
+		s := mustOpen(t, dir, Options{fs: ffs})
+		defer s.Close()
+		check(t, s)
+	})
 	t.Run("disk full", func(t *testing.T) {
 		dir := build(t)
 		ffs := &fullFS{}

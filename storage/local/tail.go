@@ -96,9 +96,8 @@ func (r *Reader) scanTail(tid fileID, off int64) error {
 // where the data ends, so a crash tears only the last batch, whose lines from off (where the
 // last complete batch ended) to the end hold at most one batch's last line (unmarked,
 // markBatch) after the kept records. Two or more complete saves after the point where the
-// tail stops reading mean
-// the bad line was durable and damaged later: cutting it would lose them, so it is refused
-// (ErrCorrupt), as Verify reports it.
+// tail stops reading mean the bad line was durable and damaged later: cutting it would lose
+// them, so it is refused (ErrCorrupt), as Verify reports it.
 func (r *Reader) checkTornTail(off, size int64) error {
 	b := make([]byte, size-off)
 	if err := readAt(r.tail, b, off); err != nil {
