@@ -64,8 +64,9 @@ func truncateText(s string, keep int, why string) string {
 
 // fitMessage cuts m until its JSON, as json.Marshal writes it, takes at most chars characters:
 // the longest text (text, thinking, tool output) first, each cut as little as needed and
-// marked, an image too large replaced by a note; oversize tool-call arguments become a valid JSON placeholder; blocks that
-// still do not fit are dropped from the end, with a note. The stored message is not touched.
+// marked, an image too large replaced by a note; oversize tool-call arguments become a valid
+// JSON placeholder; blocks that still do not fit are dropped from the end, with a note. The
+// stored message is not touched.
 func fitMessage(m Message, chars int) Message {
 	if chars < 400 {
 		chars = 400

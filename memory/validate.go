@@ -107,6 +107,9 @@ func validateMessages(msgs []Message) error {
 // the second would be skipped as already stored, and its content lost without a word. The
 // same message twice is a retry within the batch, and is stored once.
 func checkDuplicateIDs(msgs []Message) error {
+	if len(msgs) < 2 {
+		return nil // most saves: nothing to compare, no map
+	}
 	var seen map[string]int
 	for i := range msgs {
 		id := msgs[i].ID
