@@ -93,7 +93,7 @@ func (a *args) integer(key string, minimum int) int {
 		return 0
 	}
 	f, isNum := v.Num, v.Type == gjson.Number
-	if isNum && f == math.Trunc(f) && math.Abs(f) > 1<<53 || isNum && math.IsInf(f, 0) {
+	if isNum && f == math.Trunc(f) && math.Abs(f) > 1<<53 { // ±Inf too (1e400)
 		a.fail(fmt.Sprintf("argument %q is out of range (%s)", key, clipArg(v.Raw)),
 			fmt.Sprintf("send a whole number up to %d, e.g. %q: %d", int64(1)<<53, key, max(minimum, 1)))
 		return 0
