@@ -93,6 +93,47 @@ func TestCompactExtractiveAndResume(t *testing.T) {
 	}
 }
 
+// Every page of a compacted session's resume carries the latest summary and its file lists
+// (the contract's summary is "" only when there is none); the facts, like pinned, are on the
+// first page only. Later pages used to say summary "" as if the session were not compacted.
+func TestResumeEveryPageHasSummary(t *testing.T) {
+	s := newTestService(t, Options{})
+	id := longSession(t, s, 30)
+	comp, err := s.Compact(t.Context(), CompactRequest{SessionID: id, Summarizer: SummarizerExtractive, KeepRecentTokens: 12000})
+	if err != nil || comp.Status != StatusCompacted {
+		t.Fatalf("compact: %+v, %v", comp.Status, err)
+	}
+	for _, fresh := range []bool{false, true} { // from the cached state, and another process's
+		svc := s
+		if fresh {
+			svc = New(s.store, Options{})
+		}
+		pages, cursor := 0, ""
+		for {
+			page, err := svc.Resume(t.Context(), ResumeRequest{SessionID: id, MaxTokens: 4000, Cursor: cursor})
+			if err != nil {
+				t.Fatalf("page %d: %v", pages+1, err)
+			}
+			pages++
+			if page.Summary == "" || !strings.HasPrefix(comp.Summary, strings.SplitN(page.Summary, "\n[…", 2)[0]) {
+				t.Errorf("fresh %v, page %d: summary %.80q, want the compaction's", fresh, pages, page.Summary)
+			}
+			if len(page.ModifiedFiles) == 0 {
+				t.Errorf("fresh %v, page %d: no modified_files", fresh, pages)
+			}
+			if (page.Facts != nil) != (pages == 1 && comp.Facts != nil) {
+				t.Errorf("fresh %v, page %d: facts %v", fresh, pages, page.Facts != nil)
+			}
+			if cursor = page.NextCursor; cursor == "" {
+				break
+			}
+		}
+		if pages < 3 {
+			t.Fatalf("fresh %v: %d pages; the test needs several", fresh, pages)
+		}
+	}
+}
+
 func TestCompactFilesAreCumulative(t *testing.T) {
 	s := newTestService(t, Options{})
 	id := longSession(t, s, 12)

@@ -116,21 +116,27 @@ func (s *Service) resumePage(r storage.Reader, id string, cur *resumeCursor, max
 	}
 	var comp *Compaction
 	var pins []int32
-	if cur == nil && v.comp >= 0 {
+	if v.comp >= 0 {
 		comp = st.comps[v.comp]
-		pins = st.pinnedBeforeKept(v.comp)
+		if cur == nil {
+			pins = st.pinnedBeforeKept(v.comp)
+		}
 	}
 	st.mu.Unlock()
 
 	res := ResumeResult{SessionID: id, WorkingDir: r.Header().WorkingDir, ReadFiles: []string{}, ModifiedFiles: []string{},
 		Pinned: []Message{}, Messages: []Message{}, ContextTokens: v.ctxTokens}
-	if cur == nil && v.comp >= 0 {
+	if v.comp >= 0 {
 		if comp == nil {
 			if comp, err = s.readCompaction(r, st, v.comp); err != nil {
 				return ResumeResult{}, err
 			}
 		}
-		setPageHeader(&res, comp)
+		// Every page carries the summary and its file lists (the contract's summary is the
+		// latest one, "" only when there is none), so a page read on its own, or a later page
+		// fetched after the client lost the first, is not taken for an uncompacted session.
+		// The facts, like pinned, repeat what the first page gave and are sent there only.
+		setPageHeader(&res, comp, cur == nil)
 	}
 	budget := pageBudget(id, maxTokens)
 	fitHeader(&res, budget/2)
@@ -233,12 +239,13 @@ func rawPageCap(v *pathView, start, budget int) int {
 	return max(rest, 0) + 4096
 }
 
-// setPageHeader puts the latest compaction's summary, file lists and facts on a first page.
-func setPageHeader(res *ResumeResult, comp *Compaction) {
+// setPageHeader puts the latest compaction's summary and file lists on a page, and its facts
+// on the first page.
+func setPageHeader(res *ResumeResult, comp *Compaction, first bool) {
 	res.Summary = comp.Summary
 	res.ReadFiles = nonNil(comp.ReadFiles)
 	res.ModifiedFiles = nonNil(comp.ModifiedFiles)
-	if comp.Facts != nil {
+	if first && comp.Facts != nil {
 		f := comp.Facts.Clone()
 		res.Facts = &f
 	}

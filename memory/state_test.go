@@ -331,9 +331,9 @@ func refResume(t *testing.T, s *Service, id string, maxTokens int, prune bool) [
 	for {
 		res := ResumeResult{SessionID: id, WorkingDir: p.header.WorkingDir, ReadFiles: []string{}, ModifiedFiles: []string{},
 			Pinned: []Message{}, Messages: []Message{}, ContextTokens: refPathTokens(p)}
-		if c := p.compaction(); c != nil && start == 0 {
+		if c := p.compaction(); c != nil {
 			res.Summary, res.ReadFiles, res.ModifiedFiles = c.Summary, nonNil(c.ReadFiles), nonNil(c.ModifiedFiles)
-			if c.Facts != nil {
+			if c.Facts != nil && start == 0 {
 				f := c.Facts.Clone()
 				res.Facts = &f
 			}

@@ -81,8 +81,10 @@ type ResumeRequest struct {
 
 // ResumeResult is session_resume's output.
 type ResumeResult struct {
-	SessionID     string   `json:"session_id"`
-	WorkingDir    string   `json:"working_dir"`
+	SessionID  string `json:"session_id"`
+	WorkingDir string `json:"working_dir"`
+	// Summary is the latest compaction's summary, "" if none; it and the file lists are on
+	// every page (cut to at most half of a page to fit max_tokens).
 	Summary       string   `json:"summary"`
 	ReadFiles     []string `json:"read_files"`
 	ModifiedFiles []string `json:"modified_files"`
