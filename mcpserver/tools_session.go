@@ -30,7 +30,7 @@ func saveTool(svc *memory.Service) server.ServerTool {
 	in := object("", schema{
 		"session_id": str("The session to append to. Omit to create a new session (then working_dir is required)."),
 		"working_dir": str("Absolute path of the project directory. Required when creating; recorded as given " +
-			"(it need not exist here)."),
+			"(it need not exist here). With session_id it is not applied: a session keeps its working_dir."),
 		"name":      str("A short human name for the session (sets or renames it)."),
 		"model":     str("Model that produced the assistant messages, e.g. claude-sonnet-4-5."),
 		"provider":  str("Provider of that model, e.g. anthropic."),
@@ -46,7 +46,9 @@ func saveTool(svc *memory.Service) server.ServerTool {
 		"leaf_id":        str("Entry id of the newest message (the current leaf)."),
 		"context_tokens": integer("Estimated tokens a resume would load now.", 0),
 		"should_compact": boolean("True when context_tokens is near context_window: call session_compact."),
-	}, "session_id", "saved", "message_count", "leaf_id", "context_tokens", "should_compact")
+		"working_dir": str("The session's working directory, the one it was created with (a working_dir given " +
+			"with session_id does not move the session)."),
+	}, "session_id", "saved", "message_count", "leaf_id", "context_tokens", "should_compact", "working_dir")
 	return server.ServerTool{
 		Tool: newTool("session_save", saveDescription+"\n\n"+saveLimits, in, out, hints{
 			title: "Save session messages", readOnly: false, destructive: false, idempotent: false, openWorld: false,
@@ -105,6 +107,12 @@ func saveAnswer(res memory.SaveResult, sent int) *mcp.CallToolResult {
 		", context ≈ " + strconv.Itoa(res.ContextTokens) + " tokens)."
 	if res.Saved < sent {
 		text += " " + strconv.Itoa(sent-res.Saved) + " already stored (same id), skipped."
+	}
+	if res.OtherWorkingDir {
+		// Said rather than refused: a team member continuing a session from another checkout
+		// (another path) must still be able to save to it.
+		text += " working_dir was not applied: the session stays in " + res.WorkingDir +
+			" (a session keeps the working_dir it was created with; omit working_dir when passing session_id)."
 	}
 	if res.ShouldCompact {
 		text += " The context is close to the window: call session_compact now."

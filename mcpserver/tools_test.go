@@ -50,6 +50,24 @@ func TestSaveAndResume(t *testing.T) {
 		}
 	})
 
+	t.Run("working_dir of an existing session is kept and the answer says so", func(t *testing.T) {
+		f := f.at(t)
+		var out memory.SaveResult
+		wdir := "/home/dev/other" // not dir: the resumes below want dir's newest session
+		f.ok("session_save", obj{"working_dir": wdir, "messages": []any{userMsg("w0", "start")}}, &out)
+		id := out.SessionID
+		res := f.ok("session_save", obj{"session_id": id, "working_dir": "/somewhere/else",
+			"messages": []any{userMsg("w1", "from another checkout")}}, &out)
+		if out.WorkingDir != wdir || !strings.Contains(text(res), "working_dir was not applied: the session stays in "+wdir) {
+			t.Errorf("working_dir %q, text %q", out.WorkingDir, text(res))
+		}
+		res = f.ok("session_save", obj{"session_id": id, "working_dir": wdir + "/",
+			"messages": []any{userMsg("w2", "same place")}}, &out)
+		if out.WorkingDir != wdir || strings.Contains(text(res), "not applied") {
+			t.Errorf("same dir: working_dir %q, text %q", out.WorkingDir, text(res))
+		}
+	})
+
 	t.Run("should_compact with a small window", func(t *testing.T) {
 		f := f.at(t)
 		var out memory.SaveResult

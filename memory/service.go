@@ -320,6 +320,8 @@ func (s *Service) Save(ctx context.Context, req SaveRequest) (SaveResult, error)
 		res.LeafID = st.leaf
 		res.ContextTokens = st.contextTokens()
 		res.ShouldCompact = compaction.ShouldCompact(res.ContextTokens, req.ContextWindow)
+		res.WorkingDir = st.header.WorkingDir
+		res.OtherWorkingDir = !creating && req.WorkingDir != "" && !sameDir(s.redact(req.WorkingDir), res.WorkingDir)
 		return nil
 	})
 	if err != nil {

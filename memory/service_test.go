@@ -95,6 +95,45 @@ func TestSaveCreatesAndAppends(t *testing.T) {
 	}
 }
 
+// A working_dir given with session_id does not move the session; the answer names the
+// session's own and says whether the one given was another (the same directory written
+// differently is not another).
+func TestSaveWorkingDirOfExistingSession(t *testing.T) {
+	s := newTestService(t, Options{})
+	id := mustSave(t, s, SaveRequest{WorkingDir: wd, Messages: []Message{user("1", "hello")}}).SessionID
+	for i, tc := range []struct {
+		dir   string
+		other bool
+	}{
+		{"", false},
+		{wd, false},
+		{wd + "/", false},
+		{wd + "/./", false},
+		{"/elsewhere/project", true},
+		{wd + "/sub", true},
+	} {
+		res := mustSave(t, s, SaveRequest{SessionID: id, WorkingDir: tc.dir, Messages: []Message{user(fmt.Sprint("m", i), "more")}})
+		if res.WorkingDir != wd || res.OtherWorkingDir != tc.other {
+			t.Errorf("working_dir %q: answer %q, other %v; want %q, %v", tc.dir, res.WorkingDir, res.OtherWorkingDir, wd, tc.other)
+		}
+	}
+	if sess, _ := s.Get(t.Context(), id); sess.WorkingDir != wd {
+		t.Errorf("session moved to %q", sess.WorkingDir)
+	}
+	for _, tc := range []struct {
+		a, b string
+		same bool
+	}{
+		{`C:\Users\me\proj`, `c:/users/me/proj/`, true},
+		{`C:\Users\me\proj`, `C:\Users\me\other`, false},
+		{"/a/b", "/a/B", false},
+	} {
+		if got := sameDir(tc.a, tc.b); got != tc.same {
+			t.Errorf("sameDir(%q, %q) = %v", tc.a, tc.b, got)
+		}
+	}
+}
+
 func TestSaveReplayIsIdempotent(t *testing.T) {
 	s := newTestService(t, Options{})
 	batch := []Message{user("a", "one"), assistant("b", "two")}

@@ -49,6 +49,12 @@ type SaveResult struct {
 	LeafID        string `json:"leaf_id"`
 	ContextTokens int    `json:"context_tokens"`
 	ShouldCompact bool   `json:"should_compact"`
+	// WorkingDir is the session's working directory: the one it was created with. A
+	// working_dir given with session_id does not move a session to another project.
+	WorkingDir string `json:"working_dir"`
+	// OtherWorkingDir is set when the request gave a working_dir other than WorkingDir, so
+	// that the answer can say it was not applied.
+	OtherWorkingDir bool `json:"-"`
 }
 
 // ListRequest is session_list's input.

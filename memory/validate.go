@@ -60,6 +60,19 @@ func checkWorkingDir(dir string) error {
 	return nil
 }
 
+// sameDir reports whether two working dirs name the same directory as written: equal once
+// cleaned (a trailing slash or a "." does not count), Windows paths without regard to case or
+// slash direction. It does not touch the file system: a working dir need not exist here.
+func sameDir(a, b string) bool {
+	if a == b {
+		return true
+	}
+	if isWindowsAbs(a) && isWindowsAbs(b) {
+		return strings.EqualFold(path.Clean(strings.ReplaceAll(a, `\`, "/")), path.Clean(strings.ReplaceAll(b, `\`, "/")))
+	}
+	return path.Clean(a) == path.Clean(b)
+}
+
 func isWindowsAbs(p string) bool {
 	return len(p) >= 3 && p[1] == ':' && (p[2] == '\\' || p[2] == '/') &&
 		(('a' <= p[0] && p[0] <= 'z') || ('A' <= p[0] && p[0] <= 'Z'))
