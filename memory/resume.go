@@ -132,10 +132,6 @@ func (s *Service) resumePage(r storage.Reader, id string, cur *resumeCursor, max
 				return ResumeResult{}, err
 			}
 		}
-		// Every page carries the summary and its file lists (the contract's summary is the
-		// latest one, "" only when there is none), so a page read on its own, or a later page
-		// fetched after the client lost the first, is not taken for an uncompacted session.
-		// The facts, like pinned, repeat what the first page gave and are sent there only.
 		setPageHeader(&res, comp, cur == nil)
 	}
 	budget := pageBudget(id, maxTokens)
@@ -240,7 +236,10 @@ func rawPageCap(v *pathView, start, budget int) int {
 }
 
 // setPageHeader puts the latest compaction's summary and file lists on a page, and its facts
-// on the first page.
+// on the first page. Every page carries the summary (the contract's summary is "" only when
+// there is none), so a page read on its own, or fetched after the client lost the first, is
+// not taken for an uncompacted session's; the facts, like pinned, would only repeat the
+// first page's.
 func setPageHeader(res *ResumeResult, comp *Compaction, first bool) {
 	res.Summary = comp.Summary
 	res.ReadFiles = nonNil(comp.ReadFiles)
