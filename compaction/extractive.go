@@ -68,7 +68,11 @@ func (Extractive) Summarize(ctx context.Context, req Request) (string, error) {
 	}
 	s := extractSections(w)
 	if prev := strings.TrimSpace(StripFileTags(req.PreviousSummary)); prev != "" {
-		s = mergePrevious(parseSummary(prev), s, w)
+		p := parseForeign
+		if isTemplateSummary(prev) {
+			p = parseSummary
+		}
+		s = mergePrevious(p(prev), s, w)
 	}
 	s.leaveToLedger(req.Ledger)
 	s.capSections()
