@@ -9,10 +9,8 @@ import (
 	"testing"
 	"time"
 
-	"github.com/mark3labs/mcp-go/server"
 	"github.com/tidwall/gjson"
 
-	"github.com/sessionmem/sessionmem/mcpserver/transport"
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/storage/local"
 )
@@ -20,8 +18,15 @@ import (
 // A save that would create a session, for refused requests that must store nothing.
 const refusedSave = `"method":"tools/call","params":{"name":"session_save","arguments":{"working_dir":"/p","messages":[{"role":"user","content":"hi"}]}}`
 
-// badIDLines are requests whose id JSON-RPC 2.0 does not allow.
+// badIDLines are requests whose id JSON-RPC 2.0 or MCP does not allow.
 var badIDLines = []string{
+	`{"jsonrpc":"2.0","id":null,"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":null,` + refusedSave + `}`,
+	`{"jsonrpc":"2.0","id":null}`,
+	`{"jsonrpc":"2.0","id":1.5,"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":-2.25,` + refusedSave + `}`,
+	`{"jsonrpc":"2.0","id":1e400,"method":"ping"}`,
+	`{"jsonrpc":"2.0","id":12345678901234567890,"method":"ping"}`,
 	`{"jsonrpc":"2.0","id":{},"method":"ping"}`,
 	`{"jsonrpc":"2.0","id":{"a":1},"method":"tools/list"}`,
 	`{"jsonrpc":"2.0","id":[1],"method":"ping"}`,
@@ -53,6 +58,41 @@ func checkRefusal(t *testing.T, what, answer string, code int, id string) {
 	}
 }
 
+// envelopeLines are messages that are no request: JSON that is not an object, an id MCP does
+// not allow, a method or jsonrpc of another type, neither a method nor an id. mcp-go answers
+// some with -32700 (parse error) and some not at all; each gets Invalid Request, to the id
+// when it has a usable one, saying what is wrong.
+func envelopeLines() []refusedLine {
+	const want = `want {"jsonrpc":"2.0","id":…,"method":"<name>",…}`
+	return []refusedLine{
+		{`{"jsonrpc":"2.0","id":null,"method":"ping"}`, "null", codeInvalidRequest, `"id" must be a string or an integer (MCP), not null`},
+		{`{"jsonrpc":"2.0","id":1.5,"method":"ping"}`, "null", codeInvalidRequest, `"id" must be a string or an integer (MCP), not a fraction`},
+		{`{"jsonrpc":"2.0","id":true,"method":"ping"}`, "null", codeInvalidRequest, `"id" must be a string or an integer (MCP), not a boolean`},
+		{`{"jsonrpc":"2.0","id":1e400,"method":"ping"}`, "null", codeInvalidRequest, "not a number beyond ±2^53"},
+		{`{"jsonrpc":"2.0","method":5}`, "null", codeInvalidRequest, want},
+		{`{"jsonrpc":"2.0","id":7,"method":5}`, "7", codeInvalidRequest, want},
+		{`{"jsonrpc":"2.0","id":"m","method":null}`, `"m"`, codeInvalidRequest, want},
+		{`{"jsonrpc":"2.0"}`, "null", codeInvalidRequest, want},
+		{`{}`, "null", codeInvalidRequest, want},
+		{`{"jsonrpc":2,"id":8,"method":"ping"}`, "8", codeInvalidRequest, want},
+		{`{"id":9,"method":"ping"}`, "9", codeInvalidRequest, want},
+		{`{"jsonrpc":"1.0","method":"notifications/initialized"}`, "null", codeInvalidRequest, want},
+		{`123`, "null", codeInvalidRequest, "a JSON-RPC message is an object"},
+		{`"x"`, "null", codeInvalidRequest, "a JSON-RPC message is an object"},
+		{`null`, "null", codeInvalidRequest, "a JSON-RPC message is an object"},
+		{`true`, "null", codeInvalidRequest, "a JSON-RPC message is an object"},
+	}
+}
+
+// checkRefusalText checks an answer as checkRefusal does, and that its message holds r.text.
+func checkRefusalText(t *testing.T, r refusedLine, answer string) {
+	t.Helper()
+	checkRefusal(t, r.body, answer, r.code, r.id)
+	if msg := gjson.Get(answer, "error.message").Str; !strings.Contains(msg, r.text) {
+		t.Errorf("%.80s: message %q does not say %q", r.body, msg, r.text)
+	}
+}
+
 // checkNothingStored fails unless the store holds no session.
 func checkNothingStored(t *testing.T, svc *memory.Service) {
 	t.Helper()
@@ -74,6 +114,10 @@ func TestStdioRefusesBadIDsAndDeepMessages(t *testing.T) {
 		r.send(l)
 		checkRefusal(t, l, r.next().Raw, codeInvalidRequest, "null")
 	}
+	for _, l := range envelopeLines() {
+		r.send(l.body)
+		checkRefusalText(t, l, r.next().Raw)
+	}
 	r.send(deepLine(`"deep"`, maxEnvelopeDepth+1))
 	checkRefusal(t, "deep with an id", r.next().Raw, codeInvalidRequest, `"deep"`)
 	r.send(deepLine("", maxEnvelopeDepth+1))
@@ -92,8 +136,8 @@ func TestStdioRefusesBadIDsAndDeepMessages(t *testing.T) {
 }
 
 // TestHTTPRefusesBadIDsAndDeepMessages: the same over streamable HTTP and SSE's message
-// endpoint, raw bodies in, answered with HTTP 400 and the JSON-RPC error, as mcp-go answers
-// what it cannot parse.
+// endpoint as NewHTTP serves them, raw bodies in, answered with HTTP 400 and the JSON-RPC
+// error, as mcp-go answers what it cannot parse.
 func TestHTTPRefusesBadIDsAndDeepMessages(t *testing.T) {
 	store, err := local.Open(t.TempDir(), local.Options{Summarize: memory.Summarize})
 	if err != nil {
@@ -101,13 +145,7 @@ func TestHTTPRefusesBadIDsAndDeepMessages(t *testing.T) {
 	}
 	defer store.Close()
 	svc := memory.New(store, memory.Options{})
-	s := New(svc, Options{})
-	sse := server.NewSSEServer(s)
-	mux := http.NewServeMux()
-	mux.Handle("/mcp", transport.WrapHTTP(server.NewStreamableHTTPServer(s, server.WithStateful(true))))
-	mux.Handle("/sse", transport.WrapHTTP(sse.SSEHandler()))
-	mux.Handle("/message", transport.WrapHTTP(sse.MessageHandler()))
-	ts := httptest.NewServer(mux)
+	ts := httptest.NewServer(NewHTTP(New(svc, Options{}), nil))
 	defer ts.Close()
 	refused := refusedLines()
 	t.Run("streamable", func(t *testing.T) { checkStreamableRefusals(t, ts.URL, refused) })
@@ -116,23 +154,24 @@ func TestHTTPRefusesBadIDsAndDeepMessages(t *testing.T) {
 }
 
 // refusedLine is a request an HTTP transport must refuse with 400 and the JSON-RPC error code,
-// answering to id.
+// answering to id; text, when set, is in the error's message.
 type refusedLine struct {
 	body, id string
 	code     int
+	text     string
 }
 
 // refusedLines are messages nested too deep and lines with bad ids.
 func refusedLines() []refusedLine {
 	refused := []refusedLine{
-		{deepLine(`"deep"`, maxEnvelopeDepth+1), `"deep"`, codeInvalidRequest},
-		{deepLine("", maxEnvelopeDepth+1), "null", codeParseError},
-		{deepLine("7", 5_000_000), "7", codeInvalidRequest},
+		{deepLine(`"deep"`, maxEnvelopeDepth+1), `"deep"`, codeInvalidRequest, "nests deeper"},
+		{deepLine("", maxEnvelopeDepth+1), "null", codeParseError, "nests deeper"},
+		{deepLine("7", 5_000_000), "7", codeInvalidRequest, "nests deeper"},
 	}
 	for _, l := range badIDLines {
-		refused = append(refused, refusedLine{l, "null", codeInvalidRequest})
+		refused = append(refused, refusedLine{l, "null", codeInvalidRequest, `"id" must be a string or an integer`})
 	}
-	return refused
+	return append(refused, envelopeLines()...)
 }
 
 // checkStreamableRefusals sends every refused line to the streamable HTTP endpoint of an
@@ -146,7 +185,7 @@ func checkStreamableRefusals(t *testing.T, base string, refused []refusedLine) {
 		if status != http.StatusBadRequest {
 			t.Errorf("%.80s: status %d, want 400", r.body, status)
 		}
-		checkRefusal(t, r.body, got, r.code, r.id)
+		checkRefusalText(t, r, got)
 	}
 	if _, got, _ := postRaw(t, base+"/mcp", sid, deepLine(`"at"`, maxEnvelopeDepth)); gjson.Get(got, "id").Raw != `"at"` || !gjson.Get(got, "result").Exists() {
 		t.Errorf("a message at the limit: %.300s", got)
@@ -191,7 +230,7 @@ func checkSSERefusals(t *testing.T, base string, refused []refusedLine) {
 		if status != http.StatusBadRequest {
 			t.Errorf("%.80s: status %d, want 400", r.body, status)
 		}
-		checkRefusal(t, r.body, got, r.code, r.id)
+		checkRefusalText(t, r, got)
 	}
 	postRaw(t, endpoint, "", `{"jsonrpc":"2.0","id":"after","method":"ping"}`)
 	if got := next(); gjson.Get(got, "id").Raw != `"after"` {

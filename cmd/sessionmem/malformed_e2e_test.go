@@ -1,8 +1,11 @@
 package main
 
 import (
+	"bufio"
 	"bytes"
 	"fmt"
+	"io"
+	"net/http"
 	"os"
 	"path/filepath"
 	"strings"
@@ -240,4 +243,138 @@ func TestMalformedRequests(t *testing.T) {
 		}
 	}
 	t.Logf("%d malformed requests, %d answers, %d lines of output, 0 crashes, 0 hangs", len(reqs), len(answers), len(lines))
+}
+
+// TestBatchAndNullIDEndToEnd: the built binary, over stdio, streamable HTTP and SSE, answers
+// a JSON-RPC batch in a session of protocol 2025-03-26 with one array (nothing for its
+// notification), refuses it in a 2025-06-18 session with one -32600 to id null, and answers
+// a request whose id is null with -32600 to id null, in both.
+func TestBatchAndNullIDEndToEnd(t *testing.T) {
+	base, _ := httpServer(t, t.TempDir())
+	for _, v := range []struct {
+		version string
+		served  bool
+	}{{"2025-03-26", true}, {"2025-06-18", false}} {
+		init := strings.Replace(initializeLine, "2025-06-18", v.version, 1)
+		t.Run("stdio/"+v.version, func(t *testing.T) {
+			s := startRaw(t, t.TempDir(), nil)
+			s.send(init, initializedLine, e2eBatch, e2eNullID, `{"jsonrpc":"2.0","id":"end","method":"ping"}`)
+			lines := s.finish(60 * time.Second)
+			if len(lines) != 4 || byID(lines)[`"end"`] == "" || byID(lines)[`"init"`] == "" {
+				t.Fatalf("want the answers to initialize, the batch, the null id and the ping; got %q", lines)
+			}
+			var batch, null string // in the order they were written, which the server need not keep
+			for _, l := range lines {
+				switch {
+				case strings.Contains(l, "string or an integer"):
+					null = l
+				case strings.HasPrefix(l, "[") || strings.Contains(l, "batches"):
+					batch = l
+				}
+			}
+			checkE2EBatch(t, v.version, v.served, batch, null)
+		})
+		t.Run("streamable/"+v.version, func(t *testing.T) {
+			_, _, h := postE2E(t, base+"/mcp", nil, init)
+			hdr := map[string]string{"Mcp-Session-Id": h.Get("Mcp-Session-Id"), "MCP-Protocol-Version": v.version}
+			postE2E(t, base+"/mcp", hdr, initializedLine)
+			status, batch, _ := postE2E(t, base+"/mcp", hdr, e2eBatch)
+			if want := map[bool]int{true: 200, false: 400}[v.served]; status != want {
+				t.Errorf("batch: status %d, want %d", status, want)
+			}
+			status, null, _ := postE2E(t, base+"/mcp", hdr, e2eNullID)
+			if status != 400 {
+				t.Errorf("null id: status %d, want 400", status)
+			}
+			checkE2EBatch(t, v.version, v.served, batch, null)
+		})
+		t.Run("sse/"+v.version, func(t *testing.T) {
+			events, endpoint := sseE2E(t, base)
+			postE2E(t, endpoint, nil, init)
+			events()
+			postE2E(t, endpoint, nil, initializedLine)
+			status, batch, _ := postE2E(t, endpoint, nil, e2eBatch)
+			if v.served && status == 202 {
+				batch = events()
+			} else if v.served || status != 400 {
+				t.Errorf("batch: status %d", status)
+			}
+			_, null, _ := postE2E(t, endpoint, nil, e2eNullID)
+			checkE2EBatch(t, v.version, v.served, batch, null)
+		})
+	}
+}
+
+// A batch of a ping, a notification and a tools/call, and a ping whose id is null.
+const (
+	e2eBatch  = `[{"jsonrpc":"2.0","id":"b1","method":"ping"},` + initializedLine + `,{"jsonrpc":"2.0","id":"b2","method":"tools/call","params":{"name":"session_list","arguments":{}}}]`
+	e2eNullID = `{"jsonrpc":"2.0","id":null,"method":"ping"}`
+)
+
+// checkE2EBatch checks the answers to e2eBatch and e2eNullID in a session of version.
+func checkE2EBatch(t *testing.T, version string, served bool, batch, null string) {
+	t.Helper()
+	b := gjson.Parse(batch)
+	switch {
+	case served && (!b.IsArray() || len(b.Array()) != 2 || b.Get(`#(id=="b1").result`).Raw != "{}" ||
+		!b.Get(`#(id=="b2").result.content`).Exists()):
+		t.Errorf("batch answered %.400s, want an array of the answers to b1 and b2", batch)
+	case !served && (b.Get("id").Raw != "null" || b.Get("error.code").Int() != -32600 ||
+		!strings.Contains(b.Get("error.message").Str, "not supported in protocol version "+version)):
+		t.Errorf("batch answered %.400s, want -32600 to null: not supported in %s", batch, version)
+	}
+	n := gjson.Parse(null)
+	if n.Get("id").Raw != "null" || n.Get("error.code").Int() != -32600 || !strings.Contains(n.Get("error.message").Str, "string or an integer") {
+		t.Errorf(`"id": null answered %.300s, want -32600 to null`, null)
+	}
+}
+
+// postE2E posts body to url with headers and returns the status, the body and the headers.
+func postE2E(t *testing.T, url string, headers map[string]string, body string) (int, string, http.Header) {
+	t.Helper()
+	req, _ := http.NewRequest(http.MethodPost, url, strings.NewReader(body))
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	for k, v := range headers {
+		req.Header.Set(k, v)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, _ := io.ReadAll(res.Body)
+	return res.StatusCode, strings.TrimSpace(string(b)), res.Header
+}
+
+// sseE2E opens an SSE stream at base/sse and returns a function giving its next event's data,
+// and the message endpoint.
+func sseE2E(t *testing.T, base string) (func() string, string) {
+	t.Helper()
+	req, _ := http.NewRequestWithContext(t.Context(), http.MethodGet, base+"/sse", nil)
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(func() { res.Body.Close() })
+	data := make(chan string, 10)
+	go func() {
+		sc := bufio.NewScanner(res.Body)
+		for sc.Scan() {
+			if d, ok := strings.CutPrefix(sc.Text(), "data: "); ok {
+				data <- d
+			}
+		}
+	}()
+	next := func() string {
+		t.Helper()
+		select {
+		case d := <-data:
+			return d
+		case <-time.After(20 * time.Second):
+			t.Fatal("no event in 20s")
+		}
+		return ""
+	}
+	return next, base + next()
 }

@@ -15,8 +15,14 @@
 //   - CheckUTF8 (utf8.go): mcp-go's decoder (encoding/json) replaces invalid UTF-8 and lone
 //     surrogates with U+FFFD before a handler sees them; the call is marked so the server can
 //     refuse it instead of storing changed text.
-//   - refuseDeep and badID (refuse.go): mcp-go serves requests whose id JSON-RPC forbids, and
-//     the readers in front of it recurse without a limit on deep nesting.
+//   - refuseDeep, idError and checkHTTP (refuse.go): mcp-go serves requests whose id MCP
+//     forbids (an object, an array, a boolean, a fraction), takes "id": null for a
+//     notification (never answered), answers -32700 (parse error) to valid JSON that is no
+//     request object, and the readers in front of it recurse without a limit on deep
+//     nesting; each is answered with Invalid Request instead.
+//   - Batches (batch.go, stdio_batch.go, batch_http.go): mcp-go answers every JSON-RPC batch
+//     with -32700; they are served for sessions of protocol 2025-03-26 and earlier, and
+//     refused with one Invalid Request for later versions, which removed them.
 //   - FixResponse and WrapHTTP (wrap.go): mcp-go reports every resource handler error as
 //     -32603; a missing session's resource gets the spec's code.
 //   - NotificationFlush (flush.go): mcp-go drops or reorders a progress notification sent

@@ -14,16 +14,21 @@ import (
 const httpSessionIdleTTL = 30 * time.Minute
 
 // HTTP is s served over HTTP: streamable HTTP at /mcp and legacy SSE at /sse + /message, each
-// behind WrapHTTP's message checks.
+// behind WrapHTTP's message checks; SSE's batches are served by sseBatch (batch_http.go).
 type HTTP struct {
 	http.Handler
 	streamable *server.StreamableHTTPServer
 	sse        *server.SSEServer
+	srv        *server.MCPServer
+	log        *slog.Logger
 }
 
 // NewHTTP returns the HTTP transports of s, logging to logger. The caller listens, puts its
 // own handlers and checks around it, and calls CloseSessions before shutting its server down.
 func NewHTTP(s *server.MCPServer, logger *slog.Logger) *HTTP {
+	if logger == nil {
+		logger = slog.New(slog.DiscardHandler)
+	}
 	streamable := server.NewStreamableHTTPServer(s,
 		server.WithEndpointPath("/mcp"),
 		server.WithStateful(true),
@@ -35,12 +40,15 @@ func NewHTTP(s *server.MCPServer, logger *slog.Logger) *HTTP {
 	sse := server.NewSSEServer(s,
 		server.WithSSEEndpoint("/sse"),
 		server.WithMessageEndpoint("/message"),
+		server.WithSSEContextFunc(keepProbeContext),
 	)
+	h := &HTTP{streamable: streamable, sse: sse, srv: s, log: logger}
 	mux := http.NewServeMux()
 	mux.Handle("/mcp", WrapHTTP(streamable))
 	mux.Handle("/sse", WrapHTTP(sse.SSEHandler()))
-	mux.Handle("/message", WrapHTTP(sse.MessageHandler()))
-	return &HTTP{Handler: mux, streamable: streamable, sse: sse}
+	mux.Handle("/message", &checked{next: sse.MessageHandler(), batch: h.sseBatch})
+	h.Handler = mux
+	return h
 }
 
 // CloseSessions ends the long-lived GET and SSE streams, which would otherwise hold an

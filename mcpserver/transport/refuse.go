@@ -3,7 +3,9 @@ package transport
 import (
 	"encoding/json"
 	"fmt"
+	"math"
 	"net/http"
+	"strconv"
 
 	"github.com/tidwall/gjson"
 
@@ -65,32 +67,121 @@ func refuseDeep(msg []byte) (rpcError, bool) {
 	return rpcError{nil, codeParseError, "parse error: " + text}, true
 }
 
-// badID reports whether id, the id of a message that is not an answer, is one JSON-RPC 2.0
-// does not allow (a request's id is a string, a number or null): such a request is refused
-// with Invalid Request to id null. mcp-go would serve it and echo the id.
-func badID(id gjson.Result) bool {
-	return id.IsObject() || id.IsArray() || id.Type == gjson.True || id.Type == gjson.False
+// Ids. JSON-RPC 2.0 allows a string, a number or null; MCP narrows that to a string or an
+// integer, never null. mcp-go serves an object, array, boolean or fractional id and echoes
+// it, and takes "id": null for a notification: it answers nothing, and a client waiting for
+// that answer waits forever. The transports refuse such requests instead, with Invalid
+// Request to id null (the id cannot be echoed), before anything runs.
+
+// idError returns the answer to a request (not an answer: it has no result or error) whose
+// id MCP does not allow; an id that is absent (a notification), a string or an integer
+// passes.
+func idError(id gjson.Result) (rpcError, bool) {
+	switch {
+	case !id.Exists() || id.Type == gjson.String:
+		return rpcError{}, false
+	case id.Type == gjson.Number:
+		if verbatimID(id.Raw) { // at most 15 digits: every id clients send
+			return rpcError{}, false
+		}
+		f, err := strconv.ParseFloat(id.Raw, 64)
+		switch {
+		case err != nil || math.Abs(f) > 1<<53:
+			return errIDs[idOutOfRange], true
+		case f != math.Trunc(f):
+			return errIDs[idFraction], true
+		}
+		return rpcError{}, false
+	case id.Type == gjson.Null:
+		return errIDs[idNull], true
+	case id.IsObject():
+		return errIDs[idObject], true
+	case id.IsArray():
+		return errIDs[idArray], true
+	}
+	return errIDs[idBoolean], true
 }
 
-// errBadID answers a request with such an id.
-var errBadID = rpcError{nil, codeInvalidRequest,
-	`invalid request: "id" must be a string, a number or null (JSON-RPC 2.0); nothing was processed`}
+// What an id MCP does not allow is, in the order of errIDs.
+const (
+	idNull = iota
+	idBoolean
+	idObject
+	idArray
+	idFraction
+	idOutOfRange
+)
 
-// refuseHTTP returns the answer to a POSTed message the HTTP transports refuse before mcp-go
-// reads it: one nested too deep, or a request whose id is not allowed.
-func refuseHTTP(msg []byte) (rpcError, bool) {
+// errIDs answer requests with such an id, naming what it is, made once (no allocation).
+var errIDs = func() []rpcError {
+	var errs []rpcError
+	for _, what := range []string{"null", "a boolean", "an object", "an array", "a fraction",
+		"a number beyond ±2^53 (it would not come back unchanged)"} {
+		errs = append(errs, rpcError{nil, codeInvalidRequest, `invalid request: "id" must be a string or an integer (MCP), not ` + what +
+			`; a notification has no "id" member at all. Nothing was processed`})
+	}
+	return errs
+}()
+
+// rawID is id as an rpcError's id: itself when a string or a number, else nil (null).
+func rawID(id gjson.Result) json.RawMessage {
+	if id.Type != gjson.String && id.Type != gjson.Number {
+		return nil
+	}
+	return json.RawMessage(id.Raw)
+}
+
+// wantRequest is the message of Invalid Request for an object that is neither a request, a
+// notification nor an answer: no "method" string, or "jsonrpc" other than "2.0".
+const wantRequest = `invalid request: want {"jsonrpc":"2.0","id":…,"method":"<name>",…}`
+
+// errNotObject answers a message, or an element of a batch, that is JSON but not an object.
+var errNotObject = rpcError{nil, codeInvalidRequest,
+	`invalid request: a JSON-RPC message is an object, {"jsonrpc":"2.0","id":…,"method":"<name>",…}`}
+
+// verdict is what the HTTP transports do with a POSTed message.
+type verdict int
+
+const (
+	pass    verdict = iota // to mcp-go (after CheckUTF8)
+	refuse                 // answered with the rpcError
+	isBatch                // a JSON array: a batch (batch.go)
+)
+
+// checkHTTP returns what to do with a POSTed message: refuse one nested too deep, JSON that
+// is not an object or an array, a request whose id is not allowed (idError), or whose
+// method is not a string or jsonrpc not "2.0", and an object that is neither a request nor
+// an answer; serve a batch (its parsed array is returned); pass everything else to mcp-go,
+// which answers what is not JSON. mcp-go answers -32700 (parse error) to valid JSON that is
+// not an object, and to a method or a jsonrpc of another type, and nothing to an object with
+// neither method nor id; it takes "id": null for a notification.
+func checkHTTP(msg []byte) (rpcError, verdict, gjson.Result) {
 	if e, ok := refuseDeep(msg); ok {
-		return e, true
+		return e, refuse, gjson.Result{}
 	}
 	if !gjson.ValidBytes(msg) {
-		return rpcError{}, false // mcp-go answers it
+		return rpcError{}, pass, gjson.Result{} // mcp-go answers it
 	}
-	var id, result, errField gjson.Result
-	readFirst(gjson.ParseBytes(msg), []field{{"id", &id}, {"result", &result}, {"error", &errField}})
-	if !result.Exists() && !errField.Exists() && badID(id) {
-		return errBadID, true
+	m := gjson.ParseBytes(msg)
+	switch {
+	case m.IsArray():
+		return rpcError{}, isBatch, m
+	case !m.IsObject():
+		return errNotObject, refuse, m
 	}
-	return rpcError{}, false
+	var id, result, errField, method, jsonrpc gjson.Result
+	readFirst(m, []field{{"id", &id}, {"result", &result}, {"error", &errField}, {"method", &method}, {"jsonrpc", &jsonrpc}})
+	if result.Exists() || errField.Exists() {
+		return rpcError{}, pass, m // an answer to the server's own request
+	}
+	if e, bad := idError(id); bad {
+		return e, refuse, m
+	}
+	// Without a method but with an id it is an empty answer, which mcp-go accepts (202).
+	if method.Exists() && method.Type != gjson.String || !method.Exists() && !id.Exists() || jsonrpc.Str != "2.0" {
+		return rpcError{rawID(id), codeInvalidRequest, wantRequest}, refuse, m
+	}
+	return rpcError{}, pass, m
 }
 
 // writeHTTPError answers an HTTP request with e, as mcp-go answers the messages it cannot

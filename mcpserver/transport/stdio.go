@@ -44,8 +44,10 @@ import (
 // The sequencer reads each message's method, id and session id with gjson, then hands the
 // message to MCPServer.HandleMessage on the goroutine that waited for its turn, with a
 // session of our own (stdio_session.go), and writes the answer itself (encodeMessage).
-// Malformed messages (not JSON, ids of other types) are served unordered, and answered as
-// mcp-go's stdio server answers them.
+// Messages that are no request (JSON that is not an object, an id MCP does not allow, a
+// method or jsonrpc of another type) are answered with Invalid Request (refuse.go); a batch
+// is routed element by element (stdio_batch.go); what is not JSON is served unordered, and
+// answered as mcp-go's stdio server answers it.
 
 // StdioOptions configure ServeStdio. The zero value is usable.
 type StdioOptions struct {
@@ -146,16 +148,18 @@ func newStdioConn(s *server.MCPServer, out io.Writer, o StdioOptions) *stdioConn
 
 // pending is a request read from the client and not yet answered.
 type pending struct {
-	key       string // the id, normalized as mcp-go echoes it
-	scope     string // the session a request is about; "" for the whole store
-	write     bool
-	free      bool // stateless (lists of tools, prompts…): waits only for initialize
-	init      bool
-	line      []byte
-	done      chan struct{}
-	tool      bool    // a tools/call: runs on a worker
-	taken     bool    // a tools/call's arguments were taken out of line (takeArguments)
-	args      []Field // and these are they
+	key   string // the id, normalized as mcp-go echoes it
+	scope string // the session a request is about; "" for the whole store
+	line  []byte
+	done  chan struct{}
+	args  []Field    // a tools/call's arguments, when taken out of line (taken)
+	batch *batchSink // the batch the request came in, which gets its answer; nil: none
+	write bool
+	free  bool // stateless (lists of tools, prompts…): waits only for initialize
+	init  bool
+	tool  bool // a tools/call: runs on a worker
+	taken bool // a tools/call's arguments were taken out of line (takeArguments)
+	// Set under stdioConn.mu.
 	forwarded bool
 	cancelled bool
 }
@@ -198,6 +202,7 @@ type stdioConn struct {
 	inflight []*pending // in arrival order
 	byID     map[string]*pending
 	initSeen bool
+	version  string // the protocol version initialize negotiates ("" before it)
 	creates  int
 	wg       sync.WaitGroup // requests read and not yet answered
 	running  sync.WaitGroup // goroutines serving a message
@@ -237,63 +242,78 @@ func (c *stdioConn) handle(line []byte) *pending {
 	}
 	line, _ = CheckUTF8(line)
 	if !gjson.ValidBytes(line) {
-		c.unordered(line)
+		c.unordered(line, nil)
 		return nil
 	}
 	msg := gjson.ParseBytes(line)
-	if !msg.IsObject() {
-		c.unordered(line) // a batch
+	switch {
+	case msg.IsArray():
+		c.batch(msg)
+		return nil
+	case !msg.IsObject():
+		c.replyError(errNotObject)
 		return nil
 	}
+	return c.route(line, msg, nil)
+}
+
+// route routes one message, msg parsed from line, as handle says; b is the batch it is an
+// element of (nil: none), which gets its answer instead of the client.
+func (c *stdioConn) route(line []byte, msg gjson.Result, b *batchSink) *pending {
 	env := parseEnvelope(msg)
 	method, id := env.method, env.id
-	switch {
-	case env.answer():
+	if env.answer() {
 		if !c.sess.deliver(msg) { // an answer to the server's own request (sampling)
-			c.unordered(line)
+			c.unordered(line, b)
 		}
 		return nil
-	case badID(id):
-		c.replyError(errBadID)
+	}
+	if e, bad := idError(id); bad {
+		c.answerError(b, e)
 		return nil
-	case (method.Type != gjson.String || env.jsonrpc.Str != "2.0") && (id.Type == gjson.String || id.Type == gjson.Number):
-		// mcp-go would answer "parse error" to id null; the id is known, so answer to it.
-		c.reply(json.RawMessage(id.Raw), codeInvalidRequest, `invalid request: want {"jsonrpc":"2.0","id":…,"method":"<name>",…}`)
+	}
+	// From here on the id is absent (a notification), a string or an integer.
+	switch {
+	case method.Type != gjson.String || env.jsonrpc.Str != "2.0":
+		// mcp-go would answer "parse error" to a method or jsonrpc of another type, and
+		// nothing to a notification without a method.
+		c.answerError(b, rpcError{rawID(id), codeInvalidRequest, wantRequest})
 		return nil
-	case env.dup != "" && (env.dup == "id" || id.Type == gjson.String || id.Type == gjson.Number):
+	case env.dup != "" && (env.dup == "id" || id.Exists()):
 		// JSON leaves a repeated key's meaning open, and mcp-go (the last one counts) would
 		// serve another request than the one ordered here (the first): refused, nothing runs.
-		rid := json.RawMessage(id.Raw)
+		rid := rawID(id)
 		if env.dup == "id" {
 			rid = nil // which id is meant is what cannot be told: null, as JSON-RPC says
 		}
-		c.reply(rid, codeInvalidRequest, fmt.Sprintf("invalid request: the key %q appears more than once; send each key once", env.dup))
+		c.answerError(b, rpcError{rid, codeInvalidRequest, fmt.Sprintf("invalid request: the key %q appears more than once; send each key once", env.dup)})
 		return nil
-	case env.dup != "" && (!id.Exists() || id.Type == gjson.Null):
+	case env.dup != "":
 		c.log.Warn("stdio: notification ignored: a key appears more than once", "key", env.dup)
 		return nil
-	case method.Type != gjson.String:
-		c.unordered(line)
-		return nil
-	case !id.Exists() || id.Type == gjson.Null:
+	case !id.Exists():
 		if method.Str == string(mcp.MethodNotificationCancelled) {
 			c.cancel(env.requestID)
 		}
-		c.notify(line) // served at once, in the order read
+		c.notify(line, b) // served at once, in the order read
 		return nil
-	case id.Type != gjson.String && id.Type != gjson.Number:
-		c.unordered(line)
-		return nil
-	case method.Str == string(mcp.MethodSubscriptionsListen):
-		c.unordered(line) // long-lived by design: never waited for
+	}
+	if b != nil {
+		if e, refused := refuseInBatch(method, id); refused {
+			c.answerError(b, e)
+			return nil
+		}
+	}
+	if method.Str == string(mcp.MethodSubscriptionsListen) {
+		c.unordered(line, nil) // long-lived by design: never waited for
 		return nil
 	}
 	key, ok := normalizeID(id.Raw)
 	if !ok {
-		c.unordered(line)
+		c.unordered(line, b)
 		return nil
 	}
-	p := &pending{key: key, line: line, done: make(chan struct{}), tool: method.Str == string(mcp.MethodToolsCall)}
+	p := &pending{key: key, line: line, done: make(chan struct{}), tool: method.Str == string(mcp.MethodToolsCall), batch: b}
 	c.classify(p, method.Str, &env)
 	if p.tool {
 		c.takeArguments(p, &env)
@@ -304,6 +324,9 @@ func (c *stdioConn) handle(line []byte) *pending {
 	deps, ok := c.register(p, id.Raw, ping, modern)
 	if !ok {
 		return nil
+	}
+	if b != nil {
+		b.hold() // released once p is answered (send)
 	}
 	return c.dispatch(p, deps, ping)
 }
@@ -316,20 +339,25 @@ func (c *stdioConn) register(p *pending, rawID string, ping, modern bool) (deps 
 	switch {
 	case c.byID[p.key] != nil:
 		c.mu.Unlock()
-		c.reply(json.RawMessage(rawID), codeInvalidRequest, fmt.Sprintf("request id %s is already used by a request that has not been answered; use a new id", rawID))
+		c.answerError(p.batch, rpcError{json.RawMessage(rawID), codeInvalidRequest,
+			fmt.Sprintf("request id %s is already used by a request that has not been answered; use a new id", rawID)})
 		return nil, false
 	case !c.initSeen && !p.init && !ping && !modern:
 		c.mu.Unlock()
-		c.reply(json.RawMessage(rawID), codeInvalidRequest,
-			"server not initialized: send initialize first; only initialize and ping are served before it")
+		c.answerError(p.batch, rpcError{json.RawMessage(rawID), codeInvalidRequest,
+			"server not initialized: send initialize first; only initialize and ping are served before it"})
 		return nil, false
 	case len(c.byID) >= c.opts.MaxPending:
 		c.mu.Unlock()
-		c.reply(json.RawMessage(rawID), codeServerBusy, fmt.Sprintf("server busy: %d requests are waiting for an answer; retry later", len(c.byID)))
+		c.answerError(p.batch, rpcError{json.RawMessage(rawID), codeServerBusy,
+			fmt.Sprintf("server busy: %d requests are waiting for an answer; retry later", len(c.byID))})
 		return nil, false
 	}
 	if p.init {
 		c.initSeen = true
+		// What mcp-go's initialize will answer, known now: a batch read after it may come
+		// before that answer is made.
+		c.version = mcp.NegotiateLegacyVersion(gjson.GetBytes(p.line, "params.protocolVersion").String())
 	}
 	for _, a := range c.inflight {
 		if conflicts(a, p) {

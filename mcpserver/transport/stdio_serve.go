@@ -6,8 +6,10 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
+	"log/slog"
 
 	"github.com/mark3labs/mcp-go/mcp"
+	"github.com/mark3labs/mcp-go/server"
 	"github.com/tidwall/gjson"
 )
 
@@ -74,6 +76,7 @@ func (c *stdioConn) send(p *pending) {
 	c.mu.Lock()
 	if p.cancelled {
 		c.mu.Unlock()
+		p.batch.release()
 		c.finish(p.key) // the spec: no answer to a cancelled request
 		return
 	}
@@ -84,8 +87,9 @@ func (c *stdioConn) send(p *pending) {
 		ctx = withSentArguments(ctx, p.args)
 	}
 	if resp := c.serve(ctx, p.line); resp != nil {
-		c.writeMessage(resp)
+		c.answer(p.batch, resp)
 	}
+	p.batch.release() // before finish: ServeStdio may return once every request is finished
 	c.finish(p.key)
 }
 
@@ -107,12 +111,17 @@ func (c *stdioConn) takeArguments(p *pending, env *envelope) {
 	p.line, p.args, p.taken = line, env.argFields, true
 }
 
-// serve runs one message through mcp-go. A panic is answered the way mcp-go's stdio server
-// answers it: an internal error to the request's id (none to a notification).
-func (c *stdioConn) serve(ctx context.Context, line []byte) (resp mcp.JSONRPCMessage) {
+// serve runs one message through mcp-go (handleMessage).
+func (c *stdioConn) serve(ctx context.Context, line []byte) mcp.JSONRPCMessage {
+	return handleMessage(ctx, c.srv, line, c.log)
+}
+
+// handleMessage runs one message through s. A panic is answered the way mcp-go's stdio
+// server answers it: an internal error to the request's id (none to a notification).
+func handleMessage(ctx context.Context, s *server.MCPServer, line []byte, log *slog.Logger) (resp mcp.JSONRPCMessage) {
 	defer func() {
 		if r := recover(); r != nil {
-			c.log.Error("stdio: panic serving a message", "panic", fmt.Sprint(r))
+			log.Error("panic serving a message", "panic", fmt.Sprint(r))
 			var id any
 			if raw := gjson.GetBytes(line, "id"); raw.Exists() && json.Unmarshal([]byte(raw.Raw), &id) == nil && id != nil {
 				resp = mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(id),
@@ -120,22 +129,23 @@ func (c *stdioConn) serve(ctx context.Context, line []byte) (resp mcp.JSONRPCMes
 			}
 		}
 	}()
-	return c.srv.HandleMessage(ctx, line)
+	return s.HandleMessage(ctx, line)
 }
 
-// notify serves a notification on the read loop (they are quick, and their order counts).
-func (c *stdioConn) notify(line []byte) {
+// notify serves a notification on the read loop (they are quick, and their order counts);
+// b, when set, is the batch it came in.
+func (c *stdioConn) notify(line []byte, b *batchSink) {
 	if resp := c.serve(c.ctx, line); resp != nil {
-		c.writeMessage(resp)
+		c.answer(b, resp)
 	}
 }
 
 // unordered serves a message outside the ordering, as mcp-go's stdio server would: not JSON
-// gets a parse error; a request (it has an id) runs on its own goroutine; anything else (a
-// batch, an answer nobody waits for) is served at once.
-func (c *stdioConn) unordered(line []byte) {
+// gets a parse error; a request (it has an id) runs on its own goroutine; anything else (an
+// answer nobody waits for) is served at once. b, when set, is the batch it came in.
+func (c *stdioConn) unordered(line []byte, b *batchSink) {
 	if !json.Valid(line) {
-		c.writeMessage(mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(nil),
+		c.answer(b, mcp.JSONRPCError{JSONRPC: mcp.JSONRPC_VERSION, ID: mcp.NewRequestId(nil),
 			Error: mcp.NewJSONRPCErrorDetails(mcp.PARSE_ERROR, "Parse error", nil)})
 		return
 	}
@@ -144,15 +154,17 @@ func (c *stdioConn) unordered(line []byte) {
 	}
 	if json.Unmarshal(line, &base) == nil && base.ID != nil {
 		c.running.Add(1)
+		b.hold()
 		go func() {
 			defer c.running.Done()
 			if resp := c.serve(c.ctx, line); resp != nil {
-				c.writeMessage(resp)
+				c.answer(b, resp)
 			}
+			b.release()
 		}()
 		return
 	}
-	c.notify(line)
+	c.notify(line, b)
 }
 
 // writeMessage writes one message to the client: answers, notifications, the server's own
@@ -166,6 +178,11 @@ func (c *stdioConn) writeMessage(msg any) {
 	if err := c.writeLine(parts...); err != nil {
 		c.log.Warn("stdio: write", "err", err)
 	}
+	c.recycle(msg)
+}
+
+// recycle gives a tool answer's RawStructuredContent, written, to StdioOptions.Recycle.
+func (c *stdioConn) recycle(msg any) {
 	if c.opts.Recycle != nil {
 		if r, ok := msg.(mcp.JSONRPCResponse); ok {
 			if res, ok := r.Result.(*mcp.CallToolResult); ok && res != nil && len(res.RawStructuredContent) > 0 {

@@ -5,6 +5,8 @@ import (
 	"io"
 	"net/http"
 	"strconv"
+
+	"github.com/tidwall/gjson"
 )
 
 // mcp-go reports every error a resource handler returns as -32603 (internal error), while
@@ -42,32 +44,56 @@ func FixResponse(msg []byte) []byte {
 }
 
 // WrapHTTP puts the message checks of the stdio transport in front of an MCP HTTP handler
-// (streamable HTTP or SSE's message endpoint): a POSTed message nested too deep, or a request
-// whose id is an object, an array or a boolean, is answered with a JSON-RPC error (HTTP 400,
-// as mcp-go answers what it cannot parse) and not passed on (refuse.go); CheckUTF8 runs on
-// every other one, and FixResponse on what is sent back, in a JSON body or an event stream.
+// that answers in the response body, streamable HTTP: a POSTed message nested too deep, a
+// request whose id MCP does not allow (an object, an array, a boolean, null, a fraction),
+// whose method is not a string or whose jsonrpc is not "2.0", and JSON that is not an object,
+// are answered with a JSON-RPC error (HTTP 400, as mcp-go answers what it cannot parse) and
+// not passed on (refuse.go); a batch is served element by element (batch.go,
+// streamableBatch); CheckUTF8 runs on every other message, and FixResponse on what is sent
+// back, in a JSON body or an event stream. SSE's message endpoint answers on its event
+// stream, and its batches need the session: NewHTTP wraps it with them.
 func WrapHTTP(next http.Handler) http.Handler {
-	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.Method == http.MethodPost && r.Body != nil {
-			body, err := io.ReadAll(r.Body)
-			r.Body.Close()
-			if err != nil {
-				http.Error(w, "cannot read request body", http.StatusBadRequest)
-				return
-			}
-			if e, refused := refuseHTTP(bytes.TrimSpace(body)); refused {
-				writeHTTPError(w, e)
-				return
-			}
-			if fixed, changed := CheckUTF8(bytes.TrimSpace(body)); changed {
-				body = fixed
-				r.ContentLength = int64(len(body))
-				r.Header.Set("Content-Length", strconv.Itoa(len(body)))
-			}
-			r.Body = io.NopCloser(bytes.NewReader(body))
-		}
-		next.ServeHTTP(&fixWriter{ResponseWriter: w}, r)
-	})
+	h := &checked{next: next}
+	h.batch = h.streamableBatch
+	return h
+}
+
+// checked is WrapHTTP's handler; batch serves a batch (nil: refused).
+type checked struct {
+	next  http.Handler
+	batch func(w http.ResponseWriter, r *http.Request, batch gjson.Result)
+}
+
+func (h *checked) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.Body == nil {
+		h.next.ServeHTTP(&fixWriter{ResponseWriter: w}, r)
+		return
+	}
+	body, err := io.ReadAll(r.Body)
+	r.Body.Close()
+	if err != nil {
+		http.Error(w, "cannot read request body", http.StatusBadRequest)
+		return
+	}
+	switch e, v, msg := checkHTTP(bytes.TrimSpace(body)); v {
+	case refuse:
+		writeHTTPError(w, e)
+	case isBatch:
+		h.batch(w, r, msg)
+	default:
+		h.serveOne(&fixWriter{ResponseWriter: w}, r, body)
+	}
+}
+
+// serveOne passes one message, checked, to the handler, after CheckUTF8.
+func (h *checked) serveOne(w http.ResponseWriter, r *http.Request, body []byte) {
+	if fixed, changed := CheckUTF8(bytes.TrimSpace(body)); changed {
+		body = fixed
+		r.ContentLength = int64(len(body))
+		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+	}
+	r.Body = io.NopCloser(bytes.NewReader(body))
+	h.next.ServeHTTP(w, r)
 }
 
 // fixWriter applies FixResponse to each write (mcp-go writes one message, or one event,
