@@ -121,3 +121,27 @@ func TestSearchToolBadInput(t *testing.T) {
 		}
 	}
 }
+
+// TestSearchToolSnippetANSI: a snippet of colored output has no pieces of the escape codes,
+// in the structured result nor in the text (memory cuts it without them).
+func TestSearchToolSnippetANSI(t *testing.T) {
+	f := newFixture(t, fixtureOpts{index: true})
+	f.ok("session_save", obj{"working_dir": "/home/me/proj", "messages": []any{
+		obj{"id": "u1", "role": "user", "content": "\x1b[31mred\x1b[0m alert"},
+	}}, nil)
+	var s memory.SearchResult
+	deadline := time.Now().Add(2 * time.Second)
+	for {
+		res := f.ok("session_search", obj{"query": "alert"}, &s)
+		if len(s.Matches) == 1 {
+			if s.Matches[0].Snippet != "red alert" || !strings.HasSuffix(text(res), ": red alert") {
+				t.Fatalf("snippet %q, text %q", s.Matches[0].Snippet, text(res))
+			}
+			return
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("saved message not found within 2 s")
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

@@ -3,6 +3,7 @@ package viewer
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"io"
 	"net/http"
 	"strings"
@@ -159,7 +160,8 @@ func TestAPIAnswers(t *testing.T) {
 			Content: []memory.Block{{Type: memory.BlockText, Text: big}}}}},
 		text("4", `<script>alert(1)</script>`),
 	}})
-	b := save(t, svc, memory.SaveRequest{WorkingDir: "/w/b", Name: "second", Messages: []memory.Message{text("1", "other")}})
+	b := save(t, svc, memory.SaveRequest{WorkingDir: "/w/b", Name: "second", Messages: []memory.Message{text("1", "other"),
+		text("2", "\x1b[31mred\x1b[0m alert")}})
 	srv, _ := serve(t, svc, Options{})
 
 	var list memory.ListResult
@@ -207,6 +209,11 @@ func TestAPIAnswers(t *testing.T) {
 	u := utf16.Encode([]rune(m.Snippet))
 	if len(m.Highlights) != 1 || string(utf16.Decode(u[m.Highlights[0][0]:m.Highlights[0][1]])) != "backoff" {
 		t.Fatalf("highlights %v of %q", m.Highlights, m.Snippet)
+	}
+	// A snippet has no pieces of terminal escape codes: it reads as the session view shows it.
+	if getJSON(t, srv, "/api/search?query=alert&session_id="+b.SessionID, &found) != 200 || len(found.Matches) != 1 ||
+		found.Matches[0].Snippet != "red alert" || fmt.Sprint(found.Matches[0].Highlights) != "[[4 9]]" {
+		t.Fatalf("search of colored text = %+v", found)
 	}
 	var bad struct{ Error string }
 	if code := getJSON(t, srv, "/api/search?query=%22unbalanced", &bad); code != 400 || bad.Error == "" {

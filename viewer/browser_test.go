@@ -103,7 +103,7 @@ func TestBrowser(t *testing.T) {
 			t.Run("search", func(t *testing.T) { p.t = t; browseSearch(p, f) })
 			t.Run("keyboard", func(t *testing.T) { p.t = t; browseKeys(p, f) })
 			t.Run("export", func(t *testing.T) { p.t = t; browseExport(p, svc, f) })
-			t.Run("live", func(t *testing.T) { p.t = t; browseLive(p, loc, f) })
+			t.Run("live", func(t *testing.T) { p.t = t; browseLive(p, svc, loc, f) })
 			t.Run("untrusted", func(t *testing.T) { p.t = t; browseUntrusted(p, f) })
 			p.t = t
 			p.clean()
@@ -269,8 +269,9 @@ func browseExport(p *tab, svc *memory.Service, f fixture) {
 }
 
 // browseLive keeps a session open while another process saves into it, and measures how long
-// each message takes to appear.
-func browseLive(p *tab, loc string, f fixture) {
+// each message takes to appear; the header follows the session's metadata (size, updated
+// time, and a rename with a new model).
+func browseLive(p *tab, svc *memory.Service, loc string, f fixture) {
 	p.open("/s/" + f.other)
 	p.wait(`document.querySelectorAll(".timeline .entry").length === 2`)
 	p.run(`window.__seen = {};
@@ -302,6 +303,17 @@ func browseLive(p *tab, loc string, f fixture) {
 	if !evalIn[bool](p, `!document.querySelector(".live").hidden`) {
 		p.t.Error("live marker hidden")
 	}
+	// The header's Updated time is the session's, not the one the page opened with.
+	s, err := svc.Get(p.t.Context(), f.other)
+	if err != nil {
+		p.t.Fatal(err)
+	}
+	p.wait(`document.querySelector(".session-head time.updated").dateTime === "` +
+		s.UpdatedAt.UTC().Truncate(time.Millisecond).Format("2006-01-02T15:04:05.000Z") + `"`)
+	save(p.t, svc, memory.SaveRequest{SessionID: f.other, Name: "Blog: renamed live", Model: "live-model",
+		Messages: []memory.Message{text("w-renamed", "after the rename")}})
+	p.wait(`document.querySelector(".session-head h1").textContent === "Blog: renamed live" &&
+		document.querySelector(".session-head .meta").textContent.includes("live-model")`)
 }
 
 // browseUntrusted opens the session made of the untrusted-content corpus, opens every

@@ -82,17 +82,21 @@ func (h *Handler) apiEvents(w http.ResponseWriter, r *http.Request) {
 			send("deleted", "", struct{}{})
 			return
 		case err != nil:
-			// A store that is briefly unavailable: try again at the next tick.
+			// A store that is briefly unavailable: try again at the next tick. h.polls keeps
+			// the log to a few lines however long it lasts and however many streams see it.
 			if ctx.Err() == nil {
-				h.log.Warn("viewer live poll", "session", id, "err", err)
+				h.polls.failed(id, err)
 			}
-		case changed(seen, s):
-			var ok bool
-			if after, ok = h.sendNew(ctx, send, s, id, after); !ok {
-				return
+		default:
+			h.polls.ok()
+			if changed(seen, s) {
+				var ok bool
+				if after, ok = h.sendNew(ctx, send, s, id, after); !ok {
+					return
+				}
+				seen = s
+				lastWrite = time.Now()
 			}
-			seen = s
-			lastWrite = time.Now()
 		}
 		if time.Since(lastWrite) >= h.opts.Heartbeat {
 			if _, err := fmt.Fprint(w, ": ping\n\n"); err != nil {

@@ -53,6 +53,8 @@ type Handler struct {
 	mux  *http.ServeMux
 	csrf string // the CSRF token the pages carry, random per Handler
 
+	polls *pollHealth // the live streams' poll failures, logged for all of them (livelog.go)
+
 	mu     sync.Mutex
 	logins map[string]time.Time // unused one-time login codes and when they expire
 }
@@ -69,7 +71,8 @@ func New(svc *memory.Service, opts Options) *Handler {
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
-	h := &Handler{svc: svc, opts: opts, log: log, mux: http.NewServeMux(), csrf: randomHex(32), logins: map[string]time.Time{}}
+	h := &Handler{svc: svc, opts: opts, log: log, mux: http.NewServeMux(), csrf: randomHex(32), logins: map[string]time.Time{},
+		polls: &pollHealth{log: log, now: time.Now}}
 	h.routes()
 	return h
 }

@@ -373,5 +373,5 @@
         renderSnippet(m.snippet, m.highlights, query)));
   }
 
-  Object.assign(SM, { h, clean, safeID, fmtNum, fmtTokens, fmtTime, ago, plural, sessionTitle, renderSessionRow, renderEntry, renderHit, renderSnippet });
+  Object.assign(SM, { h, clean, safeID, fmtNum, fmtTokens, fmtTime, timeEl, ago, plural, sessionTitle, renderSessionRow, renderEntry, renderHit, renderSnippet });
 })();

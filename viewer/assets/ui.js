@@ -238,29 +238,41 @@
     s.bottom.hidden = !s.after;
   }
 
+  // renderHead draws the session's header: its title and facts (headFacts), and the actions.
   function renderHead(s) {
+    const actions = h("div", { class: "actions" });
+    if (src.caps.export) actions.append(h("a", { class: "button", href: src.exportURL(s.id), download: s.id + ".jsonl" }, "Export JSONL"));
+    actions.append(h("button", { type: "button", onclick: () => copy(resumeCommand(s.id), "Command copied") }, "Copy resume command"),
+      h("button", { type: "button", onclick: () => copy(JSON.stringify({ name: "session_resume", arguments: { session_id: s.id } }), "Tool call copied") }, "Copy tool call"));
+    if (src.caps.delete) actions.append(h("button", { type: "button", class: "danger", onclick: () => confirmDelete(s) }, "Delete…"));
+    s.head.replaceChildren(h("button", { class: "back", type: "button", onclick: () => go("/") }, "← Sessions"), ...headFacts(s), actions);
+  }
+
+  // refreshHead redraws what the header derives from s.meta after a live update. Only the
+  // title and facts are replaced: the actions stay, so a focused button keeps its focus.
+  function refreshHead(s) {
+    const [title, facts] = headFacts(s);
+    s.head.querySelector(":scope > h1").replaceWith(title);
+    s.head.querySelector(":scope > dl.meta").replaceWith(facts);
+  }
+
+  // headFacts returns the header's title and its list of facts, both from s.meta.
+  function headFacts(s) {
     const m = s.meta || { session_id: s.id };
     const facts = [];
     if (m.message_count != null) facts.push(plural(m.message_count, "message", "messages"));
     if (m.compactions) facts.push(plural(m.compactions, "compaction", "compactions"));
     if (m.context_tokens) facts.push(fmtTokens(m.context_tokens) + " context tokens");
     const model = [m.model, m.provider].filter(Boolean).map(clean).join(" · ");
-    const actions = h("div", { class: "actions" });
-    if (src.caps.export) actions.append(h("a", { class: "button", href: src.exportURL(s.id), download: s.id + ".jsonl" }, "Export JSONL"));
-    actions.append(h("button", { type: "button", onclick: () => copy(resumeCommand(s.id), "Command copied") }, "Copy resume command"),
-      h("button", { type: "button", onclick: () => copy(JSON.stringify({ name: "session_resume", arguments: { session_id: s.id } }), "Tool call copied") }, "Copy tool call"));
-    if (src.caps.delete) actions.append(h("button", { type: "button", class: "danger", onclick: () => confirmDelete(s) }, "Delete…"));
-    s.head.replaceChildren(
-      h("button", { class: "back", type: "button", onclick: () => go("/") }, "← Sessions"),
-      h("h1", null, sessionTitle(m)),
+    const updated = SM.timeEl(m.updated_at, "updated");
+    return [h("h1", null, sessionTitle(m)),
       h("dl", { class: "meta" },
         h("dt", null, "Session"), h("dd", null, h("code", null, clean(m.session_id || s.id))),
         m.working_dir ? [h("dt", null, "Directory"), h("dd", null, h("code", null, clean(m.working_dir)))] : null,
         model ? [h("dt", null, "Model"), h("dd", null, model)] : null,
-        m.updated_at ? [h("dt", null, "Updated"), h("dd", null, fmtTime(m.updated_at) + " (created " + fmtTime(m.created_at) + ")")] : null,
+        updated ? [h("dt", null, "Updated"), h("dd", null, updated, " (created ", SM.timeEl(m.created_at, "created"), ")")] : null,
         facts.length ? [h("dt", null, "Size"), h("dd", { class: "size" }, facts.join(" · "))] : null,
-        m.parent_session_id ? [h("dt", null, "Fork of"), h("dd", null, h("a", { href: sessionPath(m.parent_session_id), "data-nav": "" }, clean(m.parent_session_id)))] : null),
-      actions);
+        m.parent_session_id ? [h("dt", null, "Fork of"), h("dd", null, h("a", { href: sessionPath(m.parent_session_id), "data-nav": "" }, clean(m.parent_session_id)))] : null)];
   }
 
   function resumeCommand(id) {
@@ -396,8 +408,7 @@
         if (st.session !== s) return;
         if (meta) {
           s.meta = meta;
-          const size = s.head.querySelector(".size");
-          if (size) size.textContent = [plural(meta.message_count, "message", "messages"), meta.compactions ? plural(meta.compactions, "compaction", "compactions") : "", meta.context_tokens ? fmtTokens(meta.context_tokens) + " context tokens" : ""].filter(Boolean).join(" · ");
+          refreshHead(s);
         }
         if (!list.length) return;
         if (s.after) {
