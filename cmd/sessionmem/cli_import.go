@@ -21,7 +21,8 @@ is derived from the agent's own (cc-<uuid>, codex-<uuid>, pi-<uuid>), and every 
 an id derived from the source, so importing again adds only what is new; the byte offset
 reached in each file is remembered under <store>/imports (for a PostgreSQL store, under
 $XDG_STATE_HOME/sessionmem/imports on this machine), so a re-import reads only the appended
-part.
+part. Interrupted (Ctrl-C), an import says how far it got and exits 130; what it stored is
+whole, and the same command run again continues where it stopped.
 
 Sources (exactly one):
   --claude-code [PATH...]   Claude Code transcripts; default ~/.claude/projects
@@ -121,21 +122,36 @@ func runImport(ctx context.Context, e *env, args []string) error {
 	if err != nil {
 		return err
 	}
+	return importFiles(ctx, e, im, kind, files)
+}
+
+// importFiles imports files one by one and prints what each added and the totals. A signal
+// stops it between files (or in the middle of one, whose import is then left for the next
+// run): it reports what was imported, and running the same command again continues, since
+// what is already stored is skipped.
+func importFiles(ctx context.Context, e *env, im *transcript.Importer, kind transcript.Format, files []string) error {
 	var tot importTotals
 	prog := newProgress(e)
+	done := 0
 	for i, f := range files {
 		if ctx.Err() != nil {
-			prog.done()
-			return ctx.Err()
+			break
 		}
 		prog.update("importing", i, len(files))
 		res, err := im.ImportFile(ctx, f, kind)
+		if err != nil && ctx.Err() != nil {
+			break // stopped by the signal, not a failure of this file
+		}
 		if err != nil || res.Added > 0 {
 			prog.done()
 		}
 		tot.add(e, res, err)
+		done++
 	}
 	prog.done()
+	if err := interrupted(ctx, "%s", tot.interruptedReport(done, len(files))); err != nil {
+		return err
+	}
 	tot.print(e, len(files))
 	if tot.failed > 0 {
 		return errNotAllImported
@@ -206,6 +222,17 @@ func (t *importTotals) add(e *env, res transcript.ImportResult, err error) {
 		note += fmt.Sprintf(" (%d more left unpinned: over the %d-token pinned limit)", res.Unpinned, memory.MaxPinnedTokens)
 	}
 	fmt.Fprintf(e.stdout, "  +%-6d %s%s  %s\n", res.Added, res.SessionID, note, res.Path)
+}
+
+// interruptedReport is what an import stopped by a signal after done of files says.
+func (t *importTotals) interruptedReport(done, files int) string {
+	stored := "nothing was stored yet"
+	if t.added > 0 {
+		stored = fmt.Sprintf("%s items in %s (%d new) were imported, and what is stored is complete",
+			thousands(int64(t.added)), plural(len(t.sessions), "session"), t.created)
+	}
+	return fmt.Sprintf("import interrupted after %d of %d files: %s. Run the same command again to continue; "+
+		"what is already imported is skipped.", done, files, stored)
 }
 
 func (t *importTotals) print(e *env, files int) {

@@ -108,6 +108,10 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintln(e.stdout, ".")
 	switch {
 	case err != nil:
+		if ierr := interrupted(ctx, "migrate interrupted; what was copied (above) is complete. Run the same command "+
+			"again to resume: it copies only what is missing."); ierr != nil {
+			return ierr
+		}
 		return fmt.Errorf("migrate stopped (run it again to resume): %w", err)
 	case len(res.Failed) > 0:
 		conflicts := 0

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"strconv"
@@ -94,6 +93,9 @@ func runPrune(ctx context.Context, e *env, args []string) error {
 	policy := memory.RetentionPolicy{MaxSessions: *maxSessions, MaxAge: maxAge.d, Protect: protect.d, DryRun: true}
 	plan, err := cs.svc.ApplyRetention(ctx, policy)
 	if err != nil {
+		if ierr := interrupted(ctx, "prune interrupted before deleting anything. Run the same command again."); ierr != nil {
+			return ierr
+		}
 		return sessionError("", err)
 	}
 	if *dryRun || len(plan.Deleted) == 0 || !*yes {
@@ -103,15 +105,24 @@ func runPrune(ctx context.Context, e *env, args []string) error {
 		return nil
 	}
 	if !*yes {
-		fmt.Fprintf(e.stderr, "Delete these %d sessions? [y/N] ", len(plan.Deleted))
-		answer, _ := bufio.NewReader(e.stdin).ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		ok, err := confirm(ctx, e, fmt.Sprintf("Delete these %d sessions? [y/N] ", len(plan.Deleted)), "prune")
+		if err != nil {
+			return err
+		}
+		if !ok {
 			return fmt.Errorf("nothing deleted (answer y to delete)")
 		}
 	}
 	policy.DryRun = false
 	res, err := cs.svc.ApplyRetention(ctx, policy)
 	if err != nil {
+		for _, id := range res.Deleted {
+			fmt.Fprintf(e.stdout, "  %s\n", id)
+		}
+		if ierr := interrupted(ctx, "prune interrupted after deleting %d of %d sessions (each one wholly). "+
+			"Run the same command again to finish.", len(res.Deleted), len(plan.Deleted)); ierr != nil {
+			return ierr
+		}
 		return sessionError("", err)
 	}
 	printRetention(e, res, false)
