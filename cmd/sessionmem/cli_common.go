@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strconv"
@@ -123,6 +124,10 @@ type cliStore struct {
 
 // openOptions choose what openCLIStore sets up beyond the basics.
 type openOptions struct {
+	// create makes a missing store directory (0700), for the commands that save (import,
+	// hook), as serve does. The others only read or change what is stored: a missing store
+	// is an error for them, most often a mistyped --store, which must not leave a directory.
+	create bool
 	// llm builds the llm summarizer from SESSIONMEM_LLM_* (only compact needs it).
 	llm bool
 	// logHandler replaces the stderr log handler (verify collects storage's warnings).
@@ -139,6 +144,11 @@ func openCLIStore(e *env, storeFlag string, o openOptions) (*cliStore, error) {
 	dir, err := resolveStore(storeFlag, e.getenv)
 	if err != nil {
 		return nil, err
+	}
+	if !o.create {
+		if err := storeExists(dir); err != nil {
+			return nil, err
+		}
 	}
 	level := slog.LevelWarn
 	if v := e.getenv(envLogLevel); v != "" {
@@ -186,6 +196,22 @@ func openCLIStore(e *env, storeFlag string, o openOptions) (*cliStore, error) {
 	cs.store = st
 	cs.svc = memory.New(st, opts)
 	return cs, nil
+}
+
+// storeExists checks that a local store's directory is there, for the commands that do not
+// create it. A database URL is not checked here: opening it says whether it can be reached.
+func storeExists(dir string) error {
+	if isURLStore(dir) {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("no store at %s (nothing saved yet, or a wrong --store / %s)", dir, envStore)
+	case err == nil && !fi.IsDir():
+		return fmt.Errorf("%s is not a store directory but a file (check --store / %s)", dir, envStore)
+	}
+	return nil // another error (permission): opening the store reports it
 }
 
 // close closes the store; a failure to seal is reported, since it may mean lost durability.

@@ -107,7 +107,7 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		paths = []string{root}
 	}
 	if *watch {
-		cs, err := openCLIStore(e, *c.store, openOptions{})
+		cs, err := openCLIStore(e, *c.store, openOptions{create: true})
 		if err != nil {
 			return err
 		}
@@ -160,7 +160,7 @@ func importPaths(ctx context.Context, e *env, storeFlag string, kind transcript.
 		tot.print(e, len(files))
 		return errNotAllImported
 	}
-	cs, err := openCLIStore(e, storeFlag, openOptions{})
+	cs, err := openCLIStore(e, storeFlag, openOptions{create: true})
 	if err != nil {
 		return err
 	}
