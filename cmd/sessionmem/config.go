@@ -214,15 +214,24 @@ func (cfg *serveConfig) loadLimits(pick pickFunc, samplingTimeout, maxSessions, 
 		cfg.SamplingTimeout = d
 	}
 
+	var err error
+	cfg.Retention, err = loadRetention(pick, maxSessions, maxAge)
+	return err
+}
+
+// loadRetention reads the retention limits, serve's and prune's: each from its flag when
+// given (maxSessions, maxAge as typed), else from SESSIONMEM_MAX_SESSIONS / SESSIONMEM_MAX_AGE.
+func loadRetention(pick pickFunc, maxSessions, maxAge string) (memory.RetentionPolicy, error) {
+	var p memory.RetentionPolicy
 	if v, field := pick(maxSessions, envMaxSessions); v != "" {
 		if field == "" {
 			field = "--max-sessions"
 		}
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			return &configError{Field: field, Value: v, Msg: "want a number of sessions to keep, 0 for no limit"}
+			return p, &configError{Field: field, Value: v, Msg: "want a number of sessions to keep, 0 for no limit"}
 		}
-		cfg.Retention.MaxSessions = n
+		p.MaxSessions = n
 	}
 	if v, field := pick(maxAge, envMaxAge); v != "" {
 		if field == "" {
@@ -230,11 +239,11 @@ func (cfg *serveConfig) loadLimits(pick pickFunc, samplingTimeout, maxSessions, 
 		}
 		var d dayDuration
 		if err := d.Set(v); err != nil {
-			return &configError{Field: field, Value: v, Msg: err.Error() + " (0 for no limit)"}
+			return p, &configError{Field: field, Value: v, Msg: err.Error() + " (0 for no limit)"}
 		}
-		cfg.Retention.MaxAge = d.d
+		p.MaxAge = d.d
 	}
-	return nil
+	return p, nil
 }
 
 // checkListenAddr refuses to expose the store beyond this machine by accident: a non-loopback
