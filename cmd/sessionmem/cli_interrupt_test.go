@@ -209,3 +209,38 @@ func atoiOr(m []string, i int) int {
 	}
 	return n
 }
+
+// TestCLIDeclined: any answer but y or yes at the delete and prune questions deletes nothing,
+// says so and exits 1, so a script can tell a declined deletion from a done one.
+func TestCLIDeclined(t *testing.T) {
+	questions := []struct {
+		name, want string
+		args       []string
+	}{
+		{"delete", "sessionmem: " + seedAlpha + " not deleted (answer y to delete)\n", []string{"delete", seedAlpha}},
+		{"prune", "sessionmem: nothing deleted (answer y to delete)\n", []string{"prune", "--max-sessions", "1"}},
+	}
+	for _, q := range questions {
+		for _, answer := range []string{"n\n", "N\n", "no\n", "\n", "", "nope\n", "y es\n"} {
+			t.Run(fmt.Sprintf("%s %q", q.name, answer), func(t *testing.T) {
+				fakeTerminal(t)
+				store := seedStore(t)
+				r := runCLI(t, answer, append(q.args, "--store", store)...)
+				if r.code != 1 || !strings.Contains(r.stderr, "? [y/N] ") || !strings.HasSuffix(r.stderr, q.want) {
+					t.Fatalf("exit %d, want 1\nstderr: %q\nwant it to end with: %q", r.code, r.stderr, q.want)
+				}
+				if got := listJSON(t, store); len(got) != 2 {
+					t.Fatalf("sessions after declining = %d, want 2", len(got))
+				}
+			})
+		}
+	}
+	t.Run("yes confirms", func(t *testing.T) {
+		fakeTerminal(t)
+		store := seedStore(t)
+		runCLI(t, " YES \n", "delete", seedAlpha, "--store", store).must(t)
+		if got := listJSON(t, store); len(got) != 1 {
+			t.Fatalf("sessions after confirming = %d, want 1", len(got))
+		}
+	})
+}

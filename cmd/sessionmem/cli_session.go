@@ -110,8 +110,8 @@ func runCompact(ctx context.Context, e *env, args []string) error {
 
 const deleteHelp = `Usage: sessionmem delete ID [--yes]
 
-Delete a session and its files for good. On a terminal it asks first; when stdin is not a
-terminal (scripts, pipes) --yes is required.
+Delete a session and its files for good. On a terminal it asks first (any answer but y
+deletes nothing and exits 1); when stdin is not a terminal (scripts, pipes) --yes is required.
 
 Flags:
   --yes         do not ask
