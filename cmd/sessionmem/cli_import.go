@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/sessionmem/sessionmem/memory"
@@ -257,9 +258,18 @@ func (t *importTotals) add(e *env, res transcript.ImportResult, err error) {
 		t.failed++
 		fmt.Fprintf(e.stderr, "  failed  %s\n", mismatchAdvice(fm))
 		return
+	case errors.Is(err, transcript.ErrUnknownFormat):
+		t.failed++
+		fmt.Fprintf(e.stderr, "  failed  %s: not a transcript sessionmem imports (Claude Code, Codex, pi or a sessionmem export)\n", res.Path)
+		return
 	case err != nil:
 		t.failed++
-		fmt.Fprintf(e.stderr, "  failed  %s: %v\n", res.Path, err)
+		// The importer's errors name the file; the line says it once.
+		msg := err.Error()
+		if !strings.Contains(msg, res.Path) {
+			msg = res.Path + ": " + msg
+		}
+		fmt.Fprintf(e.stderr, "  failed  %s\n", msg)
 		return
 	}
 	if res.Added == 0 {

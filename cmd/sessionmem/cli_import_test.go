@@ -108,7 +108,8 @@ func TestCLIImport(t *testing.T) {
 		}
 		store := t.TempDir()
 		r := runCLI(t, "", "import", "--file", junk, pi, "--store", store)
-		if r.code != 1 || !strings.Contains(r.stderr, "failed  "+junk) || !strings.Contains(r.stdout, ", 1 failed.") {
+		if r.code != 1 || !strings.Contains(r.stderr, "failed  "+junk+": not a transcript sessionmem imports") ||
+			strings.Count(r.stderr, junk) != 1 || !strings.Contains(r.stdout, ", 1 failed.") {
 			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 		}
 		if got := listJSON(t, store); len(got) != 1 || got[0].ID != piFixtureID {

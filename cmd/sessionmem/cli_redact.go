@@ -103,7 +103,7 @@ func runRedact(ctx context.Context, e *env, args []string) error {
 		}
 		sort.Strings(ids)
 		for _, id := range ids {
-			fmt.Fprintf(e.stderr, "sessionmem redact: session %s: %s\n", id, out.Failed[id])
+			fmt.Fprintf(e.stderr, "sessionmem redact: %s\n", aboutSession(id, errors.New(out.Failed[id])))
 		}
 		fmt.Fprintf(e.stdout, "Checked %s: %s %s, %d failed; %s %s.\n", plural(out.Sessions, "session"), verb,
 			plural(len(out.Rewritten), "session"), len(out.Failed), verb, plural(n, "import checkpoint"))

@@ -109,7 +109,7 @@ func runStats(ctx context.Context, e *env, args []string) error {
 		if err != nil {
 			st.Unreadable++
 			prog.done()
-			fmt.Fprintf(e.stderr, "sessionmem stats: session %s: %v (run 'sessionmem verify')\n", m.ID, err)
+			fmt.Fprintf(e.stderr, "sessionmem stats: %s (run 'sessionmem verify')\n", aboutSession(m.ID, err))
 		}
 	}
 	prog.done()
@@ -221,6 +221,9 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	prog := newProgress(e)
 	report := func(label, id, msg string) {
 		prog.done()
+		// The line names the session: the store's text need not ("session ID: ...", and
+		// "session ID tail has format version 9").
+		msg = strings.TrimPrefix(sessionDetail(id, msg), "session "+id+" ")
 		fmt.Fprintf(e.stdout, "%-8s  %s: %s\n", label, id, msg)
 	}
 	stopped := func(checked int) error {

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"os"
 	"path/filepath"
 	"runtime"
@@ -82,6 +83,77 @@ func TestCLIMissingStore(t *testing.T) {
 			}
 			if runtime.GOOS != "windows" && fi.Mode().Perm() != 0o700 {
 				t.Errorf("store mode = %v, want 0700", fi.Mode().Perm())
+			}
+		})
+	}
+}
+
+func TestSessionDetail(t *testing.T) {
+	const id = "s-1"
+	tests := []struct {
+		msg, detail, about string
+	}{
+		{"session s-1: record at offset 9: checksum mismatch", "record at offset 9: checksum mismatch", "session s-1: record at offset 9: checksum mismatch"},
+		{"session s-1: session s-1: record at offset 9", "record at offset 9", "session s-1: record at offset 9"},
+		{"read source session s-1: session s-1: record at offset 9", "read source session s-1: record at offset 9", "read source session s-1: record at offset 9"},
+		{"session s-1 is damaged beyond automatic repair; run 'sessionmem verify'", "session s-1 is damaged beyond automatic repair; run 'sessionmem verify'",
+			"session s-1 is damaged beyond automatic repair; run 'sessionmem verify'"},
+		{"disk full", "disk full", "session s-1: disk full"},
+		{"session s-10: other", "session s-10: other", "session s-1: session s-10: other"},
+	}
+	for _, tt := range tests {
+		if got := sessionDetail(id, tt.msg); got != tt.detail {
+			t.Errorf("sessionDetail(%q) = %q, want %q", tt.msg, got, tt.detail)
+		}
+		if got := aboutSession(id, errors.New(tt.msg)); got != tt.about {
+			t.Errorf("aboutSession(%q) = %q, want %q", tt.msg, got, tt.about)
+		}
+	}
+}
+
+// TestCLISessionNamedOnce: the commands' lines about a damaged session name it once (twice
+// for migrate, whose store error says "read source session ID"), never "session ID: session
+// ID:" as the error they print already names it.
+func TestCLISessionNamedOnce(t *testing.T) {
+	store := seedStore(t)
+	flipLastFrame(t, store)
+	tests := []struct {
+		args []string
+		code int
+		max  int // mentions of the session on one line
+		want string
+	}{
+		{[]string{"stats"}, 0, 1, "sessionmem stats: session sess-alpha: record at offset "},
+		{[]string{"verify"}, 1, 1, "DAMAGED   sess-alpha: last record at offset "},
+		{[]string{"redact", "--dry-run"}, 1, 1, "sessionmem redact: session sess-alpha is damaged beyond automatic repair"},
+		{[]string{"export", seedAlpha}, 1, 1, "sessionmem: session sess-alpha is damaged beyond automatic repair"},
+		{[]string{"export", seedAlpha, "-o", filepath.Join(t.TempDir(), "x.jsonl")}, 1, 1, "sessionmem: session sess-alpha is damaged beyond automatic repair"},
+		{[]string{"show", seedAlpha}, 1, 1, "sessionmem: session sess-alpha is damaged beyond automatic repair"},
+		{[]string{"compact", seedAlpha}, 1, 1, "sessionmem: session sess-alpha is damaged beyond automatic repair"},
+		{[]string{"migrate", "--from", store, "--to", t.TempDir()}, 1, 2, "NOT COPIED  sess-alpha: read source session sess-alpha: record at offset "},
+	}
+	for _, tt := range tests {
+		name := tt.args[0]
+		if len(tt.args) > 2 && tt.args[0] == "export" {
+			name += " to a file"
+		}
+		t.Run(name, func(t *testing.T) {
+			args := tt.args
+			if args[0] != "migrate" {
+				args = append(args, "--store", store)
+			}
+			r := runCLI(t, "", args...)
+			out := r.stdout + r.stderr
+			if r.code != tt.code || !strings.Contains(out, tt.want) {
+				t.Fatalf("exit %d, want %d\noutput:\n%s\nwant in it: %q", r.code, tt.code, out, tt.want)
+			}
+			for _, line := range strings.Split(out, "\n") {
+				if strings.Contains(line, " level=") {
+					continue // the store's log: the session is an attribute, the error names it too
+				}
+				if n := strings.Count(line, seedAlpha); n > tt.max || strings.Contains(line, "session sess-alpha: session sess-alpha") {
+					t.Errorf("the session is named %d times in %q", n, line)
+				}
 			}
 		})
 	}

@@ -76,7 +76,7 @@ func cliVerifyCases() []cliVerifyCase {
 		}, true, 0, []string{"REPAIRED  sess-alpha: cut torn end of tail (22 bytes at offset ",
 			"1 ok, 1 repaired, 0 damaged"}, "", 22, ".tail.jsonl"},
 		{"damage in a frame", flipLastFrame, false, 1,
-			[]string{"DAMAGED   sess-alpha: session sess-alpha: ", "1 ok, 0 torn (to repair), 1 damaged", "restore those sessions"},
+			[]string{"DAMAGED   sess-alpha: last record at offset ", "1 ok, 0 torn (to repair), 1 damaged", "restore those sessions"},
 			"1 damaged sessions", 0, ".zst"},
 		{"damage in a frame is not cut by --repair", flipLastFrame, true, 1,
 			[]string{"DAMAGED   sess-alpha", "1 ok, 0 repaired, 1 damaged"}, "1 damaged sessions", 0, ".zst"},
@@ -85,7 +85,7 @@ func cliVerifyCases() []cliVerifyCase {
 			if err := os.WriteFile(p, []byte("{\"v\":9,\"tail\":\"sess-alpha\"}\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-		}, true, 1, []string{"NEWER     sess-alpha: session sess-alpha tail has format version 9",
+		}, true, 1, []string{"NEWER     sess-alpha: tail has format version 9",
 			"Checked 2 sessions: 1 ok, 0 repaired, 0 damaged, 1 written by a newer sessionmem (not checked).\n"},
 			"1 sessions not checked: upgrade sessionmem", 0, ".tail.jsonl"},
 	}
