@@ -51,7 +51,8 @@ type ImportResult struct {
 }
 
 // ImportFile imports what path holds beyond the last import of it (all of it the first time).
-// FormatAuto detects the format. Re-importing an unchanged file adds nothing.
+// FormatAuto detects the format. Re-importing an unchanged file adds nothing. A file given as
+// a format that holds none of its lines fails with a *FormatMismatchError and stores nothing.
 func (im *Importer) ImportFile(ctx context.Context, path string, format Format) (ImportResult, error) {
 	return im.importFile(ctx, path, format, false)
 }
@@ -66,6 +67,7 @@ func (im *Importer) importFile(ctx context.Context, path string, format Format, 
 		return res, fmt.Errorf("import %s: %w", path, err)
 	}
 	res.Path = abs
+	given := format != FormatAuto
 	if format == FormatAuto {
 		if format, err = Detect(abs); err != nil {
 			return res, fmt.Errorf("import: %w", err)
@@ -86,6 +88,12 @@ func (im *Importer) importFile(ctx context.Context, path string, format Format, 
 	res.Stats, res.SessionID = st, req.SessionID
 	if err != nil {
 		return res, fmt.Errorf("import: %w", err)
+	}
+	if given && (start.Offset == 0 || st.Restarted) && mismatched(st) {
+		// Read from the start and nothing in it is of the format: another agent's transcript.
+		// Nothing is stored and no checkpoint kept, so the right importer reads it whole.
+		res.SessionID = ""
+		return res, mismatch(abs, format)
 	}
 	if len(req.Items) > 0 {
 		out, err := im.Svc.Import(ctx, req)

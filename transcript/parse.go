@@ -75,6 +75,9 @@ type Stats struct {
 	Skipped int
 	// Unparsable counts lines that were not JSON objects or exceeded MaxLineBytes.
 	Unparsable int
+	// Recognized counts the lines the reader took for lines of its format (whatever it then
+	// did with them): none among many is how a file of another format shows.
+	Recognized int
 	// Empty counts messages dropped because nothing importable was left in them.
 	Empty int
 	// Unknown counts line (or item) types the reader does not know, by type.
@@ -89,9 +92,16 @@ type Stats struct {
 	Restarted bool
 	// Next is where the next incremental parse of the same file starts.
 	Next Checkpoint
+
+	unknownLines int // lines counted in Unknown
 }
 
+// Foreign counts the lines that were neither blank nor recognized: unparsable, or of a type
+// the reader does not know.
+func (s *Stats) Foreign() int { return s.Unparsable + s.unknownLines }
+
 func (s *Stats) unknown(t string) {
+	s.unknownLines++
 	if s.Unknown == nil {
 		s.Unknown = map[string]int{}
 	}
@@ -267,8 +277,12 @@ func Parse(r io.Reader, format Format, opts ParseOptions) (memory.ImportRequest,
 			p.st.Unparsable++
 			continue
 		}
+		foreign := p.st.Foreign()
 		if err := h.line(p, idx, trimmed); err != nil {
 			return memory.ImportRequest{}, p.st, fmt.Errorf("line %d: %w", idx+1, err)
+		}
+		if p.st.Foreign() == foreign {
+			p.st.Recognized++
 		}
 	}
 	h.end(p)

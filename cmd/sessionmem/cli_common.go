@@ -11,6 +11,7 @@ import (
 	"flag"
 	"fmt"
 	"io"
+	"io/fs"
 	"log/slog"
 	"os"
 	"strconv"
@@ -123,6 +124,10 @@ type cliStore struct {
 
 // openOptions choose what openCLIStore sets up beyond the basics.
 type openOptions struct {
+	// create makes a missing store directory (0700), for the commands that save (import,
+	// hook), as serve does. The others only read or change what is stored: a missing store
+	// is an error for them, most often a mistyped --store, which must not leave a directory.
+	create bool
 	// llm builds the llm summarizer from SESSIONMEM_LLM_* (only compact needs it).
 	llm bool
 	// logHandler replaces the stderr log handler (verify collects storage's warnings).
@@ -139,6 +144,11 @@ func openCLIStore(e *env, storeFlag string, o openOptions) (*cliStore, error) {
 	dir, err := resolveStore(storeFlag, e.getenv)
 	if err != nil {
 		return nil, err
+	}
+	if !o.create {
+		if err := storeExists(dir); err != nil {
+			return nil, err
+		}
 	}
 	level := slog.LevelWarn
 	if v := e.getenv(envLogLevel); v != "" {
@@ -188,6 +198,22 @@ func openCLIStore(e *env, storeFlag string, o openOptions) (*cliStore, error) {
 	return cs, nil
 }
 
+// storeExists checks that a local store's directory is there, for the commands that do not
+// create it. A database URL is not checked here: opening it says whether it can be reached.
+func storeExists(dir string) error {
+	if isURLStore(dir) {
+		return nil
+	}
+	fi, err := os.Stat(dir)
+	switch {
+	case errors.Is(err, fs.ErrNotExist):
+		return fmt.Errorf("no store at %s (nothing saved yet, or a wrong --store / %s)", dir, envStore)
+	case err == nil && !fi.IsDir():
+		return fmt.Errorf("%s is not a store directory but a file (check --store / %s)", dir, envStore)
+	}
+	return nil // another error (permission): opening the store reports it
+}
+
 // close closes the store; a failure to seal is reported, since it may mean lost durability.
 func (c *cliStore) close(e *env) {
 	c.svc.Close() // writes the state snapshots of long sessions this command read from their logs
@@ -208,7 +234,61 @@ func sessionError(id string, err error) error {
 			return fmt.Errorf("%s", me.Msg)
 		}
 	}
+	if me := (*memory.Error)(nil); id != "" && errors.As(err, &me) && mentions(me.Msg, id) {
+		// memory's error names the session and says what to do; a wrapper naming the session
+		// again ("export ID: session ID is damaged ...") would only repeat it.
+		return me
+	}
 	return err
+}
+
+// sessionDetail is msg, an error's text, for a line that names session id already ("ID:
+// detail"). The store's errors start with the session they are about ("session ID: record at
+// offset 843: ..."), and a layer that wraps one may name it again ("read source session ID:
+// session ID: ..."): the leading mentions are dropped (the line makes them) and a repeated one
+// is said once.
+func sessionDetail(id, msg string) string {
+	p := "session " + id + ": "
+	for strings.HasPrefix(msg, p) {
+		msg = msg[len(p):]
+	}
+	for strings.Contains(msg, p+p) {
+		msg = strings.ReplaceAll(msg, p+p, p)
+	}
+	return msg
+}
+
+// aboutSession is err's text for a line about session id that does not name it yet:
+// "session ID: detail", or the detail alone when it names the session itself ("session ID is
+// damaged beyond automatic repair; ...").
+func aboutSession(id string, err error) string {
+	d := sessionDetail(id, err.Error())
+	if mentions(d, id) {
+		return d
+	}
+	return "session " + id + ": " + d
+}
+
+// mentions reports whether text holds session id as a whole id (s-1 is not in s-10).
+func mentions(text, id string) bool {
+	idRune := func(s string, i int) bool {
+		if i < 0 || i >= len(s) {
+			return false
+		}
+		c := s[i]
+		return c >= 'a' && c <= 'z' || c >= 'A' && c <= 'Z' || c >= '0' && c <= '9' || c == '.' || c == '_' || c == '-'
+	}
+	for off := 0; ; {
+		i := strings.Index(text[off:], id)
+		if i < 0 || id == "" {
+			return false
+		}
+		i += off
+		if !idRune(text, i-1) && !idRune(text, i+len(id)) {
+			return true
+		}
+		off = i + 1
+	}
 }
 
 // checkIDArg validates a session id argument before anything is opened.

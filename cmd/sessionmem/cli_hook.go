@@ -142,7 +142,7 @@ func hook(ctx context.Context, e *env, storeFlag string, format transcript.Forma
 	if err := json.Unmarshal(bytes.TrimSpace(raw), &in); err != nil {
 		return nil, fmt.Errorf("hook input is not the JSON object the agent sends: %w", err)
 	}
-	cs, err := openCLIStore(e, storeFlag, openOptions{})
+	cs, err := openCLIStore(e, storeFlag, openOptions{create: true}) // it imports
 	if err != nil {
 		return nil, err
 	}

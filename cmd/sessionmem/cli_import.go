@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io/fs"
 	"os"
+	"strings"
 	"time"
 
 	"github.com/sessionmem/sessionmem/memory"
@@ -21,7 +22,8 @@ is derived from the agent's own (cc-<uuid>, codex-<uuid>, pi-<uuid>), and every 
 an id derived from the source, so importing again adds only what is new; the byte offset
 reached in each file is remembered under <store>/imports (for a PostgreSQL store, under
 $XDG_STATE_HOME/sessionmem/imports on this machine), so a re-import reads only the appended
-part.
+part. Interrupted (Ctrl-C), an import says how far it got and exits 130; what it stored is
+whole, and the same command run again continues where it stopped.
 
 Sources (exactly one):
   --claude-code [PATH...]   Claude Code transcripts; default ~/.claude/projects
@@ -31,7 +33,8 @@ Sources (exactly one):
                             ($PI_CODING_AGENT_SESSION_DIR, $PI_CODING_AGENT_DIR/sessions)
   --file FILE [FILE...]     files of any supported format, detected from their first lines,
                             including 'sessionmem export' output
-A PATH may be a file or a directory (searched for that agent's transcripts).
+A PATH may be a file or a directory (searched for that agent's transcripts). A file that is
+not that agent's transcript is refused (nothing is written for it), with the source to use.
 
 Flags:
   --watch           keep running and import what is appended (new sessions included) until
@@ -104,39 +107,108 @@ func runImport(ctx context.Context, e *env, args []string) error {
 		}
 		paths = []string{root}
 	}
-
-	cs, err := openCLIStore(e, *c.store, openOptions{})
-	if err != nil {
-		return err
-	}
-	defer cs.close(e)
-	// The report quotes transcript paths, which are the user's own but may hold anything.
-	e = &env{stdin: e.stdin, stdout: &redactWriter{w: e.stdout, r: cs.red}, stderr: e.stderr, getenv: e.getenv}
-	im := &transcript.Importer{Svc: cs.svc, StateDir: importStateDir(cs.dir, e.getenv)}
 	if *watch {
-		return watchImports(ctx, e, im, paths, *interval)
+		cs, err := openCLIStore(e, *c.store, openOptions{create: true})
+		if err != nil {
+			return err
+		}
+		defer cs.close(e)
+		return watchImports(ctx, cs.importEnv(e), cs.importer(e), paths, *interval)
 	}
+	return importPaths(ctx, e, *c.store, kind, paths)
+}
 
+// importEnv is e with stdout behind the store's redactor: the report quotes transcript
+// paths, which are the user's own but may hold anything.
+func (c *cliStore) importEnv(e *env) *env {
+	return &env{stdin: e.stdin, stdout: &redactWriter{w: e.stdout, r: c.red}, stderr: e.stderr, getenv: e.getenv}
+}
+
+// importer is the transcript importer into the store, with its checkpoints in the store's
+// import state directory.
+func (c *cliStore) importer(e *env) *transcript.Importer {
+	return &transcript.Importer{Svc: c.svc, StateDir: importStateDir(c.dir, e.getenv)}
+}
+
+// importPaths imports the transcripts paths name (files, and directories searched for kind's
+// transcripts). A file named on the command line that is not of kind (another agent's
+// transcript) is refused before the store is opened, so nothing is written for it; one such
+// file alone is the command's error, said with the importer to use.
+func importPaths(ctx context.Context, e *env, storeFlag string, kind transcript.Format, paths []string) error {
 	files, err := expandImportPaths(kind, paths)
 	if err != nil {
 		return err
 	}
 	var tot importTotals
+	named := map[string]bool{}
+	for _, p := range paths {
+		named[p] = true
+	}
+	ok := files[:0:0]
+	for _, f := range files {
+		// Only the files named: those found in a directory were picked by kind's file names.
+		var fm *transcript.FormatMismatchError
+		if named[f] && errors.As(transcript.CheckFormat(f, kind), &fm) {
+			if len(files) == 1 {
+				return errors.New(mismatchAdvice(fm))
+			}
+			tot.add(e, transcript.ImportResult{Path: f}, fm)
+			continue
+		}
+		ok = append(ok, f)
+	}
+	if len(ok) == 0 {
+		tot.print(e, len(files))
+		return errNotAllImported
+	}
+	cs, err := openCLIStore(e, storeFlag, openOptions{create: true})
+	if err != nil {
+		return err
+	}
+	defer cs.close(e)
+	return importFiles(ctx, cs.importEnv(e), cs.importer(e), kind, ok, &tot, len(files))
+}
+
+// mismatchAdvice is what import says of a file that is not of the format it was given as:
+// what was wrong, and the source flag to import it with.
+func mismatchAdvice(fm *transcript.FormatMismatchError) string {
+	switch fm.Guess {
+	case transcript.FormatAuto:
+		return fm.Summary() + "; it is not a transcript sessionmem imports (Claude Code, Codex, pi or a sessionmem export)"
+	case transcript.FormatSessionmem:
+		return fm.Summary() + "; it is a sessionmem export: try --file"
+	}
+	return fmt.Sprintf("%s; it looks like a %s transcript: try --%s", fm.Summary(), transcript.FormatTitle(fm.Guess), fm.Guess)
+}
+
+// importFiles imports files one by one, adding to tot (which may hold files refused before),
+// and prints what each added and the totals of all the command's files. A signal stops it
+// between files (or in the middle of one, whose import is then left for the next run): it
+// reports what was imported, and running the same command again continues, since what is
+// already stored is skipped.
+func importFiles(ctx context.Context, e *env, im *transcript.Importer, kind transcript.Format, files []string, tot *importTotals, all int) error {
 	prog := newProgress(e)
+	done := 0
 	for i, f := range files {
 		if ctx.Err() != nil {
-			prog.done()
-			return ctx.Err()
+			break
 		}
 		prog.update("importing", i, len(files))
 		res, err := im.ImportFile(ctx, f, kind)
+		if err != nil && ctx.Err() != nil {
+			break // stopped by the signal, not a failure of this file
+		}
 		if err != nil || res.Added > 0 {
 			prog.done()
 		}
 		tot.add(e, res, err)
+		done++
 	}
 	prog.done()
-	tot.print(e, len(files))
+	if err := interrupted(ctx, "%s", tot.interruptedReport(all-len(files)+done, all)); err != nil {
+		return err
+	}
+	tot.print(e, all)
 	if tot.failed > 0 {
 		return errNotAllImported
 	}
@@ -180,9 +252,24 @@ type importTotals struct {
 
 // add prints one file's outcome when it did something and counts it.
 func (t *importTotals) add(e *env, res transcript.ImportResult, err error) {
-	if err != nil {
+	var fm *transcript.FormatMismatchError
+	switch {
+	case errors.As(err, &fm):
 		t.failed++
-		fmt.Fprintf(e.stderr, "  failed  %s: %v\n", res.Path, err)
+		fmt.Fprintf(e.stderr, "  failed  %s\n", mismatchAdvice(fm))
+		return
+	case errors.Is(err, transcript.ErrUnknownFormat):
+		t.failed++
+		fmt.Fprintf(e.stderr, "  failed  %s: not a transcript sessionmem imports (Claude Code, Codex, pi or a sessionmem export)\n", res.Path)
+		return
+	case err != nil:
+		t.failed++
+		// The importer's errors name the file; the line says it once.
+		msg := err.Error()
+		if !strings.Contains(msg, res.Path) {
+			msg = res.Path + ": " + msg
+		}
+		fmt.Fprintf(e.stderr, "  failed  %s\n", msg)
 		return
 	}
 	if res.Added == 0 {
@@ -206,6 +293,17 @@ func (t *importTotals) add(e *env, res transcript.ImportResult, err error) {
 		note += fmt.Sprintf(" (%d more left unpinned: over the %d-token pinned limit)", res.Unpinned, memory.MaxPinnedTokens)
 	}
 	fmt.Fprintf(e.stdout, "  +%-6d %s%s  %s\n", res.Added, res.SessionID, note, res.Path)
+}
+
+// interruptedReport is what an import stopped by a signal after done of files says.
+func (t *importTotals) interruptedReport(done, files int) string {
+	stored := "nothing was stored yet"
+	if t.added > 0 {
+		stored = fmt.Sprintf("%s items in %s (%d new) were imported, and what is stored is complete",
+			thousands(int64(t.added)), plural(len(t.sessions), "session"), t.created)
+	}
+	return fmt.Sprintf("import interrupted after %d of %d files: %s. Run the same command again to continue; "+
+		"what is already imported is skipped.", done, files, stored)
 }
 
 func (t *importTotals) print(e *env, files int) {

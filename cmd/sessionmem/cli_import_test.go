@@ -108,7 +108,8 @@ func TestCLIImport(t *testing.T) {
 		}
 		store := t.TempDir()
 		r := runCLI(t, "", "import", "--file", junk, pi, "--store", store)
-		if r.code != 1 || !strings.Contains(r.stderr, "failed  "+junk) || !strings.Contains(r.stdout, ", 1 failed.") {
+		if r.code != 1 || !strings.Contains(r.stderr, "failed  "+junk+": not a transcript sessionmem imports") ||
+			strings.Count(r.stderr, junk) != 1 || !strings.Contains(r.stdout, ", 1 failed.") {
 			t.Fatalf("exit %d\nstdout:\n%s\nstderr:\n%s", r.code, r.stdout, r.stderr)
 		}
 		if got := listJSON(t, store); len(got) != 1 || got[0].ID != piFixtureID {
@@ -210,4 +211,61 @@ func TestCLIImportWatch(t *testing.T) {
 	if !strings.Contains(r.stderr, "Watching 1 path(s) every 20ms") {
 		t.Fatalf("stderr: %q", r.stderr)
 	}
+}
+
+// TestCLIImportWrongImporter gives each agent's transcript to the other importers: the
+// import says the file is not of that kind and which importer to use, exits 1 and writes
+// nothing (not even the store). The right importer still imports it, and again finds it
+// unchanged.
+func TestCLIImportWrongImporter(t *testing.T) {
+	src := t.TempDir()
+	cc := copyFixture(t, "claude-code.jsonl", src, "cc.jsonl")
+	codex := copyFixture(t, "codex.jsonl", src, "codex.jsonl")
+	pi := copyFixture(t, "pi.jsonl", src, "pi.jsonl")
+	const (
+		ccLines    = `(expected JSON lines with a "sessionId" and a "type" such as user, assistant or summary)`
+		codexLines = `(expected JSON lines with a "type" such as session_meta or response_item and a "payload")`
+		piLines    = `(expected a "type":"session" line with the working directory, then "type":"message" lines)`
+	)
+	tests := []struct {
+		name, flag, file string
+		want             string // the whole of stderr
+	}{
+		{"claude code as codex", "--codex", cc, cc + " does not look like a Codex transcript " + codexLines + "; it looks like a Claude Code transcript: try --claude-code"},
+		{"claude code as pi", "--pi", cc, cc + " does not look like a pi transcript " + piLines + "; it looks like a Claude Code transcript: try --claude-code"},
+		{"codex as claude code", "--claude-code", codex, codex + " does not look like a Claude Code transcript " + ccLines + "; it looks like a Codex transcript: try --codex"},
+		{"codex as pi", "--pi", codex, codex + " does not look like a pi transcript " + piLines + "; it looks like a Codex transcript: try --codex"},
+		{"pi as claude code", "--claude-code", pi, pi + " does not look like a Claude Code transcript " + ccLines + "; it looks like a pi transcript: try --pi"},
+		{"pi as codex", "--codex", pi, pi + " does not look like a Codex transcript " + codexLines + "; it looks like a pi transcript: try --pi"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := filepath.Join(t.TempDir(), "store")
+			r := runCLI(t, "", "import", tt.flag, tt.file, "--store", store)
+			if r.code != 1 || r.stderr != "sessionmem: "+tt.want+"\n" || r.stdout != "" {
+				t.Fatalf("exit %d\nstdout: %q\nstderr: %q\nwant:   %q", r.code, r.stdout, r.stderr, "sessionmem: "+tt.want+"\n")
+			}
+			if _, err := os.Stat(store); !os.IsNotExist(err) {
+				t.Fatalf("the refused import wrote the store (%v)", err)
+			}
+		})
+	}
+	t.Run("among right files", func(t *testing.T) {
+		store := t.TempDir()
+		r := runCLI(t, "", "import", "--pi", codex, pi, "--store", store)
+		if r.code != 1 || !strings.Contains(r.stderr, "  failed  "+codex+" does not look like a pi transcript") ||
+			!strings.Contains(r.stdout, "from 1 of 2 files; 0 unchanged, 1 failed.") {
+			t.Fatalf("exit %d\nstdout: %s\nstderr: %s", r.code, r.stdout, r.stderr)
+		}
+		if got := listJSON(t, store); len(got) != 1 || got[0].ID != piFixtureID {
+			t.Fatalf("sessions = %+v, want the pi one alone", got)
+		}
+		if m, _ := filepath.Glob(filepath.Join(store, "imports", "*")); len(m) != 2 { // pi's checkpoint and its lock
+			t.Fatalf("import state: %v, want the pi file's alone", m)
+		}
+		again := runCLI(t, "", "import", "--pi", pi, "--store", store).must(t)
+		if !strings.Contains(again.stdout, "from 0 of 1 files; 1 unchanged.") {
+			t.Fatalf("the right file again:\n%s", again.stdout)
+		}
+	})
 }

@@ -97,7 +97,7 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	res, err := storecopy.Copy(ctx, dstStore, srcStore, opts)
 	prog.done()
 	for _, f := range res.Failed {
-		fmt.Fprintf(e.stdout, "NOT COPIED  %s: %v\n", f.ID, f.Err)
+		fmt.Fprintf(e.stdout, "NOT COPIED  %s: %s\n", f.ID, sessionDetail(f.ID, f.Err.Error()))
 	}
 	fmt.Fprintf(e.stdout, "%s → %s: %s, %s copied (%d created, %d completed, %d already up to date)",
 		storeLabel(src), storeLabel(dst), plural(res.Sessions, "session"), plural(int(res.Records), "record"),
@@ -108,6 +108,10 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	fmt.Fprintln(e.stdout, ".")
 	switch {
 	case err != nil:
+		if ierr := interrupted(ctx, "migrate interrupted; what was copied (above) is complete. Run the same command "+
+			"again to resume: it copies only what is missing."); ierr != nil {
+			return ierr
+		}
 		return fmt.Errorf("migrate stopped (run it again to resume): %w", err)
 	case len(res.Failed) > 0:
 		conflicts := 0

@@ -1,7 +1,6 @@
 package main
 
 import (
-	"bufio"
 	"context"
 	"fmt"
 	"strconv"
@@ -20,9 +19,14 @@ use and are never deleted, nor is a session another process is writing at that m
 On a terminal prune lists what it would delete and asks; when stdin is not a terminal
 (scripts, cron) --yes is required unless --dry-run.
 
+Without --max-sessions or --max-age, prune takes that limit from SESSIONMEM_MAX_SESSIONS or
+SESSIONMEM_MAX_AGE, the retention serve applies (it says so on stderr); a flag wins over its
+variable (--max-age 0 lifts the variable's limit).
+
 Flags:
-  --max-sessions N   keep at most N sessions (0: no limit)
-  --max-age D        delete sessions idle for longer than D: 90d, 12h, 2h30m (0: no limit)
+  --max-sessions N   keep at most N sessions (0: no limit; default $SESSIONMEM_MAX_SESSIONS)
+  --max-age D        delete sessions idle for longer than D: 90d, 12h, 2h30m (0: no limit;
+                     default $SESSIONMEM_MAX_AGE)
   --protect D        never delete sessions updated within D (default 1h)
   --dry-run          only list what would be deleted
   --yes              do not ask
@@ -79,8 +83,10 @@ func runPrune(ctx context.Context, e *env, args []string) error {
 		return c.usageError(e, "unexpected argument %q", pos[0])
 	case *maxSessions < 0:
 		return c.usageError(e, "--max-sessions must be 0 (no limit) or more, got %d", *maxSessions)
-	case *maxSessions == 0 && maxAge.d == 0:
-		return c.usageError(e, "give a limit: --max-sessions N and/or --max-age D")
+	}
+	limits, err := pruneLimits(c, e, *maxSessions, maxAge.d)
+	if err != nil {
+		return err
 	}
 	interactive := isTerminal(e.stdin)
 	if !*dryRun && !*yes && !interactive {
@@ -91,9 +97,12 @@ func runPrune(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer cs.close(e)
-	policy := memory.RetentionPolicy{MaxSessions: *maxSessions, MaxAge: maxAge.d, Protect: protect.d, DryRun: true}
+	policy := memory.RetentionPolicy{MaxSessions: limits.MaxSessions, MaxAge: limits.MaxAge, Protect: protect.d, DryRun: true}
 	plan, err := cs.svc.ApplyRetention(ctx, policy)
 	if err != nil {
+		if ierr := interrupted(ctx, "prune interrupted before deleting anything. Run the same command again."); ierr != nil {
+			return ierr
+		}
 		return sessionError("", err)
 	}
 	if *dryRun || len(plan.Deleted) == 0 || !*yes {
@@ -103,19 +112,65 @@ func runPrune(ctx context.Context, e *env, args []string) error {
 		return nil
 	}
 	if !*yes {
-		fmt.Fprintf(e.stderr, "Delete these %d sessions? [y/N] ", len(plan.Deleted))
-		answer, _ := bufio.NewReader(e.stdin).ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		ok, err := confirm(ctx, e, fmt.Sprintf("Delete these %d sessions? [y/N] ", len(plan.Deleted)), "prune")
+		if err != nil {
+			return err
+		}
+		if !ok {
 			return fmt.Errorf("nothing deleted (answer y to delete)")
 		}
 	}
 	policy.DryRun = false
 	res, err := cs.svc.ApplyRetention(ctx, policy)
 	if err != nil {
+		for _, id := range res.Deleted {
+			fmt.Fprintf(e.stdout, "  %s\n", id)
+		}
+		if ierr := interrupted(ctx, "prune interrupted after deleting %d of %d sessions (each one wholly). "+
+			"Run the same command again to finish.", len(res.Deleted), len(plan.Deleted)); ierr != nil {
+			return ierr
+		}
 		return sessionError("", err)
 	}
 	printRetention(e, res, false)
 	return nil
+}
+
+// pruneLimits are prune's limits, serve's retention settings: each from its flag when given
+// (0 meaning no limit), else from SESSIONMEM_MAX_SESSIONS / SESSIONMEM_MAX_AGE, as serve reads
+// them. The limits taken from the environment are said on stderr, since a prune run with only
+// --yes deletes by them. No limit at all, or a bad value in the environment, is bad usage.
+func pruneLimits(c *cliFlags, e *env, maxSessions int, maxAge time.Duration) (memory.RetentionPolicy, error) {
+	var fromFlags [2]string
+	if flagGiven(c.FlagSet, "max-sessions") {
+		fromFlags[0] = strconv.Itoa(maxSessions)
+	}
+	if flagGiven(c.FlagSet, "max-age") {
+		fromFlags[1] = maxAge.String()
+	}
+	var fromEnv []string
+	pick := func(flagVal, env string) (string, string) {
+		if flagVal != "" {
+			return flagVal, ""
+		}
+		if v := e.getenv(env); v != "" {
+			fromEnv = append(fromEnv, env+"="+v)
+			return v, env
+		}
+		return "", env
+	}
+	p, err := loadRetention(pick, fromFlags[0], fromFlags[1])
+	if err != nil {
+		return p, c.usageError(e, "%v", err)
+	}
+	if !p.Enabled() {
+		return p, c.usageError(e, "give a limit: --max-sessions N and/or --max-age D (or set %s / %s, as for serve)",
+			envMaxSessions, envMaxAge)
+	}
+	if len(fromEnv) > 0 {
+		fmt.Fprintf(e.stderr, "Limits from the environment: %s (a flag overrides each).\n", strings.Join(fromEnv, ", "))
+	}
+	return p, nil
 }
 
 func printRetention(e *env, r memory.RetentionResult, dry bool) {

@@ -59,12 +59,19 @@ func runRedact(ctx context.Context, e *env, args []string) error {
 	}
 	defer cs.close(e)
 	prog := newProgress(e)
-	done := 0
-	rep, n, err := redactStored(ctx, cs.svc, cs.dir, cs.red, *dry, func(string, bool, error) {
+	done, rewritten := 0, 0
+	rep, n, err := redactStored(ctx, cs.svc, cs.dir, cs.red, *dry, func(_ string, changed bool, err error) {
 		done++
+		if changed && err == nil {
+			rewritten++
+		}
 		prog.update("redacting sessions", done, done)
 	})
 	prog.done()
+	if ierr := interrupted(ctx, "redact interrupted after checking %s (%s). Run it again to finish; "+
+		"what is already redacted is left as it is.", plural(done, "session"), redactedSoFar(rewritten, *dry)); ierr != nil {
+		return ierr
+	}
 	if errors.Is(err, memory.ErrCannotRewrite) {
 		return fmt.Errorf("this store cannot rewrite sessions in place; export and import them instead")
 	}
@@ -96,7 +103,7 @@ func runRedact(ctx context.Context, e *env, args []string) error {
 		}
 		sort.Strings(ids)
 		for _, id := range ids {
-			fmt.Fprintf(e.stderr, "sessionmem redact: session %s: %s\n", id, out.Failed[id])
+			fmt.Fprintf(e.stderr, "sessionmem redact: %s\n", aboutSession(id, errors.New(out.Failed[id])))
 		}
 		fmt.Fprintf(e.stdout, "Checked %s: %s %s, %d failed; %s %s.\n", plural(out.Sessions, "session"), verb,
 			plural(len(out.Rewritten), "session"), len(out.Failed), verb, plural(n, "import checkpoint"))
@@ -105,4 +112,12 @@ func runRedact(ctx context.Context, e *env, args []string) error {
 		return errors.New("some sessions could not be redacted (see above); run 'sessionmem verify'")
 	}
 	return nil
+}
+
+// redactedSoFar words how many sessions an interrupted redact rewrote.
+func redactedSoFar(n int, dry bool) string {
+	if dry {
+		return "a dry run: nothing was rewritten"
+	}
+	return plural(n, "session") + " rewritten, each one whole"
 }

@@ -185,7 +185,9 @@ func runReindex(ctx context.Context, e *env, args []string) error {
 	start := time.Now()
 	last := time.Time{}
 	var mb float64
+	var at storage.ReindexProgress
 	err = rx.Reindex(ctx, func(p storage.ReindexProgress) {
+		at = p
 		mb = float64(p.Bytes) / 1e6
 		if time.Since(last) >= time.Second || p.Done() {
 			last = time.Now()
@@ -193,6 +195,9 @@ func runReindex(ctx context.Context, e *env, args []string) error {
 		}
 	})
 	if err != nil {
+		if ierr := reindexInterrupted(ctx, at); ierr != nil {
+			return ierr
+		}
 		return err
 	}
 	took := time.Since(start).Round(100 * time.Millisecond)
@@ -215,6 +220,24 @@ func runReindex(ctx context.Context, e *env, args []string) error {
 	return nil
 }
 
+// reindexInterrupted is reindex's report when a signal stopped it (nil otherwise), at the
+// progress it had reported last. The sessions are untouched: only the index is incomplete,
+// and what reads it copes (see storage.Reindexer).
+func reindexInterrupted(ctx context.Context, at storage.ReindexProgress) error {
+	if at.PerRecord {
+		return interrupted(ctx, "reindex interrupted with %s of %s records indexed; the sessions are untouched and "+
+			"what was indexed stays. Run 'sessionmem reindex' again to continue from there.",
+			thousands(at.Records), thousands(at.TotalRecords))
+	}
+	done := "before it indexed any session"
+	if at.TotalSessions > 0 {
+		done = fmt.Sprintf("after %d of %d sessions", at.Sessions, at.TotalSessions)
+	}
+	return interrupted(ctx, "reindex interrupted %s; the sessions are untouched, and the next sessionmem to open "+
+		"the store finishes the index on its own (searches scan the sessions meanwhile). Run 'sessionmem reindex' "+
+		"again to finish it now (it starts over).", done)
+}
+
 // reindexProgress words one progress report of reindex: sessions and the rate of reading for
 // a store that indexes session by session, records for one that tracks records.
 func reindexProgress(p storage.ReindexProgress, mbPerSec float64) string {
@@ -234,6 +257,8 @@ func verifySearchIndex(ctx context.Context, e *env, st storage.Store) {
 	}
 	err := iv.VerifyIndex(ctx)
 	switch {
+	case err != nil && ctx.Err() != nil:
+		return // interrupted: the caller says so; the index is not known to be damaged
 	case errors.Is(err, storage.ErrSearchUnavailable):
 		fmt.Fprintf(e.stdout, "Search index: unavailable (%v).\n", err)
 		return
@@ -248,7 +273,9 @@ func verifySearchIndex(ctx context.Context, e *env, st storage.Store) {
 	}
 	stats, err := sx.IndexStats(ctx)
 	if err != nil {
-		fmt.Fprintf(e.stdout, "Search index: %v\n", err)
+		if ctx.Err() == nil {
+			fmt.Fprintf(e.stdout, "Search index: %v\n", err)
+		}
 		return
 	}
 	state := "ok"

@@ -9,7 +9,6 @@ import (
 	"io"
 	"os"
 	"path/filepath"
-	"strings"
 
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/transcript"
@@ -85,6 +84,10 @@ func runCompact(ctx context.Context, e *env, args []string) error {
 	})
 	prog.done()
 	if err != nil {
+		if ierr := interrupted(ctx, "compact interrupted: %s is unchanged (a compaction is stored whole or not at all). "+
+			"Run the same command again.", id); ierr != nil {
+			return ierr
+		}
 		return sessionError(id, err)
 	}
 	if *asJSON {
@@ -107,8 +110,8 @@ func runCompact(ctx context.Context, e *env, args []string) error {
 
 const deleteHelp = `Usage: sessionmem delete ID [--yes]
 
-Delete a session and its files for good. On a terminal it asks first; when stdin is not a
-terminal (scripts, pipes) --yes is required.
+Delete a session and its files for good. On a terminal it asks first (any answer but y
+deletes nothing and exits 1); when stdin is not a terminal (scripts, pipes) --yes is required.
 
 Flags:
   --yes         do not ask
@@ -150,9 +153,12 @@ func runDelete(ctx context.Context, e *env, args []string) error {
 		if label == "" {
 			label = cleanLine(s.Preview, 60)
 		}
-		fmt.Fprintf(e.stderr, "Delete session %s (%q, %d messages, updated %s)? [y/N] ", id, label, s.MessageCount, ago(s.UpdatedAt, cliNow()))
-		answer, _ := bufio.NewReader(e.stdin).ReadString('\n')
-		if a := strings.ToLower(strings.TrimSpace(answer)); a != "y" && a != "yes" {
+		yes, err := confirm(ctx, e, fmt.Sprintf("Delete session %s (%q, %d messages, updated %s)? [y/N] ",
+			id, label, s.MessageCount, ago(s.UpdatedAt, cliNow())), "delete")
+		if err != nil {
+			return err
+		}
+		if !yes {
 			return fmt.Errorf("%s not deleted (answer y to delete)", id)
 		}
 	}
@@ -197,18 +203,26 @@ func runExport(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer cs.close(e)
-	if _, err := cs.svc.Get(ctx, id); err != nil {
+	// stopped is export's error: its report when a signal stopped it, which says what became
+	// of the output.
+	stopped := func(err error, output string) error {
+		if ierr := interrupted(ctx, "export interrupted: %s. Run the same command again.", output); ierr != nil {
+			return ierr
+		}
 		return sessionError(id, err)
+	}
+	if _, err := cs.svc.Get(ctx, id); err != nil {
+		return stopped(err, "nothing was written")
 	}
 	if *out == "" || *out == "-" {
 		if err := transcript.Export(ctx, cs.svc, id, e.stdout); err != nil {
-			return sessionError(id, err)
+			return stopped(err, "the output is incomplete")
 		}
 		return nil
 	}
 	err = writeFileAtomic(*out, func(w io.Writer) error { return transcript.Export(ctx, cs.svc, id, w) })
 	if err != nil {
-		return sessionError(id, err)
+		return stopped(err, *out+" was not written (an export replaces it only once complete)")
 	}
 	fmt.Fprintf(e.stderr, "Exported %s to %s.\n", id, *out)
 	return nil

@@ -11,6 +11,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"io"
 	"iter"
 	"log/slog"
 	"strings"
@@ -65,16 +66,28 @@ func runStats(ctx context.Context, e *env, args []string) error {
 		return err
 	}
 	defer cs.close(e)
-	metas, err := cs.store.List(ctx, storage.ListQuery{})
+	read := 0
+	var metas []storage.Meta
+	// stopped is stats' report when a signal stopped it (nil otherwise).
+	stopped := func() error {
+		at := fmt.Sprintf("after reading %d of %d sessions", read, len(metas))
+		if metas == nil {
+			at = "before reading any session"
+		}
+		return interrupted(ctx, "stats interrupted %s; it only reads, so nothing changed. Run it again for the figures.", at)
+	}
+	metas, err = cs.store.List(ctx, storage.ListQuery{})
 	if err != nil {
+		if ierr := stopped(); ierr != nil {
+			return ierr
+		}
 		return fmt.Errorf("list sessions: %w", err)
 	}
 	st := storeStats{Store: storeLabel(cs.dir), Sessions: len(metas)}
 	prog := newProgress(e)
 	for i, m := range metas {
-		if err := ctx.Err(); err != nil {
-			prog.done()
-			return err
+		if ctx.Err() != nil {
+			break
 		}
 		prog.update("reading sessions", i, len(metas))
 		st.Messages += m.Messages
@@ -89,13 +102,20 @@ func runStats(ctx context.Context, e *env, args []string) error {
 			}
 			return nil
 		})
+		if err != nil && ctx.Err() != nil {
+			break // stopped by the signal, not a damaged session
+		}
+		read++
 		if err != nil {
 			st.Unreadable++
 			prog.done()
-			fmt.Fprintf(e.stderr, "sessionmem stats: session %s: %v (run 'sessionmem verify')\n", m.ID, err)
+			fmt.Fprintf(e.stderr, "sessionmem stats: %s (run 'sessionmem verify')\n", aboutSession(m.ID, err))
 		}
 	}
 	prog.done()
+	if err := stopped(); err != nil {
+		return err
+	}
 	sz, measured := cs.store.(storage.Sizer)
 	if measured {
 		size, err := sz.Size(ctx)
@@ -110,7 +130,13 @@ func runStats(ctx context.Context, e *env, args []string) error {
 	if *asJSON {
 		return writeJSON(e.stdout, st)
 	}
-	w := e.stdout
+	printStats(e.stdout, st, measured, isURLStore(cs.dir))
+	return nil
+}
+
+// printStats writes stats' table; measured says the store reported its size, db that it is
+// a database (whose size is of tables, not files).
+func printStats(w io.Writer, st storeStats, measured, db bool) {
 	fmt.Fprintf(w, "Store         %s\n", clean(st.Store))
 	fmt.Fprintf(w, "Sessions      %s\n", thousands(int64(st.Sessions)))
 	fmt.Fprintf(w, "Messages      %s\n", thousands(int64(st.Messages)))
@@ -120,7 +146,7 @@ func runStats(ctx context.Context, e *env, args []string) error {
 	switch {
 	case !measured:
 		fmt.Fprintln(w, "Size          not measured (this store cannot measure its size)")
-	case isURLStore(cs.dir):
+	case db:
 		fmt.Fprintf(w, "In database   %s in the records table (%s bytes, TOAST and index included), %s with every sessionmem table\n",
 			byteSize(st.SessionBytes), thousands(st.SessionBytes), byteSize(st.StoreBytes))
 		if st.SessionBytes > 0 {
@@ -136,7 +162,6 @@ func runStats(ctx context.Context, e *env, args []string) error {
 	if st.Unreadable > 0 {
 		fmt.Fprintf(w, "Unreadable    %d sessions (not counted in raw size; run 'sessionmem verify')\n", st.Unreadable)
 	}
-	return nil
 }
 
 const verifyHelp = `Usage: sessionmem verify [--repair]
@@ -196,11 +221,22 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	prog := newProgress(e)
 	report := func(label, id, msg string) {
 		prog.done()
+		// The line names the session: the store's text need not ("session ID: ...", and
+		// "session ID tail has format version 9").
+		msg = strings.TrimPrefix(sessionDetail(id, msg), "session "+id+" ")
 		fmt.Fprintf(e.stdout, "%-8s  %s: %s\n", label, id, msg)
 	}
+	stopped := func(checked int) error {
+		prog.done()
+		done := "nothing was changed"
+		if *repair {
+			done = "the torn ends found so far were cut, nothing else was changed"
+		}
+		return interrupted(ctx, "verify interrupted after %d of %d sessions (%d ok, %d torn, %d damaged so far); %s. "+
+			"Run it again to check every session.", checked, len(ids), ok, repaired, damaged, done)
+	}
 	for i, id := range ids {
-		if err := ctx.Err(); err != nil {
-			prog.done()
+		if err := stopped(i); err != nil {
 			return err
 		}
 		prog.update("verifying", i, len(ids))
@@ -209,8 +245,7 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 		case errors.Is(err, storage.ErrNotFound):
 			continue // deleted meanwhile
 		case err != nil && ctx.Err() != nil:
-			prog.done()
-			return ctx.Err()
+			return stopped(i)
 		case err != nil:
 			damaged++ // could not be checked; not known to be intact
 			report("DAMAGED", id, err.Error())
@@ -228,6 +263,8 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 		switch {
 		case errors.Is(err, storage.ErrNotFound):
 			continue
+		case err != nil && ctx.Err() != nil:
+			return stopped(i)
 		case err != nil:
 			damaged++
 			report("DAMAGED", id, err.Error())
@@ -244,6 +281,9 @@ func runVerify(ctx context.Context, e *env, args []string) error {
 	}
 	prog.done()
 	verifySearchIndex(ctx, e, cs.store)
+	if err := stopped(len(ids)); err != nil {
+		return err // during the index check: every session was checked, but not reported
+	}
 	return verifySummary(e, verifyCounts{ok: ok, torn: repaired, damaged: damaged, newer: newer}, *repair)
 }
 

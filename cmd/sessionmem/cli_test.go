@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"regexp"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -42,7 +43,8 @@ func runCLI(t *testing.T, stdin string, args ...string) cliResult {
 
 func runCLIContext(ctx context.Context, t *testing.T, stdin string, args ...string) cliResult {
 	t.Helper()
-	var out, errb bytes.Buffer
+	var out bytes.Buffer
+	var errb lockedBuffer
 	err := run(ctx, args, strings.NewReader(stdin), &out, &errb)
 	r := cliResult{stdout: out.String(), err: err}
 	if err != nil {
@@ -53,6 +55,26 @@ func runCLIContext(ctx context.Context, t *testing.T, stdin string, args ...stri
 	}
 	r.stderr = errb.String()
 	return r
+}
+
+// lockedBuffer is a bytes.Buffer that goroutines may write at once, as they write a
+// process's stderr: the store's background work logs there (a session it cannot index) while
+// the command prints its own lines.
+type lockedBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *lockedBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *lockedBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
 }
 
 func (r cliResult) must(t *testing.T) cliResult {

@@ -76,7 +76,7 @@ func cliVerifyCases() []cliVerifyCase {
 		}, true, 0, []string{"REPAIRED  sess-alpha: cut torn end of tail (22 bytes at offset ",
 			"1 ok, 1 repaired, 0 damaged"}, "", 22, ".tail.jsonl"},
 		{"damage in a frame", flipLastFrame, false, 1,
-			[]string{"DAMAGED   sess-alpha: session sess-alpha: ", "1 ok, 0 torn (to repair), 1 damaged", "restore those sessions"},
+			[]string{"DAMAGED   sess-alpha: last record at offset ", "1 ok, 0 torn (to repair), 1 damaged", "restore those sessions"},
 			"1 damaged sessions", 0, ".zst"},
 		{"damage in a frame is not cut by --repair", flipLastFrame, true, 1,
 			[]string{"DAMAGED   sess-alpha", "1 ok, 0 repaired, 1 damaged"}, "1 damaged sessions", 0, ".zst"},
@@ -85,7 +85,7 @@ func cliVerifyCases() []cliVerifyCase {
 			if err := os.WriteFile(p, []byte("{\"v\":9,\"tail\":\"sess-alpha\"}\n"), 0o600); err != nil {
 				t.Fatal(err)
 			}
-		}, true, 1, []string{"NEWER     sess-alpha: session sess-alpha tail has format version 9",
+		}, true, 1, []string{"NEWER     sess-alpha: tail has format version 9",
 			"Checked 2 sessions: 1 ok, 0 repaired, 0 damaged, 1 written by a newer sessionmem (not checked).\n"},
 			"1 sessions not checked: upgrade sessionmem", 0, ".tail.jsonl"},
 	}
@@ -179,6 +179,9 @@ func fileSize(t *testing.T, path string) int64 {
 }
 
 func TestCLIPrune(t *testing.T) {
+	// Prune reads serve's retention settings when no flag gives a limit: none here.
+	t.Setenv(envMaxSessions, "")
+	t.Setenv(envMaxAge, "")
 	// The seeded sessions are dated around cliTestNow, months before the real clock retention
 	// uses, so both are "old".
 	t.Run("dry run lists and keeps", func(t *testing.T) {
@@ -244,4 +247,58 @@ func TestCLIPrune(t *testing.T) {
 			}
 		})
 	}
+}
+
+// TestCLIPruneLimitsFromEnvironment: prune applies serve's retention settings
+// (SESSIONMEM_MAX_SESSIONS, SESSIONMEM_MAX_AGE) when its flags do not give a limit, says so on
+// stderr, and a flag wins over its variable.
+func TestCLIPruneLimitsFromEnvironment(t *testing.T) {
+	const fromEnv = "Limits from the environment: "
+	tests := []struct {
+		name       string
+		maxSess    string // SESSIONMEM_MAX_SESSIONS
+		maxAge     string // SESSIONMEM_MAX_AGE
+		args       []string
+		code       int
+		wantOut    string // all of stdout
+		wantErr    string // in stderr; "" means stderr must be empty
+		notInError string
+	}{
+		{"max sessions", "1", "", nil, 0, "  sess-alpha\nWould delete 1 sessions; kept 1.\n",
+			fromEnv + "SESSIONMEM_MAX_SESSIONS=1 (a flag overrides each).\n", ""},
+		{"max age", "", "30d", nil, 0, "  sess-beta\n  sess-alpha\nWould delete 2 sessions; kept 0.\n",
+			fromEnv + "SESSIONMEM_MAX_AGE=30d (a flag overrides each).\n", ""},
+		{"both", "1", "30d", nil, 0, "  sess-beta\n  sess-alpha\nWould delete 2 sessions; kept 0.\n",
+			fromEnv + "SESSIONMEM_MAX_SESSIONS=1, SESSIONMEM_MAX_AGE=30d (a flag overrides each).\n", ""},
+		{"flag wins", "1", "", []string{"--max-sessions", "5"}, 0, "Nothing to delete; kept 2.\n", "", ""},
+		{"a flag of 0 lifts its variable", "1", "30d", []string{"--max-age", "0"}, 0, "  sess-alpha\nWould delete 1 sessions; kept 1.\n",
+			fromEnv + "SESSIONMEM_MAX_SESSIONS=1 (a flag", "MAX_AGE"},
+		{"a flag wins over a bad variable", "", "soon", []string{"--max-age", "30d"}, 0, "  sess-beta\n  sess-alpha\nWould delete 2 sessions; kept 0.\n", "", ""},
+		{"bad variable", "", "soon", nil, 2, "", `SESSIONMEM_MAX_AGE="soon": want a duration such as 90d`, ""},
+		{"bad count", "many", "", nil, 2, "", `SESSIONMEM_MAX_SESSIONS="many": want a number of sessions`, ""},
+		{"no limit anywhere", "", "", nil, 2, "", "give a limit: --max-sessions N and/or --max-age D (or set SESSIONMEM_MAX_SESSIONS / SESSIONMEM_MAX_AGE, as for serve)", ""},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			t.Setenv(envMaxSessions, tt.maxSess)
+			t.Setenv(envMaxAge, tt.maxAge)
+			store := seedStore(t)
+			r := runCLI(t, "", append([]string{"prune", "--dry-run", "--store", store}, tt.args...)...)
+			if r.code != tt.code || r.stdout != tt.wantOut {
+				t.Fatalf("exit %d, want %d\nstdout: %q\nwant:   %q\nstderr: %q", r.code, tt.code, r.stdout, tt.wantOut, r.stderr)
+			}
+			if (tt.wantErr == "" && r.stderr != "") || !strings.Contains(r.stderr, tt.wantErr) ||
+				(tt.notInError != "" && strings.Contains(r.stderr, tt.notInError)) {
+				t.Fatalf("stderr: %q\nwant in it: %q", r.stderr, tt.wantErr)
+			}
+		})
+	}
+	t.Run("deletes by the variable", func(t *testing.T) {
+		t.Setenv(envMaxSessions, "1")
+		store := seedStore(t)
+		runCLI(t, "", "prune", "--yes", "--store", store).must(t)
+		if got := listJSON(t, store); len(got) != 1 || got[0].ID != seedBeta {
+			t.Fatalf("left: %+v", got)
+		}
+	})
 }

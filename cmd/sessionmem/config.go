@@ -109,6 +109,9 @@ func loadConfig(args []string, getenv func(string) string) (serveConfig, error) 
 
 	cfg.Token = getenv(envToken)
 	cfg.AllowRemote = *allowRemote
+	if err := emptyListenFlags(fs); err != nil {
+		return cfg, err
+	}
 	if err := cfg.loadListeners(pick, *httpAddr, *metricsAddr); err != nil {
 		return cfg, err
 	}
@@ -143,6 +146,19 @@ func loadConfig(args []string, getenv func(string) string) (serveConfig, error) 
 	return cfg, nil
 }
 
+// emptyListenFlags refuses --http "" and --metrics-addr "": an empty flag would fall back to
+// the environment (stdio, for --http), so a script passing an unset variable would get a
+// server it did not ask for instead of being told.
+func emptyListenFlags(fs *flag.FlagSet) error {
+	if flagGiven(fs, "http") && fs.Lookup("http").Value.String() == "" {
+		return &configError{Field: "--http", Msg: "empty; give an address such as 127.0.0.1:8080, or leave --http out to serve over stdio"}
+	}
+	if flagGiven(fs, "metrics-addr") && fs.Lookup("metrics-addr").Value.String() == "" {
+		return &configError{Field: "--metrics-addr", Msg: "empty; give a loopback address such as 127.0.0.1:9090, or leave the flag out"}
+	}
+	return nil
+}
+
 // pickFunc returns a flag's value when it was given, else the environment variable's; the
 // second result names the variable the value came from ("" for the flag).
 type pickFunc func(flagVal, env string) (string, string)
@@ -168,7 +184,13 @@ func (cfg *serveConfig) loadListeners(pick pickFunc, httpAddr, metricsAddr strin
 		}
 		// Loopback only: it serves /metrics without the token. Remote scrapers read
 		// /metrics on the --http listener, with the token.
-		if host, _, err := net.SplitHostPort(addr); err != nil || !isLoopback(host) {
+		host, port, err := net.SplitHostPort(addr)
+		if err == nil {
+			if perr := checkPort(port); perr != nil {
+				return &configError{Field: field, Value: addr, Msg: perr.Error()}
+			}
+		}
+		if err != nil || !isLoopback(host) {
 			return &configError{Field: field, Value: addr, Msg: "want a loopback host:port such as 127.0.0.1:9090 " +
 				"(it serves /metrics without a token; remote scrapers read /metrics on the --http address, with " + envToken + ")"}
 		}
@@ -192,15 +214,24 @@ func (cfg *serveConfig) loadLimits(pick pickFunc, samplingTimeout, maxSessions, 
 		cfg.SamplingTimeout = d
 	}
 
+	var err error
+	cfg.Retention, err = loadRetention(pick, maxSessions, maxAge)
+	return err
+}
+
+// loadRetention reads the retention limits, serve's and prune's: each from its flag when
+// given (maxSessions, maxAge as typed), else from SESSIONMEM_MAX_SESSIONS / SESSIONMEM_MAX_AGE.
+func loadRetention(pick pickFunc, maxSessions, maxAge string) (memory.RetentionPolicy, error) {
+	var p memory.RetentionPolicy
 	if v, field := pick(maxSessions, envMaxSessions); v != "" {
 		if field == "" {
 			field = "--max-sessions"
 		}
 		n, err := strconv.Atoi(v)
 		if err != nil || n < 0 {
-			return &configError{Field: field, Value: v, Msg: "want a number of sessions to keep, 0 for no limit"}
+			return p, &configError{Field: field, Value: v, Msg: "want a number of sessions to keep, 0 for no limit"}
 		}
-		cfg.Retention.MaxSessions = n
+		p.MaxSessions = n
 	}
 	if v, field := pick(maxAge, envMaxAge); v != "" {
 		if field == "" {
@@ -208,11 +239,11 @@ func (cfg *serveConfig) loadLimits(pick pickFunc, samplingTimeout, maxSessions, 
 		}
 		var d dayDuration
 		if err := d.Set(v); err != nil {
-			return &configError{Field: field, Value: v, Msg: err.Error() + " (0 for no limit)"}
+			return p, &configError{Field: field, Value: v, Msg: err.Error() + " (0 for no limit)"}
 		}
-		cfg.Retention.MaxAge = d.d
+		p.MaxAge = d.d
 	}
-	return nil
+	return p, nil
 }
 
 // checkListenAddr refuses to expose the store beyond this machine by accident: a non-loopback
@@ -222,8 +253,8 @@ func checkListenAddr(addr string, allowRemote, haveToken bool) error {
 	if err != nil {
 		return fmt.Errorf("want host:port such as 127.0.0.1:8080 (%v)", err)
 	}
-	if port == "" {
-		return errors.New("missing port; use e.g. 127.0.0.1:8080 (port 0 picks a free one)")
+	if err := checkPort(port); err != nil {
+		return err
 	}
 	if isLoopback(host) {
 		return nil
@@ -236,6 +267,26 @@ func checkListenAddr(addr string, allowRemote, haveToken bool) error {
 		return errors.New("--allow-remote needs a bearer token: set " + envToken)
 	}
 	return nil
+}
+
+// checkPort checks the port of a listen address, so that a port listen would refuse is a
+// usage error before anything starts (a server that failed to listen only after starting its
+// background work logged that work's failure too).
+func checkPort(port string) error {
+	if port == "" {
+		return errors.New("missing port; use e.g. 127.0.0.1:8080 (port 0 picks a free one)")
+	}
+	if n, err := strconv.Atoi(port); err != nil || n < 0 || n > 65535 {
+		return fmt.Errorf("invalid port %q: the port must be a number from 1 to 65535 (0 picks a free one)", port)
+	}
+	return nil
+}
+
+// flagGiven reports whether the command line set flag name (even to its default).
+func flagGiven(fs *flag.FlagSet, name string) bool {
+	given := false
+	fs.Visit(func(f *flag.Flag) { given = given || f.Name == name })
+	return given
 }
 
 func isLoopback(host string) bool {
@@ -321,7 +372,8 @@ Flags:
   --http ADDR            serve HTTP on ADDR instead of stdio (also $SESSIONMEM_HTTP):
                          streamable HTTP at /mcp, legacy SSE at /sse + /message.
                          ADDR must be loopback (127.0.0.1:8080, [::1]:8080, localhost:8080)
-                         unless --allow-remote is given; port 0 picks a free port.
+                         unless --allow-remote is given; the port is 1-65535, and port 0
+                         picks a free port.
   --allow-remote         allow a non-loopback --http address; requires $SESSIONMEM_TOKEN.
   --metrics-addr ADDR    also serve /metrics, /healthz and /readyz on this loopback address,
                          without a token, whatever the transport (also $SESSIONMEM_METRICS_ADDR).

@@ -4,6 +4,9 @@ import (
 	"errors"
 	"flag"
 	"log/slog"
+	"net"
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 	"time"
@@ -109,6 +112,15 @@ func TestLoadConfigErrors(t *testing.T) {
 		{"remote without token", []string{"--http", "10.0.0.1:8080", "--allow-remote"}, envOf("HOME", "/h"), "--http", envToken},
 		{"allow-remote without http", []string{"--allow-remote"}, envOf("HOME", "/h"), "--allow-remote", "--http"},
 		{"bad addr", []string{"--http", "localhost"}, envOf("HOME", "/h"), "--http", "host:port"},
+		{"port out of range", []string{"--http", "127.0.0.1:99999"}, envOf("HOME", "/h"), "--http",
+			`invalid port "99999": the port must be a number from 1 to 65535 (0 picks a free one)`},
+		{"port not a number", []string{"--http", ":abc"}, envOf("HOME", "/h"), "--http", `invalid port "abc"`},
+		{"negative port", []string{"--http", "[::1]:-1"}, envOf("HOME", "/h"), "--http", `invalid port "-1"`},
+		{"no port", []string{"--http", "127.0.0.1:"}, envOf("HOME", "/h"), "--http", "missing port"},
+		{"env port out of range", nil, envOf("HOME", "/h", envHTTP, "localhost:65536"), envHTTP, "from 1 to 65535"},
+		{"empty http", []string{"--http", ""}, envOf("HOME", "/h", envHTTP, "127.0.0.1:8080"), "--http", "empty; give an address"},
+		{"empty metrics addr", []string{"--metrics-addr="}, envOf("HOME", "/h"), "--metrics-addr", "empty"},
+		{"metrics port out of range", []string{"--metrics-addr", "127.0.0.1:70000"}, envOf("HOME", "/h"), "--metrics-addr", `invalid port "70000"`},
 		{"env addr", nil, envOf("HOME", "/h", envHTTP, "192.168.1.2:80"), envHTTP, "loopback"},
 		{"bad level", []string{"--log-level", "loud"}, envOf("HOME", "/h"), "--log-level", "debug, info"},
 		{"bad timeout", []string{"--sampling-timeout", "-1s"}, envOf("HOME", "/h"), "--sampling-timeout", "positive duration"},
@@ -161,5 +173,42 @@ func TestServeHelp(t *testing.T) {
 		if !strings.Contains(serveHelp, want) {
 			t.Errorf("serve --help does not mention %s", want)
 		}
+	}
+}
+
+// TestServeListenErrors: a bad --http port is bad usage before anything starts (no store
+// created, no log of background work); a port in use fails after the store is open, with
+// that one error and no warning of background work cut short.
+func TestServeListenErrors(t *testing.T) {
+	busy, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer busy.Close()
+	tests := []struct {
+		name string
+		addr string
+		code int
+		want string // in stderr
+	}{
+		{"port out of range", "127.0.0.1:99999", 2, "sessionmem serve: --http=\"127.0.0.1:99999\": invalid port \"99999\": the port must be a number from 1 to 65535"},
+		{"port not a number", ":abc", 2, `invalid port "abc"`},
+		{"empty", "", 2, "sessionmem serve: --http: empty; give an address such as 127.0.0.1:8080, or leave --http out to serve over stdio"},
+		{"port in use", busy.Addr().String(), 1, "sessionmem: listen on " + busy.Addr().String() + ": "},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			store := filepath.Join(t.TempDir(), "store")
+			r := runCLI(t, "", "serve", "--http", tt.addr, "--store", store)
+			if r.code != tt.code || !strings.Contains(r.stderr, tt.want) {
+				t.Fatalf("exit %d, want %d\nstderr: %q\nwant in it: %q", r.code, tt.code, r.stderr, tt.want)
+			}
+			if strings.Contains(r.stderr, "level=WARN") || strings.Contains(r.stderr, "level=INFO") {
+				t.Fatalf("a server that did not start logged: %q", r.stderr)
+			}
+			if _, err := os.Stat(store); tt.code == 2 && !os.IsNotExist(err) {
+				t.Fatalf("a usage error created the store (%v)", err)
+			}
+		})
 	}
 }

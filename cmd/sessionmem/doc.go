@@ -16,8 +16,9 @@
 // This package owns flags and environment (turned into a validated config once, at start),
 // logging (slog to stderr or a file, through the redactor; stdout belongs to the protocol in
 // stdio mode), re-applying redaction to stores redacted with older rules (redact_marker.go), signals
-// (SIGINT/SIGTERM let running calls finish, then the store is closed) and exit codes
-// (0 success, 1 failure, 2 usage). It wires storage, memory, redaction and the summarizers into
+// (SIGINT/SIGTERM let running calls finish, then the store is closed; a people command
+// they stop says how far it got, cli_interrupt.go) and exit codes (0 success, 1 failure,
+// 2 usage, 128+signal interrupted). It wires storage, memory, redaction and the summarizers into
 // mcpserver for serve, and calls memory and transcript directly for the people commands; it
 // serves package viewer for ui and beside /mcp (cli_ui.go).
 // ops.go serves package ops's /healthz, /readyz and /metrics beside /mcp (and on the loopback

@@ -7,14 +7,13 @@ import (
 	"fmt"
 	"io"
 	"os"
-	"os/signal"
 	"syscall"
 
 	"github.com/sessionmem/sessionmem/redact"
 )
 
 func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	ctx, stop := notifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	err := run(ctx, os.Args[1:], os.Stdin, os.Stdout, os.Stderr)
 	stop()
 	if err != nil {
@@ -43,9 +42,15 @@ type command struct {
 // errUsage marks an error whose message was already printed with the usage text.
 var errUsage = errors.New("usage")
 
+// exitCode is the process's exit code for a command's error: 2 bad usage, 128+N a command
+// stopped by signal N (130 for Ctrl-C), 1 any other failure.
 func exitCode(err error) int {
-	if errors.Is(err, errUsage) {
+	var ie *interruptedError
+	switch {
+	case errors.Is(err, errUsage):
 		return 2
+	case errors.As(err, &ie):
+		return ie.exitCode()
 	}
 	return 1
 }
@@ -71,7 +76,7 @@ func dispatch(ctx context.Context, e *env, args []string) error {
 	}
 	for _, c := range commands() {
 		if c.name == name {
-			return c.run(ctx, e, args[1:])
+			return asInterrupted(ctx, name, c.run(ctx, e, args[1:]))
 		}
 	}
 	fmt.Fprintf(e.stderr, "sessionmem: unknown command %q\n\n", name)

@@ -108,15 +108,27 @@ func runServe(ctx context.Context, e *env, args []string) error {
 		Gate:            d.gate,
 		Observer:        opsSrv.metrics,
 	})
+	var ln net.Listener
+	if cfg.HTTPAddr != "" {
+		// Before the background work starts: a server that cannot listen stops here, with
+		// that one error.
+		if ln, err = net.Listen("tcp", cfg.HTTPAddr); err != nil {
+			return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
+		}
+	}
+	// The background work ends before the store closes (deferred calls run last first), so a
+	// server that returns, for whatever reason, never logs that work failing on a closed store.
+	bctx, stopBackground := context.WithCancel(ctx)
+	defer stopBackground()
 	// Last, just before serving: the warm-up's decoding and allocation competed with building
 	// the metrics and the tools for the two cores of a small machine, and put 5 ms on every
 	// start's answer to initialize (docs/BENCHMARKS.md).
-	startBackground(ctx, svc, cfg, red, logger)
+	startBackground(bctx, svc, cfg, red, logger)
 	logger.Info("sessionmem serving", "store", storeLabel(cfg.Store), "transport", transportName(cfg), "version", buildVersion())
-	if cfg.HTTPAddr == "" {
+	if ln == nil {
 		return serveStdio(ctx, mcpSrv, d, e, logger)
 	}
-	return serveHTTP(ctx, mcpSrv, svc, d, opsSrv, cfg, e, logger)
+	return serveHTTP(ctx, ln, mcpSrv, svc, d, opsSrv, cfg, e, logger)
 }
 
 // serveLogger makes the server's logger: to stderr or cfg.LogFile, every record redacted.
@@ -264,12 +276,8 @@ func serveStdio(ctx context.Context, s *mcpserver.Server, d *drain, e *env, logg
 }
 
 // serveHTTP serves streamable HTTP at /mcp, legacy SSE at /sse + /message, the session
-// viewer at / (cli_ui.go) and the operator's endpoints (ops.go) on one port.
-func serveHTTP(ctx context.Context, s *mcpserver.Server, svc *memory.Service, d *drain, opsSrv *opsServer, cfg serveConfig, e *env, logger *slog.Logger) error {
-	ln, err := net.Listen("tcp", cfg.HTTPAddr)
-	if err != nil {
-		return fmt.Errorf("listen on %s: %w", cfg.HTTPAddr, err)
-	}
+// viewer at / (cli_ui.go) and the operator's endpoints (ops.go) on one port, ln's.
+func serveHTTP(ctx context.Context, ln net.Listener, s *mcpserver.Server, svc *memory.Service, d *drain, opsSrv *opsServer, cfg serveConfig, e *env, logger *slog.Logger) error {
 	base := "http://" + ln.Addr().String()
 	mcpHTTP := mcpserver.NewHTTP(s, logger)
 	srv := &http.Server{
