@@ -499,3 +499,55 @@ func TestCorpus(t *testing.T) {
 		})
 	}
 }
+
+// A session deleted after an import (sessionmem delete, prune) stays deleted while its file is
+// unchanged; once its agent goes on with it, the next import brings back the whole session,
+// not a session of the new lines only (which it used to make).
+func TestImportAfterDelete(t *testing.T) {
+	for _, name := range []string{"claude-code-a.jsonl", "pi-v2.jsonl", "codex-rollout.jsonl"} {
+		t.Run(name, func(t *testing.T) {
+			ctx := t.Context()
+			dir := t.TempDir()
+			data, err := os.ReadFile(filepath.Join("..", "testdata", "transcripts", name))
+			if err != nil {
+				t.Fatal(err)
+			}
+			ref := newService(t, filepath.Join(dir, "ref"))
+			refRes, err := (&Importer{Svc: ref}).ImportFile(ctx, filepath.Join("..", "testdata", "transcripts", name), FormatAuto)
+			if err != nil {
+				t.Fatal(err)
+			}
+			svc := newService(t, filepath.Join(dir, "store"))
+			im := &Importer{Svc: svc, StateDir: filepath.Join(dir, "imports")}
+			path := filepath.Join(dir, name)
+			cut := bytes.LastIndexByte(data[:len(data)/2], '\n') + 1
+			if err := os.WriteFile(path, data[:cut], 0o600); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := im.ImportFile(ctx, path, FormatAuto); err != nil {
+				t.Fatal(err)
+			}
+			if _, err := svc.Delete(ctx, refRes.SessionID); err != nil {
+				t.Fatal(err)
+			}
+			if res, err := im.ImportFile(ctx, path, FormatAuto); err != nil || res.Added != 0 {
+				t.Fatalf("unchanged file after delete: added %d, %v", res.Added, err)
+			}
+			if _, err := svc.Get(ctx, refRes.SessionID); !errors.Is(err, memory.ErrNotFound) {
+				t.Fatalf("deleted session came back from an unchanged file: %v", err)
+			}
+			if err := os.WriteFile(path, data, 0o600); err != nil {
+				t.Fatal(err)
+			}
+			res, err := im.ImportFile(ctx, path, FormatAuto)
+			if err != nil || !res.Created || res.Added != refRes.Added {
+				t.Fatalf("grown file after delete: created %v, added %d (a whole import adds %d), %v", res.Created, res.Added, refRes.Added, err)
+			}
+			_, gotTr := transcriptCounts(t, svc, refRes.SessionID)
+			_, wantTr := transcriptCounts(t, ref, refRes.SessionID)
+			if a, b := messagesJSON(t, gotTr), messagesJSON(t, wantTr); a != b {
+				t.Fatalf("re-imported session differs from a whole import: %d vs %d messages", len(gotTr.Messages), len(wantTr.Messages))
+			}
+		})
+	}
+}

@@ -84,6 +84,11 @@ func (im *Importer) importFile(ctx context.Context, path string, format Format, 
 	if err != nil {
 		return res, err
 	}
+	if im.deletedSince(ctx, abs, start) {
+		// The session was deleted after the last import and its agent has gone on with it:
+		// import the whole transcript again rather than make a session of the new part.
+		start = Checkpoint{}
+	}
 	req, st, err := ParseFileWith(abs, format, ParseOptions{Start: start, HoldOpenTail: hold, IncludeSidechains: im.IncludeSidechains, Path: abs})
 	res.Stats, res.SessionID = st, req.SessionID
 	if err != nil {
@@ -114,6 +119,22 @@ func (im *Importer) importFile(ctx context.Context, path string, format Format, 
 		}
 	}
 	return res, nil
+}
+
+// deletedSince reports whether start is the checkpoint of a session deleted from the store
+// since (sessionmem delete, prune) whose file has grown beyond it. A file unchanged since is
+// left alone, so that what retention or the user deleted stays deleted; one that grew would
+// otherwise come back as a session of its new lines only.
+func (im *Importer) deletedSince(ctx context.Context, abs string, start Checkpoint) bool {
+	if start.Offset == 0 || start.SessionID == "" {
+		return false
+	}
+	fi, err := os.Stat(abs)
+	if err != nil || fi.Size() <= start.Offset {
+		return false
+	}
+	_, err = im.Svc.Get(ctx, start.SessionID)
+	return errors.Is(err, memory.ErrNotFound)
 }
 
 // lock serializes imports of one source within the process and, where supported, across
