@@ -44,7 +44,7 @@ type command struct {
 var errUsage = errors.New("usage")
 
 func exitCode(err error) int {
-	if errors.Is(err, errUsage) {
+	if errors.Is(err, errUsage) || errors.Is(err, errBadUsage) {
 		return 2
 	}
 	return 1

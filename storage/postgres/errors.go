@@ -38,7 +38,7 @@ func (s *Store) wrap(ctx context.Context, op string, err error) error {
 		errors.Is(err, storage.ErrClosed) {
 		return err
 	}
-	text := joinErrorLines(scrub(err.Error(), s.secret))
+	text := joinErrorLines(RedactText(err.Error(), s.secret))
 	if unavailable(err) {
 		return &unavailableError{detail: op + ": " + text}
 	}
@@ -112,34 +112,38 @@ func unavailable(err error) bool {
 	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "closed pool")
 }
 
-// scrub removes secret from text (defence in depth: pgx's own errors never print it).
-func scrub(text, secret string) string {
-	if len(secret) < 3 {
-		return text
-	}
-	return strings.ReplaceAll(text, secret, "xxxxx")
-}
-
 // joinErrorLines joins the lines of a multi-line error (pgx reports each host tried on its own line).
 func joinErrorLines(s string) string {
 	s = strings.ReplaceAll(s, "\n\t", "; ")
 	return strings.ReplaceAll(s, "\n", "; ")
 }
 
-// Redact returns a PostgreSQL URL without its password (also a password= query parameter),
-// as it may appear in logs, errors and output.
+// Redact returns a PostgreSQL URL without its password (also password= and sslpassword=
+// query parameters), as it may appear in logs, errors and output. A URL CheckURL refuses is
+// shown as its scheme only: its parts are ambiguous, so any of them may hold the password.
 func Redact(raw string) string {
-	u, err := url.Parse(raw)
+	if _, _, ok := splitScheme(raw); ok && CheckURL(raw) != nil {
+		return strings.ToLower(raw[:strings.Index(raw, "://")]) + "://…"
+	}
+	u, err := url.Parse(NormalizeURL(raw))
 	if err != nil || u.Scheme == "" {
 		if strings.Contains(raw, "://") {
 			return raw[:strings.Index(raw, "://")] + "://…"
 		}
 		return "(connection string)"
 	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
+	q := u.Query()
+	masked := false
+	for _, k := range []string{"password", "sslpassword"} {
+		if q.Has(k) {
+			q.Set(k, "xxxxx")
+			masked = true
+		}
+	}
+	if masked {
 		u.RawQuery = q.Encode()
 	}
+	u.Fragment, u.RawFragment = "", ""
 	return u.Redacted()
 }
 
