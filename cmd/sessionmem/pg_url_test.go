@@ -8,6 +8,7 @@ import (
 	"strconv"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/sessionmem/sessionmem/storage/postgres/pgtest"
 )
@@ -67,5 +68,48 @@ func TestPGSchemeAnyCase(t *testing.T) {
 		loc := scheme + strings.TrimPrefix(u, "postgres://")
 		r := runCLI(t, "", "list", "--store", loc).must(t)
 		noSecret(t, r.stdout+r.stderr)
+	}
+}
+
+// TestPGServerMisconfigured: a server whose URL has a wrong password, or names a database that
+// does not exist, starts, and every tool call says what is wrong and what to fix, not that
+// the database is unreachable or to retry; nothing it says or logs holds the password.
+func TestPGServerMisconfigured(t *testing.T) {
+	c := pgtest.Shared(t)
+	good := c.NewDatabase(t)
+	wrong := strings.Replace(good, c.Password, "wrong-password-123", 1)
+	noDB := good[:strings.LastIndex(good, "/")] + "/no_such_db?sslmode=disable"
+	for _, tc := range []struct{ name, url, secret, want, fix string }{
+		{"wrong password", wrong, "wrong-password-123", "password authentication failed", "check the user name and password"},
+		{"no database", noDB, c.Password, `database "no_such_db" does not exist`, "create the database"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			srv := startServer(t, tc.url)
+			for _, call := range []struct {
+				name string
+				args obj
+			}{
+				{"session_save", obj{"working_dir": "/p", "messages": []any{obj{"id": "x", "role": "user", "content": "hi"}}}},
+				{"session_list", obj{}},
+				{"session_search", obj{"query": "hi"}},
+			} {
+				res, d, err := tool(srv.c, call.name, call.args)
+				text := resultText(res)
+				if err != nil || !res.IsError || d > 5*time.Second {
+					t.Fatalf("%s: %v %q after %v", call.name, err, text, d)
+				}
+				if !strings.Contains(text, tc.want) || !strings.Contains(text, tc.fix) || strings.Contains(text, tc.secret) {
+					t.Errorf("%s: want %q and %q, no password: %s", call.name, tc.want, tc.fix, text)
+				}
+				for _, bad := range []string{"unreachable", "retry in a few seconds", "stores nothing twice"} {
+					if strings.Contains(text, bad) {
+						t.Errorf("%s: says %q: %s", call.name, bad, text)
+					}
+				}
+			}
+			if logs := srv.logs(); !strings.Contains(logs, "refused the connection") || strings.Contains(logs, tc.secret) {
+				t.Fatalf("server logs (want the refusal, never the password):\n%s", logs)
+			}
+		})
 	}
 }

@@ -191,6 +191,11 @@ func openServeStore(ctx context.Context, loc string, logger *slog.Logger) (stora
 	defer cancel()
 	switch err := st.Ready(rctx); {
 	case err == nil:
+	case errors.Is(err, storage.ErrMisconfigured):
+		// Started all the same, as for a database that is down: the role or the database may
+		// be created while it runs. Every tool call says what is wrong.
+		logger.Warn("the database refused the connection; tool calls fail until the store URL or the database is fixed",
+			"store", storeLabel(loc), "err", err)
 	case errors.Is(err, storage.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
 		logger.Warn("the database is not reachable yet; tool calls fail until it is", "store", storeLabel(loc), "err", err)
 	default:
