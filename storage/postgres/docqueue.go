@@ -292,13 +292,13 @@ func (s *Store) writeDocs(ctx context.Context, b docBatch) error {
 	for _, rec := range b.recs {
 		c.add(s.opts.Docs, b.hdr, rec, s.opts.MaxTextBytes)
 	}
-	sctx, cancel := s.stmtCtx(ctx)
-	defer cancel()
-	conn, err := s.pool.Acquire(sctx)
+	conn, err := s.acquire(ctx)
 	if err != nil {
 		return s.wrap(ctx, "write search documents of session "+b.id, err)
 	}
 	defer conn.Release()
+	sctx, cancel := s.stmtCtx(ctx)
+	defer cancel()
 	batch := &pgx.Batch{}
 	batch.Queue("BEGIN")
 	batch.Queue("SET LOCAL synchronous_commit = off")

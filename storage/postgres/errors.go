@@ -151,6 +151,12 @@ func unavailable(err error) bool {
 	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "closed pool")
 }
 
+// timedOut reports whether err is a timeout (a connection attempt, a ping or a statement
+// the database did not answer in time), as opposed to a connection that failed at once.
+func timedOut(err error) bool {
+	return pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded)
+}
+
 // joinErrorLines joins the lines of a multi-line error (pgx reports each host tried on its own line).
 func joinErrorLines(s string) string {
 	s = strings.ReplaceAll(s, "\n\t", "; ")

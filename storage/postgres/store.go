@@ -331,6 +331,17 @@ func (s *Store) Close() error {
 	return nil
 }
 
+// acquire takes a pooled connection within the connect timeout. The pool pings a connection
+// that sat idle before handing it out and connects anew when none is left, each bounded by
+// the connect timeout; with the database hung (stopped, or its host frozen) every idle
+// connection's ping timed out in turn, then the connection attempt, and a save answered after
+// 20-25 s. One bound over all of it keeps a call that cannot get a connection to ~5 s.
+func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	actx, cancel := context.WithTimeout(ctx, s.opts.ConnectTimeout)
+	defer cancel()
+	return s.pool.Acquire(actx)
+}
+
 // stmtCtx bounds one statement on the client side.
 func (s *Store) stmtCtx(ctx context.Context) (context.Context, context.CancelFunc) {
 	return context.WithTimeout(ctx, s.stmt)
