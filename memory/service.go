@@ -2,7 +2,6 @@ package memory
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"io"
 	"log/slog"
@@ -12,7 +11,6 @@ import (
 
 	"github.com/sessionmem/sessionmem/compaction"
 	"github.com/sessionmem/sessionmem/fileops"
-	"github.com/sessionmem/sessionmem/internal/buildinfo"
 	"github.com/sessionmem/sessionmem/storage"
 )
 
@@ -213,48 +211,6 @@ func (s *Service) dropLocked(id string) {
 	}
 }
 
-// mapStoreErr turns storage errors about a session into caller-facing errors.
-func mapStoreErr(id string, err error) error {
-	if ce := StoreCondition(err); ce != nil {
-		return ce
-	}
-	switch {
-	case err == nil:
-		return nil
-	case errors.Is(err, storage.ErrNotFound):
-		return notFoundf("call session_list to see existing sessions", "no session %q", clip(id, 80))
-	case errors.Is(err, storage.ErrInvalidID):
-		return checkSessionID("session_id", id)
-	case errors.Is(err, storage.ErrNewerFormat) && id == "":
-		// The store's text names the file, which is the server's business (Cause).
-		return &Error{Kind: ErrUnavailable, Msg: "the session store was written by a newer sessionmem", Hint: "upgrade sessionmem", Cause: err}
-	case errors.Is(err, storage.ErrNewerFormat):
-		hint := "upgrade sessionmem to read it"
-		if nf := (*storage.NewerFormatError)(nil); errors.As(err, &nf) && nf.WrittenBy != "" {
-			hint = buildinfo.Upgrade(buildinfo.Recorded(nf.WrittenBy)) + " to read it"
-		}
-		return &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("session %s was written by a newer sessionmem", id),
-			Hint: hint, Cause: err}
-	case errors.Is(err, storage.ErrUnavailable):
-		msg := err.Error()
-		if i := strings.Index(msg, "the database is unreachable"); i >= 0 {
-			msg = msg[i:]
-		} else {
-			msg = "the store is unavailable: " + msg
-		}
-		return &Error{Kind: ErrUnavailable, Msg: clip(msg, 400),
-			Hint: "retry in a few seconds; a retried session_save with the same message ids stores nothing twice", Cause: err}
-	case errors.Is(err, storage.ErrCorrupt):
-		return &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("session %s is damaged beyond automatic repair", id),
-			Hint: "run 'sessionmem verify' to see what can be recovered", Cause: err}
-	}
-	var e *Error
-	if errors.As(err, &e) {
-		return e
-	}
-	return err
-}
-
 // Save appends messages, creating the session when SessionID is empty.
 func (s *Service) Save(ctx context.Context, req SaveRequest) (SaveResult, error) {
 	if err := checkSave(req); err != nil {
@@ -274,7 +230,7 @@ func (s *Service) Save(ctx context.Context, req SaveRequest) (SaveResult, error)
 		h := storage.Header{ID: id, Created: now, WorkingDir: req.WorkingDir}
 		m := storage.Meta{ID: id, WorkingDir: req.WorkingDir, Created: now, Updated: now}
 		if err := s.create(ctx, h, m); err != nil {
-			return SaveResult{}, mapStoreErr(id, fmt.Errorf("create session: %w", err))
+			return SaveResult{}, mapSaveErr(id, fmt.Errorf("create session: %w", err))
 		}
 	}
 	var res SaveResult
@@ -325,7 +281,7 @@ func (s *Service) Save(ctx context.Context, req SaveRequest) (SaveResult, error)
 		return nil
 	})
 	if err != nil {
-		return SaveResult{}, mapStoreErr(id, err)
+		return SaveResult{}, mapSaveErr(id, err)
 	}
 	return res, nil
 }

@@ -27,6 +27,12 @@ var (
 	// down or restarting); the call may be retried later and wrote nothing that was not
 	// acknowledged.
 	ErrUnavailable = errors.New("store unavailable")
+	// ErrMisconfigured is returned when the store refuses how it is addressed: a wrong
+	// password, a user or database that does not exist. Errors wrapping it wrap
+	// ErrUnavailable too (the store cannot be used until it is fixed), but retrying the same
+	// call does not help: the store's location or credentials, or the store itself, must be
+	// changed. The error's text says what is wrong and what to do.
+	ErrMisconfigured = errors.New("store misconfigured")
 	// ErrDuplicateKey is returned by Append when a backend that enforces Record.Key finds the
 	// key already stored in the session.
 	ErrDuplicateKey = errors.New("record key already stored in the session")

@@ -218,16 +218,23 @@ func checkReindexOnDatabase(t *testing.T, dir, into string) {
 	}
 }
 
-// TestCLIUnreachableDatabase: a wrong password or a closed port is one clear line and exit 1,
-// without the password.
+// TestCLIUnreachableDatabase: a wrong password, a missing database or a closed port is one
+// clear line and exit 1, without the password; the first two say what to fix, not that the
+// database is unreachable.
 func TestCLIUnreachableDatabase(t *testing.T) {
 	c := pgtest.Shared(t)
 	good := c.NewDatabase(t)
 	wrong := strings.Replace(good, c.Password, "wrong-password-123", 1)
 	closed := strings.Replace(good, ":"+strconv.Itoa(c.Port)+"/", ":1/", 1)
-	for _, tc := range []struct{ name, url, secret, want string }{
-		{"wrong password", wrong, "wrong-password-123", "password authentication failed"},
-		{"closed port", closed, c.Password, "connection refused"},
+	noDB := good[:strings.LastIndex(good, "/")] + "/no_such_db?sslmode=disable"
+	for _, tc := range []struct {
+		name, url, secret string
+		want              []string
+		unreachable       bool
+	}{
+		{"wrong password", wrong, "wrong-password-123", []string{"password authentication failed", "check the user name and password in the store URL"}, false},
+		{"no database", noDB, c.Password, []string{`database "no_such_db" does not exist`, "create the database"}, false},
+		{"closed port", closed, c.Password, []string{"connection refused", "unreachable"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			for _, args := range [][]string{{"list"}, {"stats"}, {"show", "x"}, {"verify"}, {"migrate", "--from", t.TempDir(), "--to", tc.url}} {
@@ -236,8 +243,13 @@ func TestCLIUnreachableDatabase(t *testing.T) {
 				}
 				r := runCLI(t, "", args...)
 				lines := strings.Split(strings.TrimSpace(r.stderr), "\n")
-				if r.code != 1 || len(lines) != 1 || !strings.Contains(r.stderr, tc.want) || !strings.Contains(r.stderr, "unreachable") {
+				if r.code != 1 || len(lines) != 1 || strings.Contains(r.stderr, "unreachable") != tc.unreachable {
 					t.Fatalf("%v: exit %d, stderr:\n%s", args, r.code, r.stderr)
+				}
+				for _, w := range tc.want {
+					if !strings.Contains(r.stderr, w) {
+						t.Fatalf("%v: want %q in:\n%s", args, w, r.stderr)
+					}
 				}
 				if strings.Contains(r.stdout+r.stderr, tc.secret) {
 					t.Fatalf("%v: password in output:\n%s", args, r.stderr)

@@ -47,7 +47,7 @@ var errUsage = errors.New("usage")
 func exitCode(err error) int {
 	var ie *interruptedError
 	switch {
-	case errors.Is(err, errUsage):
+	case errors.Is(err, errUsage), errors.Is(err, errBadUsage):
 		return 2
 	case errors.As(err, &ie):
 		return ie.exitCode()

@@ -48,14 +48,14 @@ func resolveStore(flagVal string, getenv func(string) string) (string, error) {
 	if scheme, ok := urlScheme(loc); ok {
 		switch scheme {
 		case "postgres", "postgresql":
-			if _, err := url.Parse(loc); err != nil {
-				return "", &configError{Field: field, Value: storeLabel(loc),
-					Msg: "not a valid PostgreSQL URL; write postgres://user:password@host:5432/dbname?sslmode=disable (percent-encode special characters in the password)"}
+			// Refused here, before anything connects: a URL the two parsers read differently
+			// would send part of its password to a DNS server and into errors (CheckURL).
+			if err := postgres.CheckURL(loc); err != nil {
+				return "", badStoreURL(field, loc, err.Error())
 			}
-			return loc, nil
+			return postgres.NormalizeURL(loc), nil
 		default:
-			return "", &configError{Field: field, Value: storeLabel(loc),
-				Msg: "unknown store URL scheme " + scheme + "://; pass a directory or a postgres:// URL"}
+			return "", badStoreURL(field, loc, "unknown store URL scheme "+scheme+"://; pass a directory or a postgres:// URL")
 		}
 	}
 	abs, err := filepath.Abs(loc)
@@ -83,13 +83,16 @@ func urlScheme(loc string) (string, bool) {
 // storeLabel is how a store location may appear in logs, errors and output: a URL loses its
 // password (and any password-like query parameter); a directory is shown as it is.
 func storeLabel(loc string) string {
-	if _, ok := urlScheme(loc); !ok {
+	s, ok := urlScheme(loc)
+	if !ok {
 		return loc
+	}
+	if s == "postgres" || s == "postgresql" {
+		return postgres.Redact(loc)
 	}
 	u, err := url.Parse(loc)
 	if err != nil {
 		// Unparseable: show only the scheme, never what might be credentials.
-		s, _ := urlScheme(loc)
 		return s + "://…"
 	}
 	if q := u.Query(); q.Has("password") {
@@ -97,6 +100,22 @@ func storeLabel(loc string) string {
 		u.RawQuery = q.Encode()
 	}
 	return u.Redacted()
+}
+
+// errBadUsage marks an error that is bad usage (exit code 2) whose message was not printed
+// yet, unlike errUsage.
+var errBadUsage = errors.New("bad usage")
+
+// storeURLError is a store URL that cannot be used as written: a configError that main
+// reports as bad usage (exit code 2).
+type storeURLError struct{ *configError }
+
+// Unwrap makes it both a *configError and an errBadUsage.
+func (e *storeURLError) Unwrap() []error { return []error{e.configError, errBadUsage} }
+
+// badStoreURL refuses the store URL loc given in field; msg says why without the password.
+func badStoreURL(field, loc, msg string) error {
+	return &storeURLError{&configError{Field: field, Value: storeLabel(loc), Msg: msg}}
 }
 
 // isURLStore reports whether a resolved store location is a database URL.
@@ -114,7 +133,7 @@ func openStore(ctx context.Context, loc string, logger *slog.Logger) (storage.St
 		defer cancel()
 		st, err := postgres.Open(ctx, loc, pgOptions(logger))
 		if err != nil {
-			return nil, fmt.Errorf("open store %s: %w", storeLabel(loc), err)
+			return nil, openError(loc, err)
 		}
 		return st, nil
 	}
@@ -126,9 +145,18 @@ func openStore(ctx context.Context, loc string, logger *slog.Logger) (storage.St
 	}
 	st, err := local.Open(loc, opts)
 	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", storeLabel(loc), err)
+		return nil, openError(loc, err)
 	}
 	return st, nil
+}
+
+// openError is the error of a store that did not open: bad usage (exit code 2) for a URL
+// pgx cannot parse, with no part of it but the label.
+func openError(loc string, err error) error {
+	if errors.Is(err, postgres.ErrMalformedURL) {
+		return badStoreURL("store", loc, err.Error())
+	}
+	return fmt.Errorf("open store %s: %w", storeLabel(loc), err)
 }
 
 // startOps finds the pool's figures through ops.PoolStatter (postgres cannot name ops,
@@ -157,17 +185,22 @@ func openServeStore(ctx context.Context, loc string, logger *slog.Logger) (stora
 	}
 	st, err := postgres.New(loc, pgOptions(logger))
 	if err != nil {
-		return nil, fmt.Errorf("open store %s: %w", storeLabel(loc), err)
+		return nil, openError(loc, err)
 	}
 	rctx, cancel := context.WithTimeout(ctx, 10*time.Second)
 	defer cancel()
 	switch err := st.Ready(rctx); {
 	case err == nil:
+	case errors.Is(err, storage.ErrMisconfigured):
+		// Started all the same, as for a database that is down: the role or the database may
+		// be created while it runs. Every tool call says what is wrong.
+		logger.Warn("the database refused the connection; tool calls fail until the store URL or the database is fixed",
+			"store", storeLabel(loc), "err", err)
 	case errors.Is(err, storage.ErrUnavailable) || errors.Is(err, context.DeadlineExceeded):
 		logger.Warn("the database is not reachable yet; tool calls fail until it is", "store", storeLabel(loc), "err", err)
 	default:
 		st.Close()
-		return nil, fmt.Errorf("open store %s: %w", storeLabel(loc), err)
+		return nil, openError(loc, err)
 	}
 	return st, nil
 }

@@ -16,7 +16,8 @@ func TestResolveStoreURLs(t *testing.T) {
 	}{
 		{"postgres flag", "postgres://user:s3cretpw@db.example:5432/mem", envOf("HOME", "/h"), ""},
 		{"postgresql env", "", envOf(envStore, "postgresql://u:s3cretpw@h/db?sslmode=disable", "HOME", "/h"), ""},
-		{"bad postgres URL", "postgres://u:s3cretpw@h:port/db", envOf("HOME", "/h"), "not a valid PostgreSQL URL"},
+		{"bad postgres URL", "postgres://u:s3cretpw@h:port/db", envOf("HOME", "/h"), "malformed PostgreSQL URL"},
+		{"@ in password", "postgres://u:s3cretpw@x@h/db", envOf("HOME", "/h"), "percent-encode '@' as %40"},
 		{"other scheme", "s3://key:s3cretpw@bucket/x", envOf("HOME", "/h"), "unknown store URL scheme s3://"},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

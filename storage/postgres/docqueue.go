@@ -177,7 +177,26 @@ func (s *Store) stopDocWriter() {
 	// session; what is not written is left to the backfill.
 	ctx, cancel := context.WithTimeout(context.Background(), closeFlushTimeout)
 	defer cancel()
-	_ = s.flushDocs(ctx)
+	for {
+		err := s.flushDocs(ctx)
+		left := s.docs.take()
+		if err == nil && len(left) == 0 {
+			return
+		}
+		if ctx.Err() != nil || len(left) == 0 {
+			if n := len(left); n > 0 {
+				s.log.Warn("storage: closing before the search documents of some saves were written; the backfill of the next process with this store builds them",
+					"store", s.label, "batches", n, "err", err)
+			}
+			return
+		}
+		// A failed write was requeued: try again within the bound, as the writer would.
+		s.docs.requeue(left)
+		select {
+		case <-ctx.Done():
+		case <-time.After(100 * time.Millisecond):
+		}
+	}
 }
 
 // closeFlushTimeout bounds the writing of the queue at Close.
@@ -201,10 +220,17 @@ func (s *Store) flushDocs(ctx context.Context) error {
 			if first == nil {
 				first = err
 			}
-			if g.attempts+1 < maxDocAttempts && ctx.Err() == nil {
+			switch {
+			case ctx.Err() != nil:
+				// Stopped, not failed: Close cancels the writer goroutine, maybe mid-write,
+				// and then writes what is queued itself (stopDocWriter). Dropping the batch
+				// here left the last sessions a migrate copied unsearchable until a server's
+				// backfill ran.
+				failed = append(failed, g)
+			case g.attempts+1 < maxDocAttempts:
 				g.attempts++
 				failed = append(failed, g)
-			} else {
+			default:
 				s.log.Warn("storage: writing search documents failed; the backfill will build them",
 					"store", s.label, "session", g.id, "err", err)
 			}
@@ -266,13 +292,13 @@ func (s *Store) writeDocs(ctx context.Context, b docBatch) error {
 	for _, rec := range b.recs {
 		c.add(s.opts.Docs, b.hdr, rec, s.opts.MaxTextBytes)
 	}
-	sctx, cancel := s.stmtCtx(ctx)
-	defer cancel()
-	conn, err := s.pool.Acquire(sctx)
+	conn, err := s.acquire(ctx)
 	if err != nil {
 		return s.wrap(ctx, "write search documents of session "+b.id, err)
 	}
 	defer conn.Release()
+	sctx, cancel := s.stmtCtx(ctx)
+	defer cancel()
 	batch := &pgx.Batch{}
 	batch.Queue("BEGIN")
 	batch.Queue("SET LOCAL synchronous_commit = off")

@@ -409,3 +409,57 @@ func TestDocsWriteFailure(t *testing.T) {
 		t.Fatalf("%d documents for 2 records", n)
 	}
 }
+
+// TestDocsCloseMidWrite: a Close that comes while the writer goroutine is in the middle of
+// writing a batch (here: waiting for a row lock) still writes it before closing. Stopping the
+// writer cancels its write; the batch used to be dropped then ("context canceled"), leaving
+// the last sessions a migrate copied unsearchable until some server's backfill ran.
+func TestDocsCloseMidWrite(t *testing.T) {
+	url := newSchema(t)
+	s := openStore(t, url, Options{Docs: storetest.Docs, BackfillInterval: -1, DocsDelay: 300 * time.Millisecond})
+	ctx := context.Background()
+	mustCreate(t, s, "m")
+	saveText(t, s, "m", "narwhal tusk")
+	// Hold the lock the batch's insert needs (FOR KEY SHARE conflicts with FOR UPDATE).
+	tx, err := s.pool.Begin(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer tx.Rollback(ctx)
+	if _, err := tx.Exec(ctx, `SELECT 1 FROM sessionmem_sessions WHERE id = 'm' FOR UPDATE`); err != nil {
+		t.Fatal(err)
+	}
+	waitFor(t, 10*time.Second, "the writer to wait for the row lock", func() bool {
+		var n int // not in tx: a transaction sees one snapshot of pg_stat_activity
+		err := s.pool.QueryRow(ctx, `SELECT count(*) FROM pg_stat_activity
+			WHERE wait_event_type = 'Lock' AND query LIKE '%INSERT INTO sessionmem_documents%'`).Scan(&n)
+		return err == nil && n > 0
+	})
+	closed := make(chan struct{})
+	go func() { s.Close(); close(closed) }()
+	time.Sleep(300 * time.Millisecond) // Close has cancelled the blocked write by now
+	if err := tx.Rollback(ctx); err != nil {
+		t.Fatal(err)
+	}
+	select {
+	case <-closed:
+	case <-time.After(closeFlushTimeout + 5*time.Second):
+		t.Fatal("Close did not return")
+	}
+	b := openStore(t, url, Options{BackfillInterval: -1})
+	if through, last := docsThrough(t, b, "m"); through != last {
+		t.Fatalf("after Close: docs_through %d, last_seq %d", through, last)
+	}
+}
+
+// waitFor polls cond until it holds, failing the test after d.
+func waitFor(t *testing.T, d time.Duration, what string, cond func() bool) {
+	t.Helper()
+	deadline := time.Now().Add(d)
+	for !cond() {
+		if time.Now().After(deadline) {
+			t.Fatalf("timed out waiting for %s", what)
+		}
+		time.Sleep(20 * time.Millisecond)
+	}
+}

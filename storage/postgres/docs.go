@@ -167,7 +167,7 @@ func (s *Store) Progress(ctx context.Context) (IndexProgress, error) {
 	sctx, cancel := s.stmtCtx(ctx)
 	defer cancel()
 	var p IndexProgress
-	err = s.pool.QueryRow(sctx, `SELECT count(*) FILTER (WHERE docs_through < last_seq),
+	err = s.db().QueryRow(sctx, `SELECT count(*) FILTER (WHERE docs_through < last_seq),
 		coalesce(sum(least(docs_through, last_seq)), 0)::bigint, coalesce(sum(last_seq), 0)::bigint
 		FROM sessionmem_sessions`).Scan(&p.Sessions, &p.Records, &p.Total)
 	if err != nil {
@@ -222,7 +222,7 @@ func (s *Store) reindex(ctx context.Context, progress func(IndexProgress)) error
 		sctx, cancel := s.stmtCtx(ctx)
 		var sid int64
 		var id string
-		err := s.pool.QueryRow(sctx, `SELECT sid, id FROM sessionmem_sessions WHERE docs_through < last_seq AND sid > $1
+		err := s.db().QueryRow(sctx, `SELECT sid, id FROM sessionmem_sessions WHERE docs_through < last_seq AND sid > $1
 			ORDER BY sid LIMIT 1`, after).Scan(&sid, &id)
 		cancel()
 		if errors.Is(err, pgx.ErrNoRows) {
@@ -278,7 +278,7 @@ func (s *Store) backfillSession(ctx context.Context, sid int64, id string, batch
 		sctx, cancel := s.stmtCtx(ctx)
 		defer cancel()
 		var dt int64
-		if err := s.pool.QueryRow(sctx, `SELECT docs_through, docs_gen FROM sessionmem_sessions WHERE sid = $1`, sid).Scan(&dt, &gen); err != nil {
+		if err := s.db().QueryRow(sctx, `SELECT docs_through, docs_gen FROM sessionmem_sessions WHERE sid = $1`, sid).Scan(&dt, &gen); err != nil {
 			return err
 		}
 		from = uint64(dt) + 1
@@ -313,7 +313,7 @@ func (s *Store) backfillSession(ctx context.Context, sid int64, id string, batch
 	// were read (docs_gen; a Rewrite may also have set docs_through back to 0).
 	sctx, cancel := s.stmtCtx(ctx)
 	defer cancel()
-	err = pgx.BeginFunc(sctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(sctx, s.db(), func(tx pgx.Tx) error {
 		var dt, g int64
 		if err := tx.QueryRow(sctx, `SELECT docs_through, docs_gen FROM sessionmem_sessions WHERE sid = $1 FOR UPDATE`, sid).Scan(&dt, &g); err != nil {
 			return err

@@ -35,7 +35,7 @@ func (s *Store) fillLengthBatch(ctx context.Context) (int, error) {
 	sctx, cancel := s.stmtCtx(ctx)
 	defer cancel()
 	n := 0
-	err := pgx.BeginFunc(sctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(sctx, s.db(), func(tx pgx.Tx) error {
 		if _, err := tx.Exec(sctx, `SET LOCAL synchronous_commit = off`); err != nil {
 			return err
 		}
@@ -95,7 +95,7 @@ func (s *Store) fillLengthsLogged(ctx context.Context) error {
 func (s *Store) checkDocStats(ctx context.Context) error {
 	sctx, cancel := s.stmtCtx(ctx)
 	defer cancel()
-	err := pgx.BeginFunc(sctx, s.pool, func(tx pgx.Tx) error {
+	err := pgx.BeginFunc(sctx, s.db(), func(tx pgx.Tx) error {
 		if _, err := tx.Exec(sctx, `LOCK TABLE sessionmem_documents IN SHARE MODE`); err != nil {
 			return err
 		}

@@ -22,6 +22,45 @@ type unavailableError struct{ detail string }
 func (e *unavailableError) Error() string { return "the database is unreachable: " + e.detail }
 func (e *unavailableError) Unwrap() error { return storage.ErrUnavailable }
 
+// refusedError says the database refused how it was addressed (credentials, role, database
+// name): permanent until someone fixes the URL or the database, so it says what is wrong and
+// what to do, never to retry. It wraps storage.ErrMisconfigured and storage.ErrUnavailable.
+type refusedError struct{ detail, advice string }
+
+func (e *refusedError) Error() string {
+	return "the database refused the connection: " + e.detail + "; " + e.advice
+}
+
+// Unwrap makes it both a configuration error and a store that cannot be used for now.
+func (e *refusedError) Unwrap() []error {
+	return []error{storage.ErrMisconfigured, storage.ErrUnavailable}
+}
+
+// whereURL names where the URL comes from, for the advice of a refusedError.
+const whereURL = "the store URL (--store or SESSIONMEM_STORE)"
+
+// refused returns the refusedError for an error the server gives a connection it will not
+// accept however often it is retried (SQLSTATE class 28, invalid authorization; 3D000, no
+// such database), nil for any other error. secret is scrubbed from the server's message.
+func refused(err error, secret string) error {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return nil
+	}
+	detail := RedactText(pe.Message, secret) + " (SQLSTATE " + pe.Code + ")"
+	switch pe.Code {
+	case "28P01":
+		return &refusedError{detail: detail, advice: "check the user name and password in " + whereURL +
+			", or in PGPASSWORD or ~/.pgpass when the URL carries none"}
+	case "28000":
+		return &refusedError{detail: detail, advice: "check the user name in " + whereURL +
+			", that the role exists (CREATE ROLE … LOGIN), and that the server's pg_hba.conf admits it from this host"}
+	case "3D000":
+		return &refusedError{detail: detail, advice: "create the database (CREATE DATABASE … OWNER …) or correct its name in " + whereURL}
+	}
+	return nil
+}
+
 // wrap turns an error from pgx into what the store returns: ctx's own error when the caller
 // gave up, an error wrapping storage.ErrUnavailable for connection failures, timeouts and
 // server shutdowns, ErrDuplicateKey for a unique key conflict, otherwise op: err. Every text
@@ -38,7 +77,10 @@ func (s *Store) wrap(ctx context.Context, op string, err error) error {
 		errors.Is(err, storage.ErrClosed) {
 		return err
 	}
-	text := joinErrorLines(scrub(err.Error(), s.secret))
+	if r := refused(err, s.secret); r != nil {
+		return r
+	}
+	text := joinErrorLines(RedactText(err.Error(), s.secret))
 	if unavailable(err) {
 		return &unavailableError{detail: op + ": " + text}
 	}
@@ -73,8 +115,7 @@ func condition(err error) error {
 
 // unavailable reports whether err means the database cannot be used for now: no connection,
 // a connection that broke, a timeout, or a server shutting down, starting, or out of
-// connections. A wrong password or a missing database counts too: the store cannot be reached
-// with this URL, and fixing it needs no change to the call.
+// connections. (A wrong password or a missing database is a refusedError, found first.)
 func unavailable(err error) bool {
 	var ce *pgconn.ConnectError
 	if errors.As(err, &ce) {
@@ -85,11 +126,9 @@ func unavailable(err error) bool {
 		switch {
 		case strings.HasPrefix(pe.Code, "08"), // connection exception
 			pe.Code == "57P01", pe.Code == "57P02", pe.Code == "57P03", // shutdown, crash, starting up
-			pe.Code == "57014",                     // statement timeout (query canceled)
-			pe.Code == "25P03",                     // idle in transaction timeout
-			pe.Code == "53300",                     // too many connections
-			pe.Code == "28000", pe.Code == "28P01", // authentication
-			pe.Code == "3D000": // database does not exist
+			pe.Code == "57014", // statement timeout (query canceled)
+			pe.Code == "25P03", // idle in transaction timeout
+			pe.Code == "53300": // too many connections
 			return true
 		}
 		return false
@@ -112,12 +151,10 @@ func unavailable(err error) bool {
 	return strings.Contains(msg, "conn closed") || strings.Contains(msg, "closed pool")
 }
 
-// scrub removes secret from text (defence in depth: pgx's own errors never print it).
-func scrub(text, secret string) string {
-	if len(secret) < 3 {
-		return text
-	}
-	return strings.ReplaceAll(text, secret, "xxxxx")
+// timedOut reports whether err is a timeout (a connection attempt, a ping or a statement
+// the database did not answer in time), as opposed to a connection that failed at once.
+func timedOut(err error) bool {
+	return pgconn.Timeout(err) || errors.Is(err, context.DeadlineExceeded)
 }
 
 // joinErrorLines joins the lines of a multi-line error (pgx reports each host tried on its own line).
@@ -126,20 +163,32 @@ func joinErrorLines(s string) string {
 	return strings.ReplaceAll(s, "\n", "; ")
 }
 
-// Redact returns a PostgreSQL URL without its password (also a password= query parameter),
-// as it may appear in logs, errors and output.
+// Redact returns a PostgreSQL URL without its password (also password= and sslpassword=
+// query parameters), as it may appear in logs, errors and output. A URL CheckURL refuses is
+// shown as its scheme only: its parts are ambiguous, so any of them may hold the password.
 func Redact(raw string) string {
-	u, err := url.Parse(raw)
+	if _, _, ok := splitScheme(raw); ok && CheckURL(raw) != nil {
+		return strings.ToLower(raw[:strings.Index(raw, "://")]) + "://…"
+	}
+	u, err := url.Parse(NormalizeURL(raw))
 	if err != nil || u.Scheme == "" {
 		if strings.Contains(raw, "://") {
 			return raw[:strings.Index(raw, "://")] + "://…"
 		}
 		return "(connection string)"
 	}
-	if q := u.Query(); q.Has("password") {
-		q.Set("password", "xxxxx")
+	q := u.Query()
+	masked := false
+	for _, k := range []string{"password", "sslpassword"} {
+		if q.Has(k) {
+			q.Set(k, "xxxxx")
+			masked = true
+		}
+	}
+	if masked {
 		u.RawQuery = q.Encode()
 	}
+	u.Fragment, u.RawFragment = "", ""
 	return u.Redacted()
 }
 

@@ -338,8 +338,9 @@ func readIn(ctx context.Context, s *Store, tx pgx.Tx, id string, from uint64) (i
 	return n, nil
 }
 
-// TestUnreachable: a closed port, a wrong password and a missing database fail at once with
-// ErrUnavailable, say what is wrong, and never print the password.
+// TestUnreachable: a closed port, a wrong password, a missing role and a missing database fail
+// at once with ErrUnavailable, say what is wrong, and never print the password; the last three
+// are ErrMisconfigured and say what to fix instead of calling the database unreachable.
 func TestUnreachable(t *testing.T) {
 	c := pgtest.Shared(t)
 	good := newDB(t)
@@ -356,25 +357,40 @@ func TestUnreachable(t *testing.T) {
 	}
 	wrongPW := strings.Replace(good, c.Password, "not-the-password-x", 1)
 	noDB := func() string { u, _ := url.Parse(good); u.Path = "/nope"; return u.String() }()
+	noRole := func() string {
+		u, _ := url.Parse(good)
+		u.User = url.UserPassword("nobody_here", "not-the-password-x")
+		return u.String()
+	}()
 	for _, tc := range []struct {
-		name, url, secret, want string
+		name, url, secret string
+		want              []string
+		misconfigured     bool // a refusal to fix, not an outage to wait out
 	}{
-		{"closed port", withHost(closedPort), c.Password, "connect"},
-		{"wrong password", wrongPW, "not-the-password-x", "password authentication failed"},
-		{"no database", noDB, c.Password, `database "nope" does not exist`},
+		{"closed port", withHost(closedPort), c.Password, []string{"the database is unreachable", "connect"}, false},
+		{"wrong password", wrongPW, "not-the-password-x",
+			[]string{"password authentication failed", "28P01", "check the user name and password in the store URL"}, true},
+		{"no role", noRole, "not-the-password-x", []string{`user "nobody_here"`, "check the user name"}, true},
+		{"no database", noDB, c.Password,
+			[]string{`database "nope" does not exist`, "3D000", "create the database"}, true},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			start := time.Now()
 			_, err := Open(context.Background(), tc.url, Options{})
-			if !errors.Is(err, storage.ErrUnavailable) {
-				t.Fatalf("open: %v, want ErrUnavailable", err)
+			if !errors.Is(err, storage.ErrUnavailable) || errors.Is(err, storage.ErrMisconfigured) != tc.misconfigured {
+				t.Fatalf("open: %v, want ErrUnavailable, ErrMisconfigured %v", err, tc.misconfigured)
 			}
 			if d := time.Since(start); d > 5*time.Second {
 				t.Errorf("open took %v", d)
 			}
 			msg := err.Error()
-			if !strings.Contains(msg, tc.want) || strings.Contains(msg, tc.secret) || strings.Contains(msg, "\n") {
-				t.Errorf("error %q: want one line containing %q and not the password", msg, tc.want)
+			for _, w := range tc.want {
+				if !strings.Contains(msg, w) {
+					t.Errorf("error %q: want %q", msg, w)
+				}
+			}
+			if strings.Contains(msg, tc.secret) || strings.Contains(msg, "\n") || tc.misconfigured && strings.Contains(msg, "unreachable") {
+				t.Errorf("error %q: want one line, without the password (nor \"unreachable\" for a refusal)", msg)
 			}
 			// A lazily opened store answers every call the same way, fast.
 			s, err := New(tc.url, Options{})
@@ -385,7 +401,8 @@ func TestUnreachable(t *testing.T) {
 			for i := 0; i < 3; i++ {
 				start := time.Now()
 				_, err := s.Get(context.Background(), "a")
-				if !errors.Is(err, storage.ErrUnavailable) || strings.Contains(err.Error(), tc.secret) {
+				if !errors.Is(err, storage.ErrUnavailable) || errors.Is(err, storage.ErrMisconfigured) != tc.misconfigured ||
+					strings.Contains(err.Error(), tc.secret) {
 					t.Fatalf("get: %v", err)
 				}
 				if d := time.Since(start); d > 5*time.Second {

@@ -163,7 +163,7 @@ func (s *Store) GetSetting(ctx context.Context, key string) (string, bool, error
 	sctx, cancel := s.stmtCtx(ctx)
 	defer cancel()
 	var v string
-	err = s.pool.QueryRow(sctx, `SELECT value FROM sessionmem_settings WHERE key = $1`, key).Scan(&v)
+	err = s.db().QueryRow(sctx, `SELECT value FROM sessionmem_settings WHERE key = $1`, key).Scan(&v)
 	if errors.Is(err, pgx.ErrNoRows) {
 		return "", false, nil
 	}
@@ -182,7 +182,7 @@ func (s *Store) PutSetting(ctx context.Context, key, value string) error {
 	defer done()
 	sctx, cancel := s.stmtCtx(ctx)
 	defer cancel()
-	_, err = s.pool.Exec(sctx, `INSERT INTO sessionmem_settings (key, value, updated_ns) VALUES ($1, $2, $3)
+	_, err = s.db().Exec(sctx, `INSERT INTO sessionmem_settings (key, value, updated_ns) VALUES ($1, $2, $3)
 		ON CONFLICT (key) DO UPDATE SET value = excluded.value, updated_ns = excluded.updated_ns`, key, value, s.now().UnixNano())
 	return s.wrap(ctx, "write setting "+key, err)
 }

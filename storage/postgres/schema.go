@@ -62,7 +62,7 @@ const schemaLockKey = 0x73657373696f6e6d // "sessionm"
 // the owner has set it up). Otherwise it takes an advisory lock, so servers starting at once
 // migrate once, and applies the missing versions in one transaction.
 func (s *Store) ensureSchema(ctx context.Context) error {
-	v, err := s.schemaVersion(ctx, s.pool)
+	v, err := s.schemaVersion(ctx, s.db())
 	if err != nil {
 		return s.wrap(ctx, "connect", err)
 	}
@@ -70,11 +70,11 @@ func (s *Store) ensureSchema(ctx context.Context) error {
 		return nil
 	}
 	if v > SchemaVersion {
-		return s.newerSchema(ctx, s.pool, v)
+		return s.newerSchema(ctx, s.db(), v)
 	}
 	sctx, cancel := s.stmtCtx(ctx)
 	defer cancel()
-	err = pgx.BeginFunc(sctx, s.pool, func(tx pgx.Tx) error {
+	err = pgx.BeginFunc(sctx, s.db(), func(tx pgx.Tx) error {
 		if _, err := tx.Exec(sctx, "SELECT pg_advisory_xact_lock($1)", int64(schemaLockKey)); err != nil {
 			return err
 		}

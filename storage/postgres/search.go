@@ -84,7 +84,7 @@ func (s *Store) Search(ctx context.Context, q storage.SearchQuery) (storage.Sear
 	sctx, cancel := s.stmtCtx(ctx)
 	defer cancel()
 	var res storage.SearchResult
-	err = pgx.BeginTxFunc(sctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err = pgx.BeginTxFunc(sctx, s.db(), pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		sq := &searchSQL{}
 		ok, err := sq.filters(sctx, tx, q)
 		if err != nil || !ok {

@@ -94,11 +94,11 @@ func (s *Store) View(ctx context.Context, id string, fn func(r storage.Reader) e
 		return err
 	}
 	defer done()
-	row, err := s.readSession(ctx, s.pool, id, "")
+	row, err := s.readSession(ctx, s.db(), id, "")
 	if err != nil {
 		return s.wrap(ctx, "read session "+id, err)
 	}
-	r := &reader{s: s, ctx: ctx, q: s.pool, sid: row.sid, hdr: row.hdr, last: row.last}
+	r := &reader{s: s, ctx: ctx, q: s.db(), sid: row.sid, hdr: row.hdr, last: row.last}
 	defer func() { r.done = true }()
 	return fn(r)
 }
@@ -256,7 +256,9 @@ func (s *Store) updateLock(ctx context.Context, id, lock string, fn func(w stora
 		err, retry := s.update(ctx, id, lock, fn)
 		if retry && attempt == 0 && ctx.Err() == nil {
 			// The pooled connection was dead (the database restarted since it was last
-			// used) and nothing was sent: try once more on a fresh one.
+			// used) and nothing was sent: try once more on a fresh one. Not after a timeout
+			// (update says so): a database that does not answer would only make the call
+			// wait as long again.
 			continue
 		}
 		return err
@@ -264,16 +266,14 @@ func (s *Store) updateLock(ctx context.Context, id, lock string, fn func(w stora
 }
 
 // update is one attempt of Update. retry reports a failure before fn ran, which wrote
-// nothing and may be tried again.
+// nothing and may be tried again, other than a timeout.
 //
 // The transaction is driven by hand on one pooled connection so that it costs two round
 // trips: BEGIN with the row lock, and the queued appends with COMMIT.
 func (s *Store) update(ctx context.Context, id, lock string, fn func(w storage.Writer) error) (err error, retry bool) {
-	sctx, cancel := s.stmtCtx(ctx)
-	conn, err := s.pool.Acquire(sctx)
-	cancel()
+	conn, err := s.acquire(ctx)
 	if err != nil {
-		return s.wrap(ctx, "lock session "+id, err), unavailable(err)
+		return s.wrap(ctx, "lock session "+id, err), unavailable(err) && !timedOut(err)
 	}
 	open := true
 	defer func() {
@@ -286,7 +286,7 @@ func (s *Store) update(ctx context.Context, id, lock string, fn func(w storage.W
 		}
 		conn.Release()
 	}()
-	sctx, cancel = s.stmtCtx(ctx)
+	sctx, cancel := s.stmtCtx(ctx)
 	b := &pgx.Batch{}
 	b.Queue("BEGIN")
 	b.Queue(sessionRow+lock, id)
@@ -301,7 +301,7 @@ func (s *Store) update(ctx context.Context, id, lock string, fn func(w storage.W
 	}
 	cancel()
 	if err != nil {
-		return s.wrap(ctx, "lock session "+id, err), unavailable(err)
+		return s.wrap(ctx, "lock session "+id, err), unavailable(err) && !timedOut(err)
 	}
 	w := &writer{reader: reader{s: s, ctx: ctx, q: conn, sid: row.sid, hdr: row.hdr, last: row.last, writing: true},
 		lay: row.lay, docsThrough: row.docsThrough, docsGen: row.docsGen, pending: &pgx.Batch{}}

@@ -95,7 +95,7 @@ func (s *Store) Create(ctx context.Context, h storage.Header, m storage.Meta) er
 	}
 	sctx, cancel := s.stmtCtx(ctx)
 	defer cancel()
-	tag, err := s.pool.Exec(sctx, `INSERT INTO sessionmem_sessions
+	tag, err := s.db().Exec(sctx, `INSERT INTO sessionmem_sessions
 		(id, format, nonce, created_ns, working_dir, dir_key, parent_session, name, model, provider, updated_ns,
 		 messages, compactions, context_tokens, preview, match_name, match_preview, leaf, checkpoint)
 		VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, 0)
@@ -124,7 +124,7 @@ func (s *Store) Get(ctx context.Context, id string) (storage.Meta, error) {
 	defer done()
 	sctx, cancel := s.stmtCtx(ctx)
 	defer cancel()
-	m, err := scanMeta(s.pool.QueryRow(sctx, "SELECT "+metaColumns+" FROM sessionmem_sessions WHERE id = $1", id))
+	m, err := scanMeta(s.db().QueryRow(sctx, "SELECT "+metaColumns+" FROM sessionmem_sessions WHERE id = $1", id))
 	if errors.Is(err, pgx.ErrNoRows) {
 		return storage.Meta{}, notFound(id)
 	}
@@ -176,7 +176,7 @@ func (s *Store) List(ctx context.Context, q storage.ListQuery) ([]storage.Meta, 
 	}
 	sctx, cancel := s.stmtCtx(ctx)
 	defer cancel()
-	rows, err := s.pool.Query(sctx, sql.String(), args...)
+	rows, err := s.db().Query(sctx, sql.String(), args...)
 	if err != nil {
 		return nil, s.wrap(ctx, "list sessions", err)
 	}
@@ -208,7 +208,7 @@ func (s *Store) Delete(ctx context.Context, id string) error {
 	defer done()
 	sctx, cancel := s.stmtCtx(ctx)
 	defer cancel()
-	tag, err := s.pool.Exec(sctx, "DELETE FROM sessionmem_sessions WHERE id = $1", id)
+	tag, err := s.db().Exec(sctx, "DELETE FROM sessionmem_sessions WHERE id = $1", id)
 	if err != nil {
 		return s.wrap(ctx, "delete session "+id, err)
 	}
@@ -227,7 +227,7 @@ func (s *Store) IDs(ctx context.Context) ([]string, error) {
 	defer done()
 	sctx, cancel := s.stmtCtx(ctx)
 	defer cancel()
-	rows, err := s.pool.Query(sctx, "SELECT id FROM sessionmem_sessions ORDER BY id")
+	rows, err := s.db().Query(sctx, "SELECT id FROM sessionmem_sessions ORDER BY id")
 	if err != nil {
 		return nil, s.wrap(ctx, "list session ids", err)
 	}
@@ -273,7 +273,7 @@ func (s *Store) Usage(ctx context.Context) (Usage, error) {
 	sctx, cancel := s.stmtCtx(ctx)
 	defer cancel()
 	var u Usage
-	err = s.pool.QueryRow(sctx, `SELECT
+	err = s.db().QueryRow(sctx, `SELECT
 		pg_total_relation_size('sessionmem_sessions') + pg_total_relation_size('sessionmem_chunks') +
 		pg_total_relation_size('sessionmem_keys') + pg_total_relation_size('sessionmem_schema') +
 		pg_total_relation_size('sessionmem_documents') + pg_total_relation_size('sessionmem_settings') +

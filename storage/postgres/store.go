@@ -138,14 +138,19 @@ type Store struct {
 
 var _ storage.Store = (*Store)(nil)
 
-// New returns a Store for the database at url (postgres:// or postgresql://, or a key=value
-// connection string) without connecting: the first call connects and checks the schema, and
+// New returns a Store for the database at url (postgres:// or postgresql://, the scheme in
+// any letter case, or a key=value connection string) without connecting: the first call connects and checks the schema, and
 // each call retries what failed before, so a server can start while the database is down.
-// Only a malformed url is an error.
+// Only a malformed url is an error (wrapping ErrMalformedURL, refused before any connection
+// attempt; see CheckURL).
 func New(url string, opts Options) (*Store, error) {
+	if err := CheckURL(url); err != nil {
+		return nil, err
+	}
+	url = NormalizeURL(url)
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
-		return nil, fmt.Errorf("parse PostgreSQL URL: %s", scrub(err.Error(), passwordOf(url)))
+		return nil, parseError(url, err)
 	}
 	for _, o := range []struct {
 		v   *int
@@ -217,7 +222,7 @@ func New(url string, opts Options) (*Store, error) {
 	cfg.HealthCheckPeriod = 15 * time.Second
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
-		return nil, fmt.Errorf("PostgreSQL pool: %s", scrub(err.Error(), cc.Password))
+		return nil, fmt.Errorf("PostgreSQL pool: %s", RedactText(err.Error(), cc.Password))
 	}
 	s := &Store{pool: pool, opts: opts, log: opts.Logger, now: opts.Now, secret: cc.Password,
 		stmt: stmt + clientSlack, label: Redact(url), docs: docQueue{wake: make(chan struct{}, 1)}}
@@ -324,6 +329,17 @@ func (s *Store) Close() error {
 	s.stopDocWriter() // after the saves: it writes what they queued
 	s.pool.Close()
 	return nil
+}
+
+// acquire takes a pooled connection within the connect timeout. The pool pings a connection
+// that sat idle before handing it out and connects anew when none is left, each bounded by
+// the connect timeout; with the database hung (stopped, or its host frozen) every idle
+// connection's ping timed out in turn, then the connection attempt, and a save answered after
+// 20-25 s. One bound over all of it keeps a call that cannot get a connection to ~5 s.
+func (s *Store) acquire(ctx context.Context) (*pgxpool.Conn, error) {
+	actx, cancel := context.WithTimeout(ctx, s.opts.ConnectTimeout)
+	defer cancel()
+	return s.pool.Acquire(actx)
 }
 
 // stmtCtx bounds one statement on the client side.

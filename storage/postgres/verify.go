@@ -63,7 +63,7 @@ func (s *Store) verifyChunkReport(ctx context.Context, id string) (chunkReport, 
 	}
 	defer done()
 	rep := chunkReport{id: id}
-	err = pgx.BeginTxFunc(ctx, s.pool, pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
+	err = pgx.BeginTxFunc(ctx, s.db(), pgx.TxOptions{IsoLevel: pgx.RepeatableRead, AccessMode: pgx.ReadOnly}, func(tx pgx.Tx) error {
 		row, err := s.readSession(ctx, tx, id, "")
 		if err != nil {
 			if errors.Is(err, storage.ErrNewerFormat) {
