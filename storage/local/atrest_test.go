@@ -211,14 +211,23 @@ func TestCreateOverStaleTail(t *testing.T) {
 }
 
 // TestLockFileComesAndGoes: lock files are removed while sessions are at rest, by writers and
-// by readers alike, and made again by the next call, while two stores (as two processes)
+// by readers alike (at once, or by the sealer after a read), and made again by the next call, while two stores (as two processes)
 // write, read and idle-seal the same sessions at once: no two writers ever hold a session
 // together, no reader overlaps a writer, and every acknowledged record is there once, in
 // order.
 func TestLockFileComesAndGoes(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		idle time.Duration // the first store's IdleSeal: readers there leave lock files to its sealer
+	}{{"removed at once", -1}, {"readers leave them to the sealer", 10 * time.Millisecond}} {
+		t.Run(tc.name, func(t *testing.T) { lockFileComesAndGoes(t, tc.idle) })
+	}
+}
+
+func lockFileComesAndGoes(t *testing.T, idle time.Duration) {
 	dir := t.TempDir()
 	opts := Options{IdleSeal: -1, MaxPlainBytes: -1}
-	stores := []*Store{mustOpen(t, dir, opts), mustOpen(t, dir, opts)}
+	stores := []*Store{mustOpen(t, dir, Options{IdleSeal: idle, MaxPlainBytes: -1}), mustOpen(t, dir, opts)}
 	ids := []string{"p", "q"}
 	for _, id := range ids {
 		mustCreate(t, stores[0], id)

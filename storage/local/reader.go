@@ -38,7 +38,7 @@ type Reader struct {
 }
 
 // release closes the session's files and then the lock, removing the lock file of a session
-// left at rest (restLock).
+// left at rest (restLock): a writer at once, a reader through the sealer (restlock.go).
 func (r *Reader) release() {
 	r.done = true
 	atRest := r.lock != nil && r.tail != nil && isAbsent(r.tail)
@@ -47,7 +47,11 @@ func (r *Reader) release() {
 			f.Close()
 		}
 	}
-	if atRest {
+	switch {
+	case !atRest:
+	case !r.writable && r.s.sealer.deferRest():
+		r.s.sealer.leftLock(r.id)
+	default:
 		r.s.restLock(r.id, r.lock, r.writable)
 	}
 	if r.lock != nil {

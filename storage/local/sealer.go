@@ -28,6 +28,10 @@ type sealer struct {
 	mu    sync.Mutex
 	tails map[string]*tailInfo // every session this process appended to since Open
 	plain int64                // the sum of their tail bytes, as last seen
+	// resting: sessions a read of this process left at rest with their lock file, and when
+	// (restlock.go).
+	resting map[string]time.Time
+	running bool // the background loop runs (set before it starts, never changed)
 
 	quit chan struct{}
 	done chan struct{}
@@ -40,11 +44,12 @@ type tailInfo struct {
 }
 
 func newSealer(s *Store) *sealer {
-	z := &sealer{s: s, tails: map[string]*tailInfo{}, quit: make(chan struct{}), done: make(chan struct{})}
+	z := &sealer{s: s, tails: map[string]*tailInfo{}, resting: map[string]time.Time{}, quit: make(chan struct{}), done: make(chan struct{})}
 	if s.opts.IdleSeal < 0 && s.opts.MaxPlainBytes < 0 {
 		close(z.done)
 		return z
 	}
+	z.running = true
 	go z.run(z.tick())
 	return z
 }
@@ -95,6 +100,7 @@ func (z *sealer) sealed(id string) {
 func (z *sealer) forget(id string) {
 	z.mu.Lock()
 	defer z.mu.Unlock()
+	delete(z.resting, id)
 	if t := z.tails[id]; t != nil {
 		z.plain -= t.bytes
 		delete(z.tails, id)
@@ -151,6 +157,7 @@ func (z *sealer) run(every time.Duration) {
 		for _, id := range trim {
 			z.trySeal(id, (*Writer).trimPadding)
 		}
+		z.s.restIdle(z.restingDue(false), false)
 		z.compactIndex()
 	}
 }

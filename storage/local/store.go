@@ -304,6 +304,7 @@ func (s *Store) Close() error {
 	// The seals first: a client gives a server a few seconds to exit before it kills it,
 	// and the index is derived data, which the next Open catches up on.
 	errs := s.sealAll(ids)
+	s.restIdle(s.sealer.restingDue(true), true)
 	if s.search != nil {
 		if err := s.search.close(); err != nil {
 			s.log.Warn("search: closing the index", "err", err) // derived data: the next open catches up
