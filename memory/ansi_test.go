@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/sessionmem/sessionmem/storage"
 	"github.com/sessionmem/sessionmem/storage/fts"
 )
 
@@ -47,6 +48,23 @@ func TestSearchSnippetANSI(t *testing.T) {
 		if got := res.Matches[0].Snippet; got != "red alert: build failed" {
 			t.Errorf("snippet = %q", got)
 		}
+		// The words inside the codes are found as words: the index holds "red", not "31mred",
+		// and "title" (an escape's payload) is not text at all.
+		for q, want := range map[string]int{"red": 1, `"red alert"`: 1, "31mred": 0, "title": 0} {
+			res, err := s.Search(t.Context(), SearchRequest{Query: q})
+			if err != nil || len(res.Matches) != want {
+				t.Errorf("search %s: %d matches (%v), want %d", q, len(res.Matches), err, want)
+			}
+		}
+	}
+}
+
+// TestDocsWithoutANSI: what the index receives for a message has no escape codes.
+func TestDocsWithoutANSI(t *testing.T) {
+	rec := storage.Record{Seq: 1, Kind: KindMessage, Data: []byte(`{"id":"e1","ts":"2026-11-28T00:00:00Z","message":{"role":"tool_result","content":[{"type":"tool_result","tool_call_id":"c1","content":"\u001b[1;32mPASS\u001b[0m ok"}]}}`)}
+	docs := Docs(storage.Header{ID: "s", WorkingDir: "/w"}, rec)
+	if len(docs) != 1 || docs[0].Text != "PASS ok" {
+		t.Fatalf("docs = %+v, want one with the text %q", docs, "PASS ok")
 	}
 }
 

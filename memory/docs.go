@@ -17,7 +17,8 @@ import (
 //
 //   - A message gives one doc (kind "message") with the text of its text and thinking
 //     blocks, its tool calls' names and the string values of their arguments, and tool
-//     output (string or text blocks), joined with newlines; Files are the absolute, clean
+//     output (string or text blocks), joined with newlines, terminal escape codes removed
+//     (stripANSI); Files are the absolute, clean
 //     paths its tool calls read or modified (fileops, relative paths taken from the
 //     session's working directory).
 //   - A compaction gives one doc (kind "summary") with its summary text (without the file
@@ -64,6 +65,9 @@ func NewDocs(mapping fileops.Mapping) storage.DocsFunc {
 				}
 			}
 		}
+		// Colored command output is indexed as the viewer shows it: "\x1b[31mred" would
+		// otherwise be the word "31mred", and a search for "red" would miss it.
+		d.Text = stripANSI(d.Text)
 		return []fts.Doc{d}
 	}
 }
