@@ -14,6 +14,7 @@ import (
 	"io/fs"
 	"log/slog"
 	"os"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"time"
@@ -210,8 +211,31 @@ func storeExists(dir string) error {
 		return fmt.Errorf("no store at %s (nothing saved yet, or a wrong --store / %s)", dir, envStore)
 	case err == nil && !fi.IsDir():
 		return fmt.Errorf("%s is not a store directory but a file (check --store / %s)", dir, envStore)
+	case err == nil && !looksLikeStore(dir):
+		return fmt.Errorf("%s is not a sessionmem store: it has files but no sessions directory (check --store / %s)", dir, envStore)
 	}
 	return nil // another error (permission): opening the store reports it
+}
+
+// looksLikeStore reports whether dir may be opened as a store by a command that does not
+// create one: it is empty (an empty store), or it has the sessions directory or the index
+// every store has from its first open on. Anything else (a project, a home directory named by a wrong --store)
+// would get a store's files written into it, so it is refused. A directory that cannot be read
+// is left to opening the store, which says why.
+func looksLikeStore(dir string) bool {
+	if fi, err := os.Stat(filepath.Join(dir, "sessions")); err == nil && fi.IsDir() {
+		return true
+	}
+	if _, err := os.Stat(filepath.Join(dir, "index.jsonl")); err == nil {
+		return true
+	}
+	f, err := os.Open(dir)
+	if err != nil {
+		return true
+	}
+	defer f.Close()
+	names, err := f.Readdirnames(1)
+	return len(names) == 0 && (err == nil || errors.Is(err, io.EOF))
 }
 
 // close closes the store; a failure to seal is reported, since it may mean lost durability.

@@ -53,6 +53,21 @@ func TestCLIMissingStore(t *testing.T) {
 			t.Fatalf("exit %d, stderr %q", r.code, r.stderr)
 		}
 	})
+	t.Run("a directory of other files is no store", func(t *testing.T) {
+		dir := t.TempDir()
+		if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte("module x\n"), 0o600); err != nil {
+			t.Fatal(err)
+		}
+		for _, args := range [][]string{{"list"}, {"search", "x"}, {"stats"}, {"reindex"}, {"verify"}} {
+			r := runCLI(t, "", append(args, "--store", dir)...)
+			if r.code != 1 || !strings.Contains(r.stderr, dir+" is not a sessionmem store") {
+				t.Fatalf("%s: exit %d, stderr %q", args[0], r.code, r.stderr)
+			}
+		}
+		if ents, err := os.ReadDir(dir); err != nil || len(ents) != 1 {
+			t.Fatalf("the directory holds %d entries (%v), want go.mod alone", len(ents), err)
+		}
+	})
 	t.Run("an existing empty directory is an empty store", func(t *testing.T) {
 		r := runCLI(t, "", "list", "--store", t.TempDir()).must(t)
 		if r.stdout != "No sessions found.\n" {
