@@ -428,7 +428,11 @@ func (ix *Index) openFile(ctx context.Context, name string) (*database, error) {
 	// merges read their segments through a connection of their own that does not map the
 	// file, so a process that saves and never searches keeps a bounded part of an index
 	// that grows with everything it saves (a 32 MiB writer cache and merges through the
-	// mapped readers took 60 MB of a server's memory over 400 MB of saves).
+	// mapped readers took 60 MB of a server's memory over 400 MB of saves). A reader reads
+	// the file through its map; what fills its cache is pages still in the WAL, which a
+	// saving process's lookups (Progress, every save) keep meeting: four readers of 16 MiB
+	// grew a server saving 400 MB by 8-10 MB more than readers of 2 MiB, and searches on
+	// the 100 MB store were no slower with 2 MiB (docs/BENCHMARKS.md).
 	w, err := sql.Open("sqlite", base+"&_txlock=immediate&_pragma=cache_size(-4096)&_pragma=temp_store(MEMORY)")
 	if err != nil {
 		return nil, err
@@ -436,7 +440,7 @@ func (ix *Index) openFile(ctx context.Context, name string) (*database, error) {
 	w.SetMaxOpenConns(1)
 	w.SetMaxIdleConns(1)
 	w.SetConnMaxIdleTime(0)
-	r, err := sql.Open("sqlite", base+"&_pragma=query_only(1)&_pragma=cache_size(-16384)&_pragma=mmap_size(268435456)")
+	r, err := sql.Open("sqlite", base+"&_pragma=query_only(1)&_pragma=cache_size(-2048)&_pragma=mmap_size(268435456)")
 	if err != nil {
 		w.Close()
 		return nil, err
