@@ -158,9 +158,11 @@
 // a timestamp's granularity, its mtime: a call reads the bytes where the data it knows ends
 // (one small read when they are zeros) instead. Index appends happen under an exclusive flock on index.lock;
 // List and Get fold only the index bytes appended since their last call. Delete removes the
-// lock file while holding it, and so does every call that leaves the session without a tail
-// (a reader only if it can take the lock exclusively without waiting): a session at rest has
-// no lock file, the next call creates it; lockers re-check the inode after locking (restLock;
+// lock file while holding it, and so does every write that leaves the session without a tail;
+// a read that does leaves the file to the background sealer, which removes it once the
+// session has been idle for IdleSeal, if it can take the lock exclusively without waiting and
+// there is still no tail (Close removes what is left; restlock.go): a session at rest has no
+// lock file, the next call creates it; lockers re-check the inode after locking (restLock;
 // not on Windows, where a file system without POSIX delete semantics keeps a removed file's
 // name until its last handle closes and fails opens of it meanwhile).
 // A reader of a store that may not be written, finding no lock file and unable to make one,
