@@ -49,8 +49,7 @@ func (r *Reader) release() {
 	}
 	switch {
 	case !atRest:
-	case !r.writable && r.s.sealer.deferRest():
-		r.s.sealer.leftLock(r.id)
+	case !r.writable && r.s.sealer.deferRest() && r.s.sealer.leftLock(r.id):
 	default:
 		r.s.restLock(r.id, r.lock, r.writable)
 	}

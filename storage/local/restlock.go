@@ -24,11 +24,24 @@ func (z *sealer) deferRest() bool {
 	return z != nil && removeRestingLocks && z.s.opts.IdleSeal >= 0 && z.running
 }
 
-// leftLock records that a read of this process left id at rest with its lock file in place.
-func (z *sealer) leftLock(id string) {
+// maxResting bounds how many lock files readers leave to the sealer at once. An ext4
+// directory never shrinks: a process reading a thousand sessions within IdleSeal (a verify,
+// an export, a search's snippets) would otherwise leave a thousand names in the sessions
+// directory together and grow it for good by about 50 KiB. Past the bound a reader removes
+// the file itself, as before; the sessions read over and over (the pages of a resume) are
+// the ones a short set keeps.
+const maxResting = 16
+
+// leftLock records that a read of this process left id at rest with its lock file in place,
+// and reports false (the caller removes the file) when maxResting others wait already.
+func (z *sealer) leftLock(id string) bool {
 	z.mu.Lock()
 	defer z.mu.Unlock()
+	if _, ok := z.resting[id]; !ok && len(z.resting) >= maxResting {
+		return false
+	}
 	z.resting[id] = z.s.now()
+	return true
 }
 
 // restingDue takes, sorted, the sessions whose lock files have waited for IdleSeal (all of

@@ -1,7 +1,9 @@
 package local
 
 import (
+	"fmt"
 	"slices"
+	"strings"
 	"testing"
 	"time"
 
@@ -85,4 +87,44 @@ func TestReadLeavesLockToSealer(t *testing.T) {
 		t.Fatal(err)
 	}
 	expect("after a closed", "c.zst", "r.zst", "w.zst")
+}
+
+// TestReadsLeaveFewLockFiles: reading many sessions at rest leaves at most maxResting lock
+// files at once (the directory would keep every name's space), and every session reads back.
+func TestReadsLeaveFewLockFiles(t *testing.T) {
+	if !removeRestingLocks {
+		t.Skip("lock files stay on this platform (removeRestingLocks)")
+	}
+	dir := t.TempDir()
+	s := mustOpen(t, dir, Options{IdleSeal: time.Hour, sealTick: 20 * time.Millisecond})
+	lines := testLines(t)
+	var ids []string
+	for i := range 3 * maxResting {
+		id := fmt.Sprintf("s%02d", i)
+		ids = append(ids, id)
+		mustCreate(t, s, id)
+		appendBatches(t, s, id, [][]storage.Record{recordsOf(lines[:2])})
+	}
+	for _, id := range ids {
+		if got, err := readAll(t, s, id, 1); err != nil || len(got) != 2 {
+			t.Fatalf("%s: %d records, %v", id, len(got), err)
+		}
+	}
+	locks := 0
+	for _, name := range sessionFiles(t, dir) {
+		if strings.HasSuffix(name, lockSuffix) {
+			locks++
+		}
+	}
+	if locks != maxResting {
+		t.Fatalf("%d lock files after reading %d sessions, want %d", locks, len(ids), maxResting)
+	}
+	if err := s.Close(); err != nil {
+		t.Fatal(err)
+	}
+	for _, name := range sessionFiles(t, dir) {
+		if !strings.HasSuffix(name, zstSuffix) {
+			t.Fatalf("after Close sessions/ holds %s", name)
+		}
+	}
 }
