@@ -23,6 +23,7 @@ type fakeModel struct {
 	system string
 	user   string
 	answer func(ctx context.Context) (string, error)
+	image  bool // answer with an image instead of text
 }
 
 func (m *fakeModel) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
@@ -44,8 +45,12 @@ func (m *fakeModel) CreateMessage(ctx context.Context, req mcp.CreateMessageRequ
 			return nil, err
 		}
 	}
+	var content any = mcp.NewTextContent(text)
+	if m.image {
+		content = mcp.NewImageContent("iVBORw0KGgo=", "image/png")
+	}
 	return &mcp.CreateMessageResult{
-		SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent(text)},
+		SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: content},
 		Model:           "fake-model",
 		StopReason:      "endTurn",
 	}, nil
@@ -98,14 +103,18 @@ func TestSamplingFailures(t *testing.T) {
 		name   string
 		legacy bool
 		answer func(ctx context.Context) (string, error)
+		image  bool
 		want   []string
 	}{
-		{"model error", true, func(context.Context) (string, error) { return "", errors.New("user declined") }, []string{"sampling summarizer failed", "user declined", "agent"}},
-		{"timeout", true, func(ctx context.Context) (string, error) { <-ctx.Done(); return "", ctx.Err() }, []string{"did not answer in time"}},
-		{"empty answer", true, func(context.Context) (string, error) { return "  ", nil }, []string{"no text"}},
+		{"model error", true, func(context.Context) (string, error) { return "", errors.New("user declined") }, false, []string{"sampling summarizer failed", "user declined", "agent"}},
+		{"timeout", true, func(ctx context.Context) (string, error) { <-ctx.Done(); return "", ctx.Err() }, false, []string{"did not answer in time"}},
+		{"empty answer", true, func(context.Context) (string, error) { return "  ", nil }, false, []string{"sampling summarizer failed", "the client's model answered with blank text", "agent"}},
+		{"empty answer, 2026-07-28", false, func(context.Context) (string, error) { return "  ", nil }, false, []string{"sampling summarizer failed", "the client's model answered with blank text", "agent"}},
+		{"image answer", true, nil, true, []string{"sampling summarizer failed", "the client's model answered with image content, not text", "agent"}},
+		{"image answer, 2026-07-28", false, nil, true, []string{"sampling summarizer failed", "the client's model answered with image content, not text", "agent"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			model := &fakeModel{answer: tc.answer}
+			model := &fakeModel{answer: tc.answer, image: tc.image}
 			f := newFixture(t, fixtureOpts{sampler: model, legacy: tc.legacy, server: Options{SamplingTimeout: 200 * time.Millisecond}})
 			id := f.newSession(dir, "long", 30, strings.Repeat("detail ", 100))
 			f.fails("session_compact", obj{"session_id": id, "summarizer": "sampling", "keep_recent_tokens": 1000}, tc.want...)
