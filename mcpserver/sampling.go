@@ -105,7 +105,7 @@ func (s *sampling) summarize(ctx context.Context, req compaction.Request) (strin
 	}
 	srv := server.ServerFromContext(ctx)
 	if srv == nil {
-		return "", errors.New("mcp sampling: no server in context")
+		return "", errors.New("no MCP server in context")
 	}
 	sctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -116,9 +116,9 @@ func (s *sampling) summarize(ctx context.Context, req compaction.Request) (strin
 	})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return "", fmt.Errorf("mcp sampling: the client did not answer within %v: %w", s.timeout, err)
+			return "", fmt.Errorf("the client did not answer within %v: %w", s.timeout, err)
 		}
-		return "", fmt.Errorf("mcp sampling: %w", err)
+		return "", err
 	}
 	return samplingText(res)
 }
@@ -201,11 +201,11 @@ func decodeState(state string) map[string]string {
 // (typed on the legacy path, generic JSON when it came back in inputResponses).
 func samplingText(res *mcp.CreateMessageResult) (string, error) {
 	if res == nil {
-		return "", errors.New("mcp sampling: empty result")
+		return "", errors.New("the client's answer was empty")
 	}
 	content, err := mcp.ParseSamplingContent(res.Content)
 	if err != nil {
-		return "", fmt.Errorf("mcp sampling: %w", err)
+		return "", fmt.Errorf("the client's answer is not MCP content: %w", err)
 	}
 	var parts []string
 	other := "" // the kind of the first content that is not text
@@ -233,11 +233,11 @@ func samplingText(res *mcp.CreateMessageResult) (string, error) {
 	case text != "":
 		return text, nil
 	case len(parts) > 0:
-		return "", errors.New("mcp sampling: the client's model answered with blank text")
+		return "", errors.New("the client's model answered with blank text")
 	case other != "":
-		return "", fmt.Errorf("mcp sampling: the client's model answered with %s content, not text", other)
+		return "", fmt.Errorf("the client's model answered with %s content, not text", other)
 	}
-	return "", errors.New("mcp sampling: the client's model answered with no content")
+	return "", errors.New("the client's model answered with no content")
 }
 
 // contentKind names a sampling answer's content that is not text, for an error message.

@@ -108,16 +108,22 @@ func TestSamplingFailures(t *testing.T) {
 	}{
 		{"model error", true, func(context.Context) (string, error) { return "", errors.New("user declined") }, false, []string{"sampling summarizer failed", "user declined", "agent"}},
 		{"timeout", true, func(ctx context.Context) (string, error) { <-ctx.Done(); return "", ctx.Err() }, false, []string{"did not answer in time"}},
-		{"empty answer", true, func(context.Context) (string, error) { return "  ", nil }, false, []string{"sampling summarizer failed", "the client's model answered with blank text", "agent"}},
-		{"empty answer, 2026-07-28", false, func(context.Context) (string, error) { return "  ", nil }, false, []string{"sampling summarizer failed", "the client's model answered with blank text", "agent"}},
-		{"image answer", true, nil, true, []string{"sampling summarizer failed", "the client's model answered with image content, not text", "agent"}},
-		{"image answer, 2026-07-28", false, nil, true, []string{"sampling summarizer failed", "the client's model answered with image content, not text", "agent"}},
+		{"empty answer", true, func(context.Context) (string, error) { return "  ", nil }, false, []string{"the sampling summarizer failed: the client's model answered with blank text;"}},
+		{"empty answer, 2026-07-28", false, func(context.Context) (string, error) { return "  ", nil }, false, []string{"the sampling summarizer failed: the client's model answered with blank text;"}},
+		{"image answer", true, nil, true, []string{"the sampling summarizer failed: the client's model answered with image content, not text;"}},
+		{"image answer, 2026-07-28", false, nil, true, []string{"the sampling summarizer failed: the client's model answered with image content, not text;"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			model := &fakeModel{answer: tc.answer, image: tc.image}
 			f := newFixture(t, fixtureOpts{sampler: model, legacy: tc.legacy, server: Options{SamplingTimeout: 200 * time.Millisecond}})
 			id := f.newSession(dir, "long", 30, strings.Repeat("detail ", 100))
-			f.fails("session_compact", obj{"session_id": id, "summarizer": "sampling", "keep_recent_tokens": 1000}, tc.want...)
+			got := f.fails("session_compact", obj{"session_id": id, "summarizer": "sampling", "keep_recent_tokens": 1000}, tc.want...)
+			// Each layer's name once: not "failed: sampling summarizer: mcp sampling: …".
+			for _, w := range []string{"sampling summarizer:", "mcp sampling:", "mcp.TextContent", "mcp.ImageContent"} {
+				if strings.Contains(got, w) {
+					t.Errorf("error %q holds %q", got, w)
+				}
+			}
 			var r memory.ResumeResult
 			f.ok("session_resume", obj{"session_id": id}, &r)
 			if r.Summary != "" {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/sessionmem/sessionmem/compaction"
 	"github.com/sessionmem/sessionmem/fileops"
@@ -186,7 +187,9 @@ func runSummarizer(ctx context.Context, sum compaction.Summarizer, pl *plan, red
 			return "", &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("the %s summarizer did not answer in time", sum.Name()),
 				Hint: `try again, or use summarizer "agent" or "extractive"`}
 		}
-		return "", &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("the %s summarizer failed: %v", sum.Name(), err),
+		// compaction.Run names the summarizer too ("sampling summarizer: …"): once is enough.
+		why := strings.TrimPrefix(err.Error(), sum.Name()+" summarizer: ")
+		return "", &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("the %s summarizer failed: %s", sum.Name(), why),
 			Hint: `try again, or use summarizer "agent" or "extractive"`}
 	}
 	text = fileops.CleanSummary(summaryText(redact(text)))
