@@ -135,6 +135,10 @@ func (s *sampling) answer(key string) (text string, ok bool, err error) {
 	}
 	res := server.SamplingResponse(s.responses, key)
 	if res == nil {
+		if _, sent := s.responses[key]; sent {
+			// Present but not a sampling result: asking again would get the same.
+			return "", false, errors.New("the client's answer to the sampling request is not a sampling result")
+		}
 		return "", false, nil
 	}
 	if text, err = samplingText(res); err != nil {
@@ -207,6 +211,9 @@ func samplingText(res *mcp.CreateMessageResult) (string, error) {
 	if err != nil {
 		return "", fmt.Errorf("the client's answer is not MCP content: %w", err)
 	}
+	if content == nil {
+		return "", errors.New("the client's answer holds no content")
+	}
 	var parts []string
 	other := "" // the kind of the first content that is not text
 	add := func(c any) {
@@ -237,7 +244,7 @@ func samplingText(res *mcp.CreateMessageResult) (string, error) {
 	case other != "":
 		return "", fmt.Errorf("the client's model answered with %s content, not text", other)
 	}
-	return "", errors.New("the client's model answered with no content")
+	return "", errors.New("the client's model answered with content that is not text")
 }
 
 // contentKind names a sampling answer's content that is not text, for an error message.
@@ -250,5 +257,5 @@ func contentKind(c any) string {
 	case mcp.ResourceLink, *mcp.ResourceLink, mcp.EmbeddedResource, *mcp.EmbeddedResource:
 		return "resource"
 	}
-	return "non-text"
+	return ""
 }

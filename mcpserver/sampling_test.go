@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -234,5 +235,43 @@ func TestClientCanSample(t *testing.T) {
 	}
 	if can, _ := clientCanSample(t.Context()); can {
 		t.Error("no session can sample")
+	}
+}
+
+// TestSamplingUnusableAnswer: a 2026-07-28 client's answer that is there but gives no text
+// fails the summarizer with what was wrong. Before, an answer that was not a sampling result
+// at all ("str") counted as none, so the server asked the same question every round until
+// the client gave up; answers without content read "answered with non-text content".
+func TestSamplingUnusableAnswer(t *testing.T) {
+	req := compaction.Request{History: []compaction.Entry{{ID: "1", Kind: compaction.KindMessage, Message: []byte(`{"role":"user","content":[{"type":"text","text":"a"}]}`)}}}
+	key := promptKey(compaction.BuildPrompt(req))
+	for _, tc := range []struct {
+		name, raw, want string
+	}{
+		{"not an object", `"str"`, "the client's answer to the sampling request is not a sampling result"},
+		{"no content", `{"role":"assistant","model":"m"}`, "the client's answer holds no content"},
+		{"an error object", `{"error":{"code":-1,"message":"declined"}}`, "the client's answer holds no content"},
+		{"content a bare string", `{"role":"assistant","content":"plain","model":"m"}`, "the client's model answered with content that is not text"},
+		{"blank text", `{"role":"assistant","content":{"type":"text","text":" \n"},"model":"m"}`, "the client's model answered with blank text"},
+		{"audio", `{"role":"assistant","content":{"type":"audio","data":"AAAA","mimeType":"audio/wav"},"model":"m"}`, "the client's model answered with audio content, not text"},
+		{"text", `{"role":"assistant","content":[{"type":"text","text":"the summary"}],"model":"m"}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rs mcp.InputResponses
+			if err := json.Unmarshal([]byte(`{"`+key+`":`+tc.raw+`}`), &rs); err != nil {
+				t.Fatalf("responses: %v", err)
+			}
+			s := &sampling{can: true, modern: true, responses: rs}
+			got, err := s.summarize(t.Context(), req)
+			switch {
+			case tc.want == "" && (err != nil || got != "the summary"):
+				t.Fatalf("got %q, %v; want the summary", got, err)
+			case tc.want == "":
+			case err == nil || errors.Is(err, errNeedsInput) || err.Error() != tc.want:
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			case s.inputRequest() != nil:
+				t.Error("the client is asked again")
+			}
+		})
 	}
 }
