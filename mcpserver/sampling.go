@@ -92,8 +92,8 @@ func (s *sampling) summarize(ctx context.Context, req compaction.Request) (strin
 	}
 	if s.modern {
 		key := promptKey(p)
-		if text, ok := s.answer(key); ok {
-			return text, nil
+		if text, ok, err := s.answer(key); err != nil || ok {
+			return text, err
 		}
 		s.mu.Lock()
 		if s.pending == nil {
@@ -105,7 +105,7 @@ func (s *sampling) summarize(ctx context.Context, req compaction.Request) (strin
 	}
 	srv := server.ServerFromContext(ctx)
 	if srv == nil {
-		return "", errors.New("mcp sampling: no server in context")
+		return "", errors.New("no MCP server in context")
 	}
 	sctx, cancel := context.WithTimeout(ctx, s.timeout)
 	defer cancel()
@@ -116,33 +116,39 @@ func (s *sampling) summarize(ctx context.Context, req compaction.Request) (strin
 	})
 	if err != nil {
 		if errors.Is(err, context.DeadlineExceeded) {
-			return "", fmt.Errorf("mcp sampling: the client did not answer within %v: %w", s.timeout, err)
+			return "", fmt.Errorf("the client did not answer within %v: %w", s.timeout, err)
 		}
-		return "", fmt.Errorf("mcp sampling: %w", err)
+		return "", err
 	}
 	return samplingText(res)
 }
 
 // answer finds the sampled text for key in earlier rounds' state or this round's responses.
-func (s *sampling) answer(key string) (string, bool) {
+// ok is false when neither holds an answer (the client is to be asked); an answer without
+// text (blank, or an image) is an error: asking again would only repeat the round until the
+// client gives up on the call.
+func (s *sampling) answer(key string) (text string, ok bool, err error) {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	if text, ok := s.answers[key]; ok {
-		return text, true
+		return text, true, nil
 	}
 	res := server.SamplingResponse(s.responses, key)
 	if res == nil {
-		return "", false
+		if _, sent := s.responses[key]; sent {
+			// Present but not a sampling result: asking again would get the same.
+			return "", false, errors.New("the client's answer to the sampling request is not a sampling result")
+		}
+		return "", false, nil
 	}
-	text, err := samplingText(res)
-	if err != nil {
-		return "", false
+	if text, err = samplingText(res); err != nil {
+		return "", false, err
 	}
 	if s.answers == nil {
 		s.answers = map[string]string{}
 	}
 	s.answers[key] = text
-	return text, true
+	return text, true, nil
 }
 
 // inputRequest returns the input_required result asking for what the summarizer still needs,
@@ -199,19 +205,27 @@ func decodeState(state string) map[string]string {
 // (typed on the legacy path, generic JSON when it came back in inputResponses).
 func samplingText(res *mcp.CreateMessageResult) (string, error) {
 	if res == nil {
-		return "", errors.New("mcp sampling: empty result")
+		return "", errors.New("the client's answer was empty")
 	}
 	content, err := mcp.ParseSamplingContent(res.Content)
 	if err != nil {
-		return "", fmt.Errorf("mcp sampling: %w", err)
+		return "", fmt.Errorf("the client's answer is not MCP content: %w", err)
+	}
+	if content == nil {
+		return "", errors.New("the client's answer holds no content")
 	}
 	var parts []string
+	other := "" // the kind of the first content that is not text
 	add := func(c any) {
 		switch v := c.(type) {
 		case mcp.TextContent:
 			parts = append(parts, v.Text)
 		case *mcp.TextContent:
 			parts = append(parts, v.Text)
+		default:
+			if other == "" {
+				other = contentKind(v)
+			}
 		}
 	}
 	if list, ok := content.([]mcp.Content); ok {
@@ -222,8 +236,26 @@ func samplingText(res *mcp.CreateMessageResult) (string, error) {
 		add(content)
 	}
 	text := strings.TrimSpace(strings.Join(parts, "\n"))
-	if text == "" {
-		return "", fmt.Errorf("mcp sampling: the client's model returned no text (content %T)", res.Content)
+	switch {
+	case text != "":
+		return text, nil
+	case len(parts) > 0:
+		return "", errors.New("the client's model answered with blank text")
+	case other != "":
+		return "", fmt.Errorf("the client's model answered with %s content, not text", other)
 	}
-	return text, nil
+	return "", errors.New("the client's model answered with content that is not text")
+}
+
+// contentKind names a sampling answer's content that is not text, for an error message.
+func contentKind(c any) string {
+	switch c.(type) {
+	case mcp.ImageContent, *mcp.ImageContent:
+		return "image"
+	case mcp.AudioContent, *mcp.AudioContent:
+		return "audio"
+	case mcp.ResourceLink, *mcp.ResourceLink, mcp.EmbeddedResource, *mcp.EmbeddedResource:
+		return "resource"
+	}
+	return ""
 }

@@ -2,6 +2,7 @@ package mcpserver
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"strings"
 	"sync"
@@ -23,6 +24,7 @@ type fakeModel struct {
 	system string
 	user   string
 	answer func(ctx context.Context) (string, error)
+	image  bool // answer with an image instead of text
 }
 
 func (m *fakeModel) CreateMessage(ctx context.Context, req mcp.CreateMessageRequest) (*mcp.CreateMessageResult, error) {
@@ -44,8 +46,12 @@ func (m *fakeModel) CreateMessage(ctx context.Context, req mcp.CreateMessageRequ
 			return nil, err
 		}
 	}
+	var content any = mcp.NewTextContent(text)
+	if m.image {
+		content = mcp.NewImageContent("iVBORw0KGgo=", "image/png")
+	}
 	return &mcp.CreateMessageResult{
-		SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: mcp.NewTextContent(text)},
+		SamplingMessage: mcp.SamplingMessage{Role: mcp.RoleAssistant, Content: content},
 		Model:           "fake-model",
 		StopReason:      "endTurn",
 	}, nil
@@ -98,17 +104,27 @@ func TestSamplingFailures(t *testing.T) {
 		name   string
 		legacy bool
 		answer func(ctx context.Context) (string, error)
+		image  bool
 		want   []string
 	}{
-		{"model error", true, func(context.Context) (string, error) { return "", errors.New("user declined") }, []string{"sampling summarizer failed", "user declined", "agent"}},
-		{"timeout", true, func(ctx context.Context) (string, error) { <-ctx.Done(); return "", ctx.Err() }, []string{"did not answer in time"}},
-		{"empty answer", true, func(context.Context) (string, error) { return "  ", nil }, []string{"no text"}},
+		{"model error", true, func(context.Context) (string, error) { return "", errors.New("user declined") }, false, []string{"sampling summarizer failed", "user declined", "agent"}},
+		{"timeout", true, func(ctx context.Context) (string, error) { <-ctx.Done(); return "", ctx.Err() }, false, []string{"did not answer in time"}},
+		{"empty answer", true, func(context.Context) (string, error) { return "  ", nil }, false, []string{"the sampling summarizer failed: the client's model answered with blank text;"}},
+		{"empty answer, 2026-07-28", false, func(context.Context) (string, error) { return "  ", nil }, false, []string{"the sampling summarizer failed: the client's model answered with blank text;"}},
+		{"image answer", true, nil, true, []string{"the sampling summarizer failed: the client's model answered with image content, not text;"}},
+		{"image answer, 2026-07-28", false, nil, true, []string{"the sampling summarizer failed: the client's model answered with image content, not text;"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			model := &fakeModel{answer: tc.answer}
+			model := &fakeModel{answer: tc.answer, image: tc.image}
 			f := newFixture(t, fixtureOpts{sampler: model, legacy: tc.legacy, server: Options{SamplingTimeout: 200 * time.Millisecond}})
 			id := f.newSession(dir, "long", 30, strings.Repeat("detail ", 100))
-			f.fails("session_compact", obj{"session_id": id, "summarizer": "sampling", "keep_recent_tokens": 1000}, tc.want...)
+			got := f.fails("session_compact", obj{"session_id": id, "summarizer": "sampling", "keep_recent_tokens": 1000}, tc.want...)
+			// Each layer's name once: not "failed: sampling summarizer: mcp sampling: …".
+			for _, w := range []string{"sampling summarizer:", "mcp sampling:", "mcp.TextContent", "mcp.ImageContent"} {
+				if strings.Contains(got, w) {
+					t.Errorf("error %q holds %q", got, w)
+				}
+			}
 			var r memory.ResumeResult
 			f.ok("session_resume", obj{"session_id": id}, &r)
 			if r.Summary != "" {
@@ -219,5 +235,43 @@ func TestClientCanSample(t *testing.T) {
 	}
 	if can, _ := clientCanSample(t.Context()); can {
 		t.Error("no session can sample")
+	}
+}
+
+// TestSamplingUnusableAnswer: a 2026-07-28 client's answer that is there but gives no text
+// fails the summarizer with what was wrong. Before, an answer that was not a sampling result
+// at all ("str") counted as none, so the server asked the same question every round until
+// the client gave up; answers without content read "answered with non-text content".
+func TestSamplingUnusableAnswer(t *testing.T) {
+	req := compaction.Request{History: []compaction.Entry{{ID: "1", Kind: compaction.KindMessage, Message: []byte(`{"role":"user","content":[{"type":"text","text":"a"}]}`)}}}
+	key := promptKey(compaction.BuildPrompt(req))
+	for _, tc := range []struct {
+		name, raw, want string
+	}{
+		{"not an object", `"str"`, "the client's answer to the sampling request is not a sampling result"},
+		{"no content", `{"role":"assistant","model":"m"}`, "the client's answer holds no content"},
+		{"an error object", `{"error":{"code":-1,"message":"declined"}}`, "the client's answer holds no content"},
+		{"content a bare string", `{"role":"assistant","content":"plain","model":"m"}`, "the client's model answered with content that is not text"},
+		{"blank text", `{"role":"assistant","content":{"type":"text","text":" \n"},"model":"m"}`, "the client's model answered with blank text"},
+		{"audio", `{"role":"assistant","content":{"type":"audio","data":"AAAA","mimeType":"audio/wav"},"model":"m"}`, "the client's model answered with audio content, not text"},
+		{"text", `{"role":"assistant","content":[{"type":"text","text":"the summary"}],"model":"m"}`, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var rs mcp.InputResponses
+			if err := json.Unmarshal([]byte(`{"`+key+`":`+tc.raw+`}`), &rs); err != nil {
+				t.Fatalf("responses: %v", err)
+			}
+			s := &sampling{can: true, modern: true, responses: rs}
+			got, err := s.summarize(t.Context(), req)
+			switch {
+			case tc.want == "" && (err != nil || got != "the summary"):
+				t.Fatalf("got %q, %v; want the summary", got, err)
+			case tc.want == "":
+			case err == nil || errors.Is(err, errNeedsInput) || err.Error() != tc.want:
+				t.Fatalf("err = %v, want %q", err, tc.want)
+			case s.inputRequest() != nil:
+				t.Error("the client is asked again")
+			}
+		})
 	}
 }

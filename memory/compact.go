@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"math"
+	"strings"
 
 	"github.com/sessionmem/sessionmem/compaction"
 	"github.com/sessionmem/sessionmem/fileops"
@@ -186,7 +187,9 @@ func runSummarizer(ctx context.Context, sum compaction.Summarizer, pl *plan, red
 			return "", &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("the %s summarizer did not answer in time", sum.Name()),
 				Hint: `try again, or use summarizer "agent" or "extractive"`}
 		}
-		return "", &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("the %s summarizer failed: %v", sum.Name(), err),
+		// compaction.Run names the summarizer too ("sampling summarizer: …"): once is enough.
+		why := strings.TrimPrefix(err.Error(), sum.Name()+" summarizer: ")
+		return "", &Error{Kind: ErrUnavailable, Msg: fmt.Sprintf("the %s summarizer failed: %s", sum.Name(), why),
 			Hint: `try again, or use summarizer "agent" or "extractive"`}
 	}
 	text = fileops.CleanSummary(summaryText(redact(text)))
@@ -262,12 +265,28 @@ func (s *Service) plan(ctx context.Context, req CompactRequest) (*plan, error) {
 		cr.TurnPrefix = p.foldable(entries, cut.TurnStart, cut.FirstKept)
 	}
 	cr.History = p.foldable(entries, cut.Start, histEnd)
+	if !holdsConversation(cr.History) && !holdsConversation(cr.TurnPrefix) {
+		// Only pinned messages (which stay verbatim) and metadata lie before the kept part: a
+		// summary would retell nothing and only add its own size to the context.
+		return nil, nil
+	}
 	pl := &plan{path: p, entries: entries, cut: cut, req: cr, tokensBefore: p.contextTokens(), read: read, modifed: modified,
 		ledger: ledger, omittedFiles: omitted}
 	if cut.FirstKept < len(p.entries) {
 		pl.firstKeptID = p.entries[cut.FirstKept].ID
 	}
 	return pl, nil
+}
+
+// holdsConversation reports whether entries hold something a summary retells: a message or
+// a branch summary, not only renames, labels and model changes.
+func holdsConversation(entries []compaction.Entry) bool {
+	for _, e := range entries {
+		if e.Kind == compaction.KindMessage || e.Kind == compaction.KindBranchSummary {
+			return true
+		}
+	}
+	return false
 }
 
 // foldable returns entries[from:to] that a summary folds in: no compactions, and no pinned

@@ -17,13 +17,16 @@ func fitHeader(res *ResumeResult, chars int) {
 	if over <= 0 {
 		return
 	}
-	if res.Summary != "" {
-		keep := utf8.RuneCountInString(res.Summary) - over - 200
-		if min := utf8.RuneCountInString(res.Summary) / 8; keep < min {
+	const why = "the summary was cut to fit max_tokens; call session_resume with a larger max_tokens for all of it"
+	summary := res.Summary
+	kept := utf8.RuneCountInString(summary)
+	if summary != "" {
+		keep := kept - over - 200
+		if min := kept / 8; keep < min {
 			keep = min // keep the opening of the summary; the lists give way next
 		}
-		res.Summary = truncateText(res.Summary, keep,
-			"the summary was cut to fit max_tokens; call session_resume with a larger max_tokens for all of it")
+		kept = keep
+		res.Summary = truncateText(summary, kept, why)
 	}
 	for _, list := range []*[]string{&res.ReadFiles, &res.ModifiedFiles} {
 		all := *list
@@ -40,6 +43,16 @@ func fitHeader(res *ResumeResult, chars int) {
 			break
 		}
 		res.Facts.Fit(tokens)
+	}
+	// The summary's opening kept above may itself be more than the page holds (an eighth of a
+	// 12,000-token summary at max_tokens 1000): then it gives way too, down to its note alone.
+	for summary != "" && kept > 0 {
+		over := jsonChars(*res) - chars
+		if over <= 0 {
+			break
+		}
+		kept = max(kept-over-16, 0)
+		res.Summary = truncateText(summary, kept, why)
 	}
 }
 

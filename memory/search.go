@@ -100,7 +100,7 @@ func (s *Service) Search(ctx context.Context, req SearchRequest) (SearchResult, 
 			return SearchResult{}, err
 		}
 	case errors.Is(err, fts.ErrBadQuery):
-		return SearchResult{}, invalidf("search again without cursor (or with the next_cursor the same search returned)", "%s", clip(err.Error(), 300))
+		return SearchResult{}, invalidf(cursorHint, "%s", clip(cursorRefusal(err), 300))
 	case err != nil:
 		return SearchResult{}, mapStoreErr("", fmt.Errorf("search: %w", err))
 	}
@@ -195,6 +195,21 @@ func (s *Service) searchQuery(req SearchRequest) (storage.SearchQuery, error) {
 	}
 	q.Cursor = req.Cursor
 	return q, nil
+}
+
+// cursorHint is what to do about a cursor the store refused.
+const cursorHint = "search again without cursor (or with the next_cursor the same search returned)"
+
+// cursorRefusal is what was wrong with a cursor the store refused (searchQuery has checked
+// everything else a store refuses): the store's text without its wrapping ("bad search
+// query: " of fts.ErrBadQuery, "invalid search: " of the local index) and without its own
+// hint, which cursorHint gives.
+func cursorRefusal(err error) string {
+	msg := err.Error()
+	for _, p := range []string{fts.ErrBadQuery.Error() + ": ", "invalid search: "} {
+		msg = strings.TrimPrefix(msg, p)
+	}
+	return strings.TrimSuffix(msg, "; search again without cursor")
 }
 
 var (

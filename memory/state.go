@@ -365,12 +365,14 @@ func estimateText(s string) int { return compaction.EstimateText(s) }
 // previewOf returns a user message's first text as one line (runs of white space, newlines
 // included, become one space), at most 200 bytes, with U+FFFD for U+0000: a PostgreSQL store
 // cannot hold that character in its listing (see storage/postgres's pgText), and both stores
-// must list a session alike.
+// must list a session alike. Terminal escape codes go (stripANSI), as from search snippets
+// and the index: the preview is the prompt as it reads, and a text of escape codes alone is
+// blank.
 func previewOf(msg gjson.Result) string {
 	var text string
 	msg.Get("content").ForEach(func(_, b gjson.Result) bool {
 		if b.Get("type").String() == BlockText {
-			if t := strings.TrimSpace(b.Get("text").String()); t != "" {
+			if t := strings.TrimSpace(stripANSI(b.Get("text").String())); t != "" {
 				text = t
 				return false
 			}

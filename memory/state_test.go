@@ -501,3 +501,39 @@ func TestPreviewWithoutNUL(t *testing.T) {
 		t.Fatalf("the message changed: %+v %v", rr.Messages, err)
 	}
 }
+
+// TestPreviewWithoutANSI: a preview is the prompt as it reads, without terminal escape codes
+// (as search snippets and the index have them, a708aba and 9cac542): the listing held
+// "\x1b[31mred\x1b[0m alert", which the text block showed as "[31mred[0m alert" and
+// session_list's query "red alert" did not find. A text block of escape codes alone counts as
+// blank, so the next text is the preview.
+func TestPreviewWithoutANSI(t *testing.T) {
+	for _, tc := range []struct {
+		name string
+		msgs []Message
+		want string
+	}{
+		{"colored", []Message{user("1", "\x1b[31mred\x1b[0m alert\x1b]0;title\x07 now")}, "red alert now"},
+		{"cursor moves", []Message{user("1", "one\x1b[1A\x1b[2Ktwo")}, "onetwo"},
+		{"escapes alone", []Message{user("1", "\x1b[0m\x1b[?25h"), user("2", "second prompt")}, "second prompt"},
+		{"escapes and blanks", []Message{{Role: RoleUser, Content: []Block{{Type: BlockText, Text: " \x1b[0m\n"}, {Type: BlockText, Text: "\x1b[1mbold\x1b[22m"}}}}, "bold"},
+		{"plain", []Message{user("1", "plain  text\nhere")}, "plain text here"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newTestService(t, Options{})
+			res := mustSave(t, s, SaveRequest{WorkingDir: wd, Messages: tc.msgs})
+			sess, err := s.Get(t.Context(), res.SessionID)
+			if err != nil || sess.Preview != tc.want {
+				t.Fatalf("preview %q, %v; want %q", sess.Preview, err, tc.want)
+			}
+			l, err := s.List(t.Context(), ListRequest{Query: strings.ToUpper(tc.want[:4])})
+			if err != nil || len(l.Sessions) != 1 {
+				t.Errorf("query %q: %d sessions, %v", strings.ToUpper(tc.want[:4]), len(l.Sessions), err)
+			}
+			rr, err := s.Resume(t.Context(), ResumeRequest{SessionID: res.SessionID})
+			if err != nil || rr.Messages[0].Content[0].Text != tc.msgs[0].Content[0].Text {
+				t.Fatalf("the message changed: %+v %v", rr.Messages, err)
+			}
+		})
+	}
+}
