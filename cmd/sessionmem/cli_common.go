@@ -25,6 +25,7 @@ import (
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/redact"
 	"github.com/sessionmem/sessionmem/storage"
+	"github.com/sessionmem/sessionmem/storage/postgres"
 )
 
 // Test seams. They are read-only outside tests (set once in a test init), so they carry no
@@ -125,9 +126,10 @@ type cliStore struct {
 
 // openOptions choose what openCLIStore sets up beyond the basics.
 type openOptions struct {
-	// create makes a missing store directory (0700), for the commands that save (import,
-	// hook), as serve does. The others only read or change what is stored: a missing store
-	// is an error for them, most often a mistyped --store, which must not leave a directory.
+	// create makes a missing store directory (0700), or a database's tables, for the commands
+	// that save (import, hook), as serve does. The others only read or change what is stored:
+	// a missing store is an error for them, most often a mistyped --store, which must not leave
+	// a directory, or sessionmem's tables in whatever database the URL names.
 	create bool
 	// llm builds the llm summarizer from SESSIONMEM_LLM_* (only compact needs it).
 	llm bool
@@ -190,7 +192,10 @@ func openCLIStore(e *env, storeFlag string, o openOptions) (*cliStore, error) {
 			cs.llm = true
 		}
 	}
-	st, err := openStore(context.Background(), dir, logger)
+	st, err := openStore(context.Background(), dir, logger, o.create)
+	if errors.Is(err, postgres.ErrNoStore) {
+		return nil, fmt.Errorf("%w (nothing saved there yet, or a wrong --store / %s)", err, envStore)
+	}
 	if err != nil {
 		return nil, err
 	}
@@ -200,7 +205,8 @@ func openCLIStore(e *env, storeFlag string, o openOptions) (*cliStore, error) {
 }
 
 // storeExists checks that a local store's directory is there, for the commands that do not
-// create it. A database URL is not checked here: opening it says whether it can be reached.
+// create it. A database URL is not checked here: opening it says whether it can be reached
+// and whether it holds a store (openStore without create).
 func storeExists(dir string) error {
 	if isURLStore(dir) {
 		return nil

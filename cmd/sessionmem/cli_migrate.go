@@ -9,6 +9,7 @@ import (
 
 	"github.com/sessionmem/sessionmem/memory"
 	"github.com/sessionmem/sessionmem/storage"
+	"github.com/sessionmem/sessionmem/storage/postgres"
 	"github.com/sessionmem/sessionmem/storage/storecopy"
 )
 
@@ -28,7 +29,7 @@ Servers may keep running on the source meanwhile; stop them (or run migrate agai
 switching them to the destination, so the last messages are copied too.
 
 Flags:
-  --from DIR|URL   the store to copy from (a directory must exist)
+  --from DIR|URL   the store to copy from (it must exist: nothing is created there)
   --to DIR|URL     the store to copy into (a directory is created if missing; a database's
                    tables are created on first use)
 
@@ -74,18 +75,27 @@ func runMigrate(ctx context.Context, e *env, args []string) error {
 	if src == dst {
 		return c.usageError(e, "--from and --to name the same store")
 	}
+	// The source is only read: a wrong --from must not get a store written into it, neither
+	// a local store's files into a directory of others nor sessionmem's tables into a
+	// database (the copy would then say it copied 0 sessions, hiding the mistake).
 	if !isURLStore(src) {
 		if fi, err := os.Stat(src); err != nil || !fi.IsDir() {
 			return fmt.Errorf("--from %s: not a store directory", src)
 		}
+		if !looksLikeStore(src) {
+			return fmt.Errorf("--from %s: not a sessionmem store: it has files but no sessions directory", src)
+		}
 	}
 	logger := slog.New(slog.NewTextHandler(e.stderr, &slog.HandlerOptions{Level: slog.LevelWarn}))
-	srcStore, err := openStore(ctx, src, logger)
+	srcStore, err := openStore(ctx, src, logger, false)
+	if errors.Is(err, postgres.ErrNoStore) {
+		return fmt.Errorf("--from: %w (nothing saved there yet, or a wrong --from URL)", err)
+	}
 	if err != nil {
 		return err
 	}
 	defer closeStore(e, srcStore)
-	dstStore, err := openStore(ctx, dst, logger)
+	dstStore, err := openStore(ctx, dst, logger, true)
 	if err != nil {
 		return err
 	}

@@ -9,16 +9,19 @@ import (
 	"testing"
 )
 
+// nonCreating are the command lines (without --store) of the commands that only read or change
+// what is stored, which must refuse a missing store and create nothing.
+var nonCreating = [][]string{
+	{"list"}, {"list", "--json"}, {"show", seedAlpha}, {"search", "build"}, {"export", seedAlpha},
+	{"stats"}, {"verify"}, {"reindex"}, {"redact", "--dry-run"}, {"prune", "--max-age", "9d", "--dry-run"},
+	{"compact", seedAlpha}, {"delete", "--yes", seedAlpha}, {"ui", "--addr", "127.0.0.1:0"},
+}
+
 // TestCLIMissingStore: the commands that only read or change what is stored refuse a store
 // directory that is not there (a mistyped --store or SESSIONMEM_STORE) and leave no
 // directory behind; the commands that save create it, 0700, as serve does.
 func TestCLIMissingStore(t *testing.T) {
-	readers := [][]string{
-		{"list"}, {"list", "--json"}, {"show", seedAlpha}, {"search", "build"}, {"export", seedAlpha},
-		{"stats"}, {"verify"}, {"reindex"}, {"redact", "--dry-run"}, {"prune", "--max-age", "9d", "--dry-run"},
-		{"compact", seedAlpha}, {"delete", "--yes", seedAlpha}, {"ui", "--addr", "127.0.0.1:0"},
-	}
-	for _, args := range readers {
+	for _, args := range nonCreating {
 		for _, viaEnv := range []bool{false, true} {
 			name := strings.Join(args, " ")
 			if viaEnv {
@@ -63,6 +66,11 @@ func TestCLIMissingStore(t *testing.T) {
 			if r.code != 1 || !strings.Contains(r.stderr, dir+" is not a sessionmem store") {
 				t.Fatalf("%s: exit %d, stderr %q", args[0], r.code, r.stderr)
 			}
+		}
+		// migrate only reads its source: the same refusal for --from.
+		r := runCLI(t, "", "migrate", "--from", dir, "--to", filepath.Join(t.TempDir(), "copy"))
+		if r.code != 1 || !strings.Contains(r.stderr, "--from "+dir+": not a sessionmem store") {
+			t.Fatalf("migrate: exit %d, stderr %q", r.code, r.stderr)
 		}
 		if ents, err := os.ReadDir(dir); err != nil || len(ents) != 1 {
 			t.Fatalf("the directory holds %d entries (%v), want go.mod alone", len(ents), err)

@@ -64,6 +64,9 @@ func TestPGStoreURLRefused(t *testing.T) {
 // TestPGSchemeAnyCase: POSTGRES:// and Postgresql:// are PostgreSQL URLs all the way through.
 func TestPGSchemeAnyCase(t *testing.T) {
 	u := pgtest.Shared(t).NewDatabase(t)
+	// serve creates the tables (list refuses a database without them), here with the scheme
+	// in capitals too.
+	runCLI(t, "", "serve", "--store", "POSTGRES://"+strings.TrimPrefix(u, "postgres://")).must(t)
 	for _, scheme := range []string{"POSTGRES://", "Postgresql://"} {
 		loc := scheme + strings.TrimPrefix(u, "postgres://")
 		r := runCLI(t, "", "list", "--store", loc).must(t)

@@ -125,13 +125,21 @@ func isURLStore(loc string) bool {
 }
 
 // openStore opens the store at a location resolveStore accepted. A PostgreSQL store is
-// connected and its schema checked (or created) now, so a wrong password or an unreachable
-// host is one clear error.
-func openStore(ctx context.Context, loc string, logger *slog.Logger) (storage.Store, error) {
+// connected and its schema checked now, so a wrong password or an unreachable host is one
+// clear error. Its tables are created only with create (serve, import, hook, migrate's
+// destination): without it a database that has none is an error wrapping postgres.ErrNoStore,
+// which the caller words for where the URL came from, and nothing is created in it. (A local
+// store's directory is checked by the caller: storeExists, or migrate for --from.)
+func openStore(ctx context.Context, loc string, logger *slog.Logger, create bool) (storage.Store, error) {
 	if isURLStore(loc) {
 		ctx, cancel := context.WithTimeout(ctx, 30*time.Second)
 		defer cancel()
-		st, err := postgres.Open(ctx, loc, pgOptions(logger))
+		o := pgOptions(logger)
+		o.NoCreate = !create
+		st, err := postgres.Open(ctx, loc, o)
+		if errors.Is(err, postgres.ErrNoStore) {
+			return nil, err // it names the database and host: "open store URL: " would repeat them
+		}
 		if err != nil {
 			return nil, openError(loc, err)
 		}
@@ -181,7 +189,7 @@ func pgOptions(logger *slog.Logger) postgres.Options {
 // newer than this build still stops the server.
 func openServeStore(ctx context.Context, loc string, logger *slog.Logger) (storage.Store, error) {
 	if !isURLStore(loc) {
-		return openStore(ctx, loc, logger)
+		return openStore(ctx, loc, logger, true)
 	}
 	st, err := postgres.New(loc, pgOptions(logger))
 	if err != nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"io/fs"
+	"net"
 	"sort"
 	"strconv"
 	"strings"
@@ -72,6 +73,9 @@ func (s *Store) ensureSchema(ctx context.Context) error {
 	if v > SchemaVersion {
 		return s.newerSchema(ctx, s.db(), v)
 	}
+	if v == 0 && s.opts.NoCreate {
+		return s.noStore(ctx, s.db())
+	}
 	sctx, cancel := s.stmtCtx(ctx)
 	defer cancel()
 	err = pgx.BeginFunc(sctx, s.db(), func(tx pgx.Tx) error {
@@ -84,6 +88,11 @@ func (s *Store) ensureSchema(ctx context.Context) error {
 		}
 		if v > SchemaVersion {
 			return s.newerSchema(sctx, tx, v)
+		}
+		if v == 0 && s.opts.NoCreate {
+			// The tables were there a moment ago (an older version, to migrate) and have been
+			// dropped since: the same refusal as had they never been there.
+			return s.noStore(sctx, tx)
 		}
 		if v == 0 {
 			_, err := tx.Exec(sctx, `CREATE TABLE IF NOT EXISTS sessionmem_schema (
@@ -110,7 +119,7 @@ func (s *Store) ensureSchema(ctx context.Context) error {
 		}
 		return recordWriter(sctx, tx)
 	})
-	if errors.Is(err, storage.ErrNewerFormat) {
+	if errors.Is(err, storage.ErrNewerFormat) || errors.Is(err, ErrNoStore) {
 		return err
 	}
 	if err != nil {
@@ -176,4 +185,45 @@ func (s *Store) newerSchema(ctx context.Context, q dbtx, v int) error {
 	// transaction the failed statement aborts it, which the caller rolls back anyway.
 	_ = q.QueryRow(sctx, `SELECT written_by FROM sessionmem_schema WHERE id = 1`).Scan(&by)
 	return &storage.NewerFormatError{What: "the database's sessionmem schema", Version: v, Newest: SchemaVersion, WrittenBy: by}
+}
+
+// ErrNoStore is wrapped by the error of a Store opened with Options.NoCreate on a database
+// (or the schema its search_path selects) that holds no sessionmem tables.
+var ErrNoStore = errors.New("no sessionmem store")
+
+// noStoreError is ErrNoStore with where the tables were looked for; its text holds no part of
+// the URL but the database, schema and host names.
+type noStoreError struct{ where string }
+
+func (e *noStoreError) Error() string { return "no sessionmem store in " + e.where }
+func (e *noStoreError) Unwrap() error { return ErrNoStore }
+
+// noStore is the refusal of a database without sessionmem tables for a NoCreate store. It
+// names the database and schema as the server resolved them (a URL without a database name
+// means the user's), and the host from the URL; the schema only when it is not public, so
+// that a search_path naming a schema of its own is visible in the message.
+func (s *Store) noStore(ctx context.Context, q dbtx) error {
+	var db, schema string
+	sctx, cancel := s.stmtCtx(ctx)
+	defer cancel()
+	err := q.QueryRow(sctx, `SELECT current_database(), coalesce(current_schema(), '')`).Scan(&db, &schema)
+	if err != nil {
+		return s.wrap(ctx, "connect", err)
+	}
+	where := "database " + db
+	switch schema {
+	case "public":
+	case "":
+		// search_path names no schema that exists: the tables could not be anywhere.
+		where += " (its search_path names no existing schema)"
+	default:
+		where += " (schema " + schema + ")"
+	}
+	cc := s.pool.Config().ConnConfig
+	if strings.HasPrefix(cc.Host, "/") {
+		where += " on the local socket in " + cc.Host // a Unix socket's directory
+	} else {
+		where += " at " + net.JoinHostPort(cc.Host, strconv.Itoa(int(cc.Port)))
+	}
+	return &noStoreError{where: RedactText(where, s.secret)}
 }

@@ -103,6 +103,13 @@ type Options struct {
 	// DocsDelay is how long after a save its documents are written, so that the saves of
 	// that time share one write (default DefaultDocsDelay; negative: at once).
 	DocsDelay time.Duration
+	// NoCreate refuses a database (the schema search_path selects) that holds no sessionmem
+	// tables instead of creating them: Ready, and so every call, fails with an error wrapping
+	// ErrNoStore and nothing is written to the database. It is for the commands that only read
+	// or change what is stored, where an empty database most often means a URL naming the
+	// wrong one. A schema of an older version is still migrated, one of a newer version still
+	// refused (storage.ErrNewerFormat).
+	NoCreate bool
 }
 
 // Store is a PostgreSQL session store: a storage.Store that any number of processes on any
@@ -236,8 +243,9 @@ func New(url string, opts Options) (*Store, error) {
 }
 
 // Open is New followed by Ready: it fails at once, with an error wrapping
-// storage.ErrUnavailable, when the database cannot be reached or refuses the credentials, and
-// with one wrapping storage.ErrNewerFormat when its schema is newer than this build.
+// storage.ErrUnavailable, when the database cannot be reached or refuses the credentials,
+// with one wrapping storage.ErrNewerFormat when its schema is newer than this build, and
+// with Options.NoCreate, with one wrapping ErrNoStore when it has no sessionmem tables.
 func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	s, err := New(url, opts)
 	if err != nil {
@@ -250,8 +258,9 @@ func Open(ctx context.Context, url string, opts Options) (*Store, error) {
 	return s, nil
 }
 
-// Ready connects, and creates or migrates the schema if this process has not done so yet.
-// Every call runs it first, so it only needs calling to find problems early.
+// Ready connects, and creates (unless Options.NoCreate) or migrates the schema if this process
+// has not done so yet. Every call runs it first, so it only needs calling to find problems
+// early.
 func (s *Store) Ready(ctx context.Context) error {
 	done, err := s.enter()
 	if err != nil {

@@ -1,0 +1,152 @@
+package postgres
+
+import (
+	"context"
+	"errors"
+	"net/url"
+	"strconv"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/sessionmem/sessionmem/storage"
+	"github.com/sessionmem/sessionmem/storage/postgres/pgtest"
+)
+
+// userTables counts the tables in the schemas url's search_path selects and in public: where
+// a store opened on url would have created its tables.
+func userTables(t *testing.T, u string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_catalog.pg_tables
+		WHERE schemaname = ANY (current_schemas(false)) OR schemaname = 'public'`).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
+// TestNoCreate: a NoCreate store on a database or schema without sessionmem's tables fails to
+// open with ErrNoStore, naming the database, the schema and the host but not the password,
+// and creates nothing; on one whose tables a store without the option created it works, and a
+// newer schema is still the newer-format error.
+func TestNoCreate(t *testing.T) {
+	c := pgtest.Shared(t)
+	host := "at 127.0.0.1:" + strconv.Itoa(c.Port)
+	ctx := context.Background()
+	dbName := func(u string) string {
+		p, err := url.Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return strings.TrimPrefix(p.Path, "/")
+	}
+	// setting gives a URL a query parameter (search_path), replacing one it has.
+	setting := func(u, k, v string) string {
+		p, err := url.Parse(u)
+		if err != nil {
+			t.Fatal(err)
+		}
+		q := p.Query()
+		q.Set(k, v)
+		p.RawQuery = q.Encode()
+		return p.String()
+	}
+	tests := []struct {
+		name string
+		url  func(t *testing.T) (u, want string) // want: the error text, "" for no error
+		// prepare runs on u before the NoCreate open: "" leaves it empty.
+		prepare string
+		newer   bool
+	}{
+		{name: "empty database", url: func(t *testing.T) (string, string) {
+			u := newDB(t)
+			return u, "no sessionmem store in database " + dbName(u) + " " + host
+		}},
+		{name: "empty schema", url: func(t *testing.T) (string, string) {
+			u := newSchema(t)
+			p, _ := url.Parse(u)
+			return u, "no sessionmem store in database " + dbName(u) + " (schema " + p.Query().Get("search_path") + ") " + host
+		}},
+		{name: "search_path names no schema", url: func(t *testing.T) (string, string) {
+			u := setting(newDB(t), "search_path", "no_such_schema")
+			return u, "no sessionmem store in database " + dbName(u) + " (its search_path names no existing schema) " + host
+		}},
+		{name: "unix socket", url: func(t *testing.T) (string, string) {
+			if c.Dir == "" {
+				t.Skip("an external server: its socket directory is unknown")
+			}
+			u := setting(setting(newDB(t), "host", c.Dir), "port", strconv.Itoa(c.Port))
+			return u, "no sessionmem store in database " + dbName(u) + " on the local socket in " + c.Dir
+		}},
+		{name: "a store", prepare: "create", url: func(t *testing.T) (string, string) { return newSchema(t), "" }},
+		{name: "a newer store", prepare: "newer", newer: true, url: func(t *testing.T) (string, string) { return newSchema(t), "" }},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			u, want := tt.url(t)
+			if tt.prepare != "" {
+				s := openStore(t, u, Options{})
+				if err := s.Create(ctx, storage.Header{ID: "a", WorkingDir: "/w"}, storage.Meta{}); err != nil {
+					t.Fatal(err)
+				}
+				if tt.prepare == "newer" {
+					if _, err := s.pool.Exec(ctx, "UPDATE sessionmem_schema SET version = $1", SchemaVersion+1); err != nil {
+						t.Fatal(err)
+					}
+				}
+				s.Close()
+			}
+			before := userTables(t, u)
+			s, err := Open(ctx, u, Options{NoCreate: true})
+			switch {
+			case tt.newer:
+				if !errors.Is(err, storage.ErrNewerFormat) || errors.Is(err, ErrNoStore) {
+					t.Fatalf("Open: %v, want the newer-format error", err)
+				}
+			case want != "":
+				if !errors.Is(err, ErrNoStore) || err.Error() != want {
+					t.Fatalf("Open: %v\nwant %q (wrapping ErrNoStore)", err, want)
+				}
+				if strings.Contains(err.Error(), c.Password) {
+					t.Fatalf("the password is in %q", err)
+				}
+				if n := userTables(t, u); n != 0 {
+					t.Fatalf("%d tables after the refused open, want none", n)
+				}
+				// A store made with New fails its calls the same way, and creates nothing either.
+				s, err := New(u, Options{NoCreate: true})
+				if err != nil {
+					t.Fatal(err)
+				}
+				defer s.Close()
+				if _, err := s.List(ctx, storage.ListQuery{}); !errors.Is(err, ErrNoStore) {
+					t.Fatalf("List: %v, want ErrNoStore", err)
+				}
+				if n := userTables(t, u); n != 0 {
+					t.Fatalf("%d tables after List, want none", n)
+				}
+			default:
+				if err != nil {
+					t.Fatalf("Open of a store: %v", err)
+				}
+				defer s.Close()
+				if ms, err := s.List(ctx, storage.ListQuery{}); err != nil || len(ms) != 1 || ms[0].ID != "a" {
+					t.Fatalf("List: %+v, %v", ms, err)
+				}
+			}
+			if after := userTables(t, u); after != before {
+				t.Fatalf("tables: %d before the NoCreate open, %d after", before, after)
+			}
+		})
+	}
+}
