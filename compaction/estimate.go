@@ -137,13 +137,18 @@ func reportedUsage(msg []byte) (int, bool) {
 	return used, true
 }
 
-// ShouldCompact reports whether contextTokens exceeds window minus min(ReserveTokens, window/4).
-// A window <= 0 means unknown: false.
+// ShouldCompact reports whether contextTokens exceeds window minus min(ReserveTokens, a quarter
+// of window), the quarter exact (a window of 134 leaves 100.5: 101 tokens exceed it). A window
+// <= 0 means unknown: false.
 func ShouldCompact(contextTokens, window int) bool {
-	if window <= 0 {
-		return false
-	}
-	return contextTokens > window-min(ReserveTokens, window/4)
+	return window > 0 && contextTokens > CompactThreshold(window)
+}
+
+// CompactThreshold is the most context tokens a window of window tokens (> 0) holds without
+// ShouldCompact: window minus min(ReserveTokens, window/4), rounded down, computed in quarter
+// tokens so that the quarter is not rounded first.
+func CompactThreshold(window int) int {
+	return int((4*int64(window) - min(4*int64(ReserveTokens), int64(window))) / 4)
 }
 
 // unsafeString reads msg as a string without copying, for gjson lookups whose results do not outlive

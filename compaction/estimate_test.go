@@ -94,6 +94,11 @@ func TestShouldCompact(t *testing.T) {
 		{"small window uses a quarter", 30001, 40000, true},
 		{"small window below a quarter", 30000, 40000, false},
 		{"negative window", 10, -5, false},
+		// A quarter of a window that 4 does not divide: 134 - 33.5 = 100.5 (contract v1).
+		{"quarter not whole: above", 101, 134, true},
+		{"quarter not whole: below", 100, 134, false},
+		{"quarter not whole: 135", 102, 135, true},
+		{"quarter not whole: 135 below", 101, 135, false},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {

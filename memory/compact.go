@@ -330,7 +330,7 @@ func (p *sessionPath) keepRecentTokens(keep int, factor float64) int {
 	if p.window <= 0 {
 		return keep
 	}
-	threshold := p.window - min(compaction.ReserveTokens, p.window/4)
+	threshold := compaction.CompactThreshold(p.window)
 	fixed := int(math.Ceil(factor * float64(compaction.SummaryBudgetTokens+p.pinTok)))
 	limit := max(threshold-fixed, threshold/4, 1)
 	return min(keep, limit)
