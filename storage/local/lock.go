@@ -155,6 +155,18 @@ func (s *Store) restLock(id string, lf file, exclusive bool) {
 	_ = s.fs.Remove(path) // a read-only store keeps it; nothing depends on its absence
 }
 
+// dropLockFile removes the lock file lf holds of a session that is gone: deleted after
+// openSession saw its .zst, so that lockPath made the file again, which nothing would remove
+// (a leftover of every such race, seen with one process saving while another deleted). The
+// path still names lf's file: removing it takes an exclusive lock (Delete, restLock), which
+// lf's lock excludes.
+func (s *Store) dropLockFile(id string, lf file) {
+	if _, none := lf.(noLock); none || !removeRestingLocks {
+		return
+	}
+	_ = s.fs.Remove(s.lockPath(id)) // a read-only store keeps it
+}
+
 // tryLock is lockPath without waiting and without creating the file: ok is false when
 // another open file (in this process or another) holds a conflicting lock, or path is gone.
 func tryLock(fsys fileSystem, path string) (f file, ok bool, err error) {

@@ -144,6 +144,9 @@ func (s *Store) openSession(ctx context.Context, id string, exclusive bool) (*Re
 func (s *Store) openLocked(id string, lf file, exclusive bool) (*Reader, error) {
 	r := &Reader{s: s, id: id, lock: lf, writable: exclusive}
 	if err := r.openFiles(); err != nil {
+		if errors.Is(err, storage.ErrNotFound) {
+			s.dropLockFile(id, lf)
+		}
 		r.release()
 		if errors.Is(err, storage.ErrNotFound) {
 			s.forgetState(id)

@@ -1,9 +1,12 @@
 package local
 
 import (
+	"errors"
 	"fmt"
+	"os"
 	"slices"
 	"strings"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -126,5 +129,68 @@ func TestReadsLeaveFewLockFiles(t *testing.T) {
 		if !strings.HasSuffix(name, zstSuffix) {
 			t.Fatalf("after Close sessions/ holds %s", name)
 		}
+	}
+}
+
+// deleteHookFS is the operating system's files, with hook run right after a Stat of path
+// while armed (once): another process deleting the session between openSession's check of
+// its .zst and its lock.
+type deleteHookFS struct {
+	osFS
+	path  string
+	armed atomic.Bool
+	hook  func()
+}
+
+func (f *deleteHookFS) Stat(name string) (os.FileInfo, error) {
+	fi, err := f.osFS.Stat(name)
+	if name == f.path && f.armed.CompareAndSwap(true, false) {
+		f.hook()
+	}
+	return fi, err
+}
+
+// TestDeletedWhileOpeningLeavesNoLock: a session another store (process) deletes after a
+// call saw its .zst and before it locked the session is not found, and the lock file the
+// call made again does not stay behind.
+func TestDeletedWhileOpeningLeavesNoLock(t *testing.T) {
+	if !removeRestingLocks {
+		t.Skip("lock files stay on this platform (removeRestingLocks)")
+	}
+	dir := t.TempDir()
+	hfs := &deleteHookFS{}
+	a := mustOpen(t, dir, Options{IdleSeal: -1, MaxPlainBytes: -1, fs: hfs})
+	b := mustOpen(t, dir, Options{IdleSeal: -1, MaxPlainBytes: -1})
+	for _, tc := range []struct {
+		name string
+		call func(id string) error
+	}{
+		{"a read", func(id string) error { _, err := readAll(t, a, id, 1); return err }},
+		{"a write", func(id string) error {
+			return a.Update(t.Context(), id, func(w storage.Writer) error {
+				_, err := w.Append(recordsOf(testLines(t)[:1]), storage.Meta{})
+				return err
+			})
+		}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			id := "s-" + strings.ReplaceAll(tc.name, " ", "-")
+			mustCreate(t, a, id)
+			appendBatches(t, a, id, [][]storage.Record{recordsOf(testLines(t)[:2])})
+			hfs.path, hfs.hook = a.zstPath(id), func() {
+				if err := b.Delete(t.Context(), id); err != nil {
+					t.Error(err)
+				}
+			}
+			hfs.armed.Store(true)
+			if err := tc.call(id); !errors.Is(err, storage.ErrNotFound) {
+				t.Fatalf("%s of a session deleted meanwhile: %v, want not found", tc.name, err)
+			}
+			for _, name := range sessionFiles(t, dir) {
+				if strings.HasPrefix(name, id+".") {
+					t.Fatalf("sessions/ holds %s after the session was deleted", name)
+				}
+			}
+		})
 	}
 }
