@@ -100,7 +100,13 @@ func TestCLIPostgresNoStore(t *testing.T) {
 			t.Fatalf("migrate created its destination although the source was refused (%v)", err)
 		}
 	})
+}
 
+// TestCLIPostgresCreatesStore: serve, import, hook and migrate --to create sessionmem's tables
+// in an empty database, after which the commands that only read work on it.
+func TestCLIPostgresCreatesStore(t *testing.T) {
+	c := pgtest.Shared(t)
+	t.Setenv("XDG_STATE_HOME", t.TempDir()) // import and hook keep their checkpoints there
 	pi := copyFixture(t, "pi.jsonl", t.TempDir(), "s.jsonl")
 	codex := copyFixture(t, "codex.jsonl", t.TempDir(), "rollout.jsonl")
 	store := func(args ...string) func(string) []string {
@@ -132,28 +138,33 @@ func TestCLIPostgresNoStore(t *testing.T) {
 			}
 		})
 	}
+}
 
-	t.Run("a newer schema", func(t *testing.T) {
-		imported := c.NewDatabase(t)
-		runCLI(t, "", "import", "--pi", pi, "--store", imported).must(t)
-		conn, err := pgx.Connect(context.Background(), imported)
-		if err != nil {
-			t.Fatal(err)
+// TestCLIPostgresNewerSchema: a schema newer than this build is the newer-format error for a
+// command that reads, one that saves and migrate's source, not "no sessionmem store".
+func TestCLIPostgresNewerSchema(t *testing.T) {
+	c := pgtest.Shared(t)
+	t.Setenv("XDG_STATE_HOME", t.TempDir())
+	pi := copyFixture(t, "pi.jsonl", t.TempDir(), "s.jsonl")
+	imported := c.NewDatabase(t)
+	runCLI(t, "", "import", "--pi", pi, "--store", imported).must(t)
+	conn, err := pgx.Connect(context.Background(), imported)
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = conn.Exec(context.Background(), "UPDATE sessionmem_schema SET version = $1", postgres.SchemaVersion+1)
+	conn.Close(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, args := range [][]string{
+		{"list", "--store", imported}, {"import", "--pi", pi, "--store", imported},
+		{"migrate", "--from", imported, "--to", t.TempDir()},
+	} {
+		r := runCLI(t, "", args...)
+		if r.code != 1 || !strings.Contains(r.stderr, "sessionmem schema has format version "+strconv.Itoa(postgres.SchemaVersion+1)) ||
+			!strings.Contains(r.stderr, "upgrade sessionmem") || strings.Contains(r.stderr, "no sessionmem store") {
+			t.Fatalf("%s: exit %d, stderr %q; want the newer-format error", args[0], r.code, r.stderr)
 		}
-		_, err = conn.Exec(context.Background(), "UPDATE sessionmem_schema SET version = $1", postgres.SchemaVersion+1)
-		conn.Close(context.Background())
-		if err != nil {
-			t.Fatal(err)
-		}
-		for _, args := range [][]string{
-			{"list", "--store", imported}, {"import", "--pi", pi, "--store", imported},
-			{"migrate", "--from", imported, "--to", t.TempDir()},
-		} {
-			r := runCLI(t, "", args...)
-			if r.code != 1 || !strings.Contains(r.stderr, "sessionmem schema has format version "+strconv.Itoa(postgres.SchemaVersion+1)) ||
-				!strings.Contains(r.stderr, "upgrade sessionmem") || strings.Contains(r.stderr, "no sessionmem store") {
-				t.Fatalf("%s: exit %d, stderr %q; want the newer-format error", args[0], r.code, r.stderr)
-			}
-		}
-	})
+	}
 }

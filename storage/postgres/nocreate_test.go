@@ -95,16 +95,7 @@ func TestNoCreate(t *testing.T) {
 		t.Run(tt.name, func(t *testing.T) {
 			u, want := tt.url(t)
 			if tt.prepare != "" {
-				s := openStore(t, u, Options{})
-				if err := s.Create(ctx, storage.Header{ID: "a", WorkingDir: "/w"}, storage.Meta{}); err != nil {
-					t.Fatal(err)
-				}
-				if tt.prepare == "newer" {
-					if _, err := s.pool.Exec(ctx, "UPDATE sessionmem_schema SET version = $1", SchemaVersion+1); err != nil {
-						t.Fatal(err)
-					}
-				}
-				s.Close()
+				prepareStore(t, u, tt.prepare == "newer")
 			}
 			before := userTables(t, u)
 			s, err := Open(ctx, u, Options{NoCreate: true})
@@ -114,27 +105,7 @@ func TestNoCreate(t *testing.T) {
 					t.Fatalf("Open: %v, want the newer-format error", err)
 				}
 			case want != "":
-				if !errors.Is(err, ErrNoStore) || err.Error() != want {
-					t.Fatalf("Open: %v\nwant %q (wrapping ErrNoStore)", err, want)
-				}
-				if strings.Contains(err.Error(), c.Password) {
-					t.Fatalf("the password is in %q", err)
-				}
-				if n := userTables(t, u); n != 0 {
-					t.Fatalf("%d tables after the refused open, want none", n)
-				}
-				// A store made with New fails its calls the same way, and creates nothing either.
-				s, err := New(u, Options{NoCreate: true})
-				if err != nil {
-					t.Fatal(err)
-				}
-				defer s.Close()
-				if _, err := s.List(ctx, storage.ListQuery{}); !errors.Is(err, ErrNoStore) {
-					t.Fatalf("List: %v, want ErrNoStore", err)
-				}
-				if n := userTables(t, u); n != 0 {
-					t.Fatalf("%d tables after List, want none", n)
-				}
+				checkNoStore(t, u, err, want, c.Password)
 			default:
 				if err != nil {
 					t.Fatalf("Open of a store: %v", err)
@@ -148,5 +119,49 @@ func TestNoCreate(t *testing.T) {
 				t.Fatalf("tables: %d before the NoCreate open, %d after", before, after)
 			}
 		})
+	}
+}
+
+// prepareStore creates a store holding session "a" on u, its schema marked one version newer
+// than this build's when newer.
+func prepareStore(t *testing.T, u string, newer bool) {
+	t.Helper()
+	ctx := context.Background()
+	s := openStore(t, u, Options{})
+	defer s.Close()
+	if err := s.Create(ctx, storage.Header{ID: "a", WorkingDir: "/w"}, storage.Meta{}); err != nil {
+		t.Fatal(err)
+	}
+	if newer {
+		if _, err := s.pool.Exec(ctx, "UPDATE sessionmem_schema SET version = $1", SchemaVersion+1); err != nil {
+			t.Fatal(err)
+		}
+	}
+}
+
+// checkNoStore checks a NoCreate open's refusal of u: err is want, wrapping ErrNoStore, without
+// password, nothing was created, and a store made with New fails its calls the same way and
+// creates nothing either.
+func checkNoStore(t *testing.T, u string, err error, want, password string) {
+	t.Helper()
+	if !errors.Is(err, ErrNoStore) || err.Error() != want {
+		t.Fatalf("Open: %v\nwant %q (wrapping ErrNoStore)", err, want)
+	}
+	if strings.Contains(err.Error(), password) {
+		t.Fatalf("the password is in %q", err)
+	}
+	if n := userTables(t, u); n != 0 {
+		t.Fatalf("%d tables after the refused open, want none", n)
+	}
+	s, err := New(u, Options{NoCreate: true})
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer s.Close()
+	if _, err := s.List(context.Background(), storage.ListQuery{}); !errors.Is(err, ErrNoStore) {
+		t.Fatalf("List: %v, want ErrNoStore", err)
+	}
+	if n := userTables(t, u); n != 0 {
+		t.Fatalf("%d tables after List, want none", n)
 	}
 }
