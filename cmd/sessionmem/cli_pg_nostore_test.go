@@ -16,25 +16,6 @@ import (
 	"github.com/sessionmem/sessionmem/storage/postgres/pgtest"
 )
 
-// pgTables counts the tables of database u outside PostgreSQL's own schemas.
-func pgTables(t *testing.T, u string) int {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	var n int
-	err = conn.QueryRow(ctx, `SELECT count(*) FROM information_schema.tables
-		WHERE table_schema NOT IN ('pg_catalog', 'information_schema')`).Scan(&n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
-
 // noPGStore is the refusal of database u, which holds no store, as main prints it; hint is
 // what the command adds about where the URL came from.
 func noPGStore(t *testing.T, u, prefix, hint string) string {
@@ -80,7 +61,7 @@ func TestCLIPostgresNoStore(t *testing.T) {
 				if r.code != 1 || r.stderr != want || r.stdout != "" {
 					t.Fatalf("exit %d\nstdout: %q\nstderr: %q\nwant:   %q", r.code, r.stdout, r.stderr, want)
 				}
-				if n := pgTables(t, empty); n != 0 {
+				if n := pgtest.Tables(t, empty); n != 0 {
 					t.Fatalf("%s created %d tables in the database", args[0], n)
 				}
 			})
@@ -93,7 +74,7 @@ func TestCLIPostgresNoStore(t *testing.T) {
 		if r.code != 1 || r.stderr != want || r.stdout != "" {
 			t.Fatalf("exit %d\nstdout: %q\nstderr: %q\nwant:   %q", r.code, r.stdout, r.stderr, want)
 		}
-		if n := pgTables(t, empty); n != 0 {
+		if n := pgtest.Tables(t, empty); n != 0 {
 			t.Fatalf("migrate created %d tables in its source", n)
 		}
 		if _, err := os.Stat(to); !os.IsNotExist(err) {
@@ -127,7 +108,7 @@ func TestCLIPostgresCreatesStore(t *testing.T) {
 			r := runCLI(t, tt.stdin, tt.args(db)...)
 			r.must(t)
 			noSecret(t, r.stdout+r.stderr)
-			if n := pgTables(t, db); n == 0 {
+			if n := pgtest.Tables(t, db); n == 0 {
 				t.Fatalf("%s created no tables", tt.name)
 			}
 			if got := listJSON(t, db); len(got) != tt.sessions {

@@ -7,33 +7,10 @@ import (
 	"strconv"
 	"strings"
 	"testing"
-	"time"
-
-	"github.com/jackc/pgx/v5"
 
 	"github.com/sessionmem/sessionmem/storage"
 	"github.com/sessionmem/sessionmem/storage/postgres/pgtest"
 )
-
-// userTables counts the tables in the schemas url's search_path selects and in public: where
-// a store opened on url would have created its tables.
-func userTables(t *testing.T, u string) int {
-	t.Helper()
-	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
-	defer cancel()
-	conn, err := pgx.Connect(ctx, u)
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer conn.Close(ctx)
-	var n int
-	err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_catalog.pg_tables
-		WHERE schemaname = ANY (current_schemas(false)) OR schemaname = 'public'`).Scan(&n)
-	if err != nil {
-		t.Fatal(err)
-	}
-	return n
-}
 
 // TestNoCreate: a NoCreate store on a database or schema without sessionmem's tables fails to
 // open with ErrNoStore, naming the database, the schema and the host but not the password,
@@ -97,7 +74,7 @@ func TestNoCreate(t *testing.T) {
 			if tt.prepare != "" {
 				prepareStore(t, u, tt.prepare == "newer")
 			}
-			before := userTables(t, u)
+			before := pgtest.Tables(t, u)
 			s, err := Open(ctx, u, Options{NoCreate: true})
 			switch {
 			case tt.newer:
@@ -115,7 +92,7 @@ func TestNoCreate(t *testing.T) {
 					t.Fatalf("List: %+v, %v", ms, err)
 				}
 			}
-			if after := userTables(t, u); after != before {
+			if after := pgtest.Tables(t, u); after != before {
 				t.Fatalf("tables: %d before the NoCreate open, %d after", before, after)
 			}
 		})
@@ -150,7 +127,7 @@ func checkNoStore(t *testing.T, u string, err error, want, password string) {
 	if strings.Contains(err.Error(), password) {
 		t.Fatalf("the password is in %q", err)
 	}
-	if n := userTables(t, u); n != 0 {
+	if n := pgtest.Tables(t, u); n != 0 {
 		t.Fatalf("%d tables after the refused open, want none", n)
 	}
 	s, err := New(u, Options{NoCreate: true})
@@ -161,7 +138,7 @@ func checkNoStore(t *testing.T, u string, err error, want, password string) {
 	if _, err := s.List(context.Background(), storage.ListQuery{}); !errors.Is(err, ErrNoStore) {
 		t.Fatalf("List: %v, want ErrNoStore", err)
 	}
-	if n := userTables(t, u); n != 0 {
+	if n := pgtest.Tables(t, u); n != 0 {
 		t.Fatalf("%d tables after List, want none", n)
 	}
 }

@@ -249,6 +249,27 @@ func (c *Cluster) DropDatabase(ctx context.Context, name string) error {
 	return err
 }
 
+// Tables counts the tables where a store opened on URL u would create its own: the schemas
+// u's search_path selects, and public. Tests of what a command must not create count them
+// before and after.
+func Tables(t testing.TB, u string) int {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 30*time.Second)
+	defer cancel()
+	conn, err := pgx.Connect(ctx, u)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close(ctx)
+	var n int
+	err = conn.QueryRow(ctx, `SELECT count(*) FROM pg_catalog.pg_tables
+		WHERE schemaname = ANY (current_schemas(false)) OR schemaname = 'public'`).Scan(&n)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return n
+}
+
 // NewDatabase creates a database for one test and drops it when the test ends.
 func (c *Cluster) NewDatabase(t testing.TB) string {
 	t.Helper()
