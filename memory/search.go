@@ -244,8 +244,8 @@ func (s *Service) snippets(ctx context.Context, hits []storage.SearchHit, q *fts
 						return err
 					}
 					if d, ok := docOf(s.docs(h, rec), hits[i].Kind); ok && rec.Seq == hits[i].Seq {
-						// Cut from the text as the viewer shows it, without escape codes.
-						out[i].text = fts.Snippet(stripANSI(d.Text), q)
+						// Docs gives the text as the viewer shows it, without escape codes.
+						out[i].text = fts.Snippet(d.Text, q)
 						if d.Kind == fts.KindMessage {
 							out[i].messageID = gjson.GetBytes(rec.Data, "message.id").String()
 						}
