@@ -18,10 +18,10 @@ import (
 // before sessions at rest had none; the session's next call of this build removes them.
 
 // deferRest reports whether readers leave lock files to the sealer: only where lock files go
-// at all, and only while a sealer loop runs that rests idle sessions (IdleSeal not negative);
-// not during Open (reconcile reads before the sealer exists).
+// at all, and only while IdleSeal is not negative (the sealer's loop then runs and rests idle
+// sessions); not during Open (reconcile reads before the sealer exists).
 func (z *sealer) deferRest() bool {
-	return z != nil && removeRestingLocks && z.s.opts.IdleSeal >= 0 && z.running
+	return z != nil && removeRestingLocks && z.s.opts.IdleSeal >= 0
 }
 
 // maxResting bounds how many lock files readers leave to the sealer at once. An ext4

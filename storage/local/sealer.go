@@ -31,7 +31,6 @@ type sealer struct {
 	// resting: sessions a read of this process left at rest with their lock file, and when
 	// (restlock.go).
 	resting map[string]time.Time
-	running bool // the background loop runs (set before it starts, never changed)
 
 	quit chan struct{}
 	done chan struct{}
@@ -49,7 +48,6 @@ func newSealer(s *Store) *sealer {
 		close(z.done)
 		return z
 	}
-	z.running = true
 	go z.run(z.tick())
 	return z
 }
