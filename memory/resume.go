@@ -36,7 +36,13 @@ type resumeCursor struct {
 // A page reads only what it returns: the cached state says which entries form the context and
 // how large the newest part is (for prune), and the cursor carries the next entry's seq, so the
 // store seeks to it and decodes from there (at most one frame more than the page returns).
+// The page after it is built in the background meanwhile (resume_prefetch.go).
 func (s *Service) Resume(ctx context.Context, req ResumeRequest) (ResumeResult, error) {
+	return s.resume(ctx, req, true)
+}
+
+// resume is Resume; with ahead, a page that has a next one starts building it.
+func (s *Service) resume(ctx context.Context, req ResumeRequest, ahead bool) (ResumeResult, error) {
 	maxTokens := req.MaxTokens
 	switch {
 	case maxTokens == 0:
@@ -45,14 +51,53 @@ func (s *Service) Resume(ctx context.Context, req ResumeRequest) (ResumeResult, 
 		return ResumeResult{}, invalidf(fmt.Sprintf("pass max_tokens of at least %d, or omit it for %d", MinMaxTokens, DefaultMaxTokens),
 			"max_tokens %d is too small", maxTokens)
 	}
+	id, cur, err := s.resumeTarget(ctx, req)
+	if err != nil {
+		return ResumeResult{}, err
+	}
+	key := pageKey{id: id, cursor: req.Cursor, maxTokens: maxTokens, prune: req.Prune, raw: req.Raw}
+	var built *prefetched
+	if cur != nil {
+		built = s.pre.take(ctx, key)
+	}
+	var res ResumeResult
+	served := false // res is built's page
+	err = s.store.View(ctx, id, func(r storage.Reader) error {
+		if cur != nil && req.SessionID == "" && req.WorkingDir != "" && r.Header().WorkingDir != s.redact(req.WorkingDir) {
+			// The cursor names its session; with working_dir it must be that project's.
+			return stalef("use a cursor only with the session it came from (its session_id), or omit cursor",
+				"cursor belongs to a session of another working_dir, not %s", clip(req.WorkingDir, 200))
+		}
+		if res, served = s.builtAhead(r, built); served {
+			return nil
+		}
+		var err error
+		res, err = s.resumePage(r, id, cur, maxTokens, req.Prune, req.Raw)
+		return err
+	})
+	if built != nil && !served {
+		RecyclePage(built.res.RawPage)
+	}
+	if err != nil {
+		return ResumeResult{}, mapStoreErr(id, err)
+	}
+	if ahead && res.NextCursor != "" {
+		key.cursor = res.NextCursor
+		s.prefetch(key)
+	}
+	return res, nil
+}
+
+// resumeTarget returns the session a resume request reads and its cursor, if any, decoded.
+func (s *Service) resumeTarget(ctx context.Context, req ResumeRequest) (string, *resumeCursor, error) {
 	var cur *resumeCursor
 	if req.Cursor != "" {
 		var c resumeCursor
 		if err := decodeToken("r1.", req.Cursor, &c); err != nil || c.Next == "" {
-			return ResumeResult{}, stalef("pass next_cursor exactly as session_resume returned it, or omit cursor", "cursor is not a session_resume cursor")
+			return "", nil, stalef("pass next_cursor exactly as session_resume returned it, or omit cursor", "cursor is not a session_resume cursor")
 		}
 		if req.SessionID != "" && c.Session != req.SessionID {
-			return ResumeResult{}, stalef("use a cursor only with the session it came from", "cursor belongs to session %s, not %s", c.Session, req.SessionID)
+			return "", nil, stalef("use a cursor only with the session it came from", "cursor belongs to session %s, not %s", c.Session, req.SessionID)
 		}
 		cur = &c
 	}
@@ -60,41 +105,25 @@ func (s *Service) Resume(ctx context.Context, req ResumeRequest) (ResumeResult, 
 	if id == "" && cur != nil {
 		id = cur.Session
 	}
-	if id == "" {
-		if req.WorkingDir == "" {
-			return ResumeResult{}, invalidf("pass session_id, or working_dir to resume the newest session of that project",
-				"session_id and working_dir are both missing")
-		}
-		if err := checkWorkingDir(req.WorkingDir); err != nil {
-			return ResumeResult{}, err
-		}
-		metas, err := s.listMetas(ctx, storage.ListQuery{WorkingDir: req.WorkingDir, Limit: 1})
-		if err != nil {
-			return ResumeResult{}, err
-		}
-		if len(metas) == 0 {
-			return ResumeResult{}, notFoundf("start one with session_save, or call session_list without working_dir to see all sessions",
-				"no session for working_dir %s", req.WorkingDir)
-		}
-		id = metas[0].ID
-	} else if err := checkSessionID("session_id", id); err != nil {
-		return ResumeResult{}, err
+	if id != "" {
+		return id, cur, checkSessionID("session_id", id)
 	}
-	var res ResumeResult
-	err := s.store.View(ctx, id, func(r storage.Reader) error {
-		if cur != nil && req.SessionID == "" && req.WorkingDir != "" && r.Header().WorkingDir != s.redact(req.WorkingDir) {
-			// The cursor names its session; with working_dir it must be that project's.
-			return stalef("use a cursor only with the session it came from (its session_id), or omit cursor",
-				"cursor belongs to a session of another working_dir, not %s", clip(req.WorkingDir, 200))
-		}
-		var err error
-		res, err = s.resumePage(r, id, cur, maxTokens, req.Prune, req.Raw)
-		return err
-	})
+	if req.WorkingDir == "" {
+		return "", nil, invalidf("pass session_id, or working_dir to resume the newest session of that project",
+			"session_id and working_dir are both missing")
+	}
+	if err := checkWorkingDir(req.WorkingDir); err != nil {
+		return "", nil, err
+	}
+	metas, err := s.listMetas(ctx, storage.ListQuery{WorkingDir: req.WorkingDir, Limit: 1})
 	if err != nil {
-		return ResumeResult{}, mapStoreErr(id, err)
+		return "", nil, err
 	}
-	return res, nil
+	if len(metas) == 0 {
+		return "", nil, notFoundf("start one with session_save, or call session_list without working_dir to see all sessions",
+			"no session for working_dir %s", req.WorkingDir)
+	}
+	return metas[0].ID, nil, nil
 }
 
 // resumePage builds one page of a resume; the caller holds the session (View). The pager

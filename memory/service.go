@@ -39,6 +39,7 @@ type Service struct {
 	cacheUsed int        // the bytes of the states in lru (state.cost)
 
 	snaps *snapshotter // nil when the store keeps no snapshots
+	pre   prefetcher   // resume pages built ahead (resume_prefetch.go)
 }
 
 // New returns a Service over store.
@@ -51,18 +52,23 @@ func New(store storage.Store, opts Options) *Service {
 	if s.now == nil {
 		s.now = time.Now
 	}
-	if ss, ok := store.(storage.Snapshots); ok && !opts.NoSnapshots {
-		s.snaps = newSnapshotter(s, ss)
+	if ss, ok := store.(storage.Snapshots); ok {
+		s.pre.gens = ss
+		if !opts.NoSnapshots {
+			s.snaps = newSnapshotter(s, ss)
+		}
 	}
 	return s
 }
 
 // Close writes the state snapshots still due (see snapshot.go) and stops writing them in the
-// background. The Service stays usable; the store is the caller's to close, after this.
+// background, and waits for the resume pages being built ahead (resume_prefetch.go), building
+// no more. The Service stays usable; the store is the caller's to close, after this.
 func (s *Service) Close() error {
 	if s.snaps != nil {
 		s.snaps.close()
 	}
+	s.pre.close()
 	return nil
 }
 
@@ -160,7 +166,7 @@ func (s *Service) Warm(ctx context.Context, n int) error {
 		if metas[i].LastSeq > maxWarmRecords {
 			continue
 		}
-		if _, err := s.Resume(ctx, ResumeRequest{SessionID: metas[i].ID, Raw: true}); err != nil && ctx.Err() != nil {
+		if _, err := s.resume(ctx, ResumeRequest{SessionID: metas[i].ID, Raw: true}, false); err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}
