@@ -403,3 +403,42 @@ func TestStdioResumePageIsASCII(t *testing.T) {
 		t.Fatalf("texts changed: %d of %d, %.300q", len(got), len(texts), got)
 	}
 }
+
+// TestStdioResumeBuildsAhead: over stdio, every page of a full resume after the first is
+// served from the one built after the previous page was written (memory's ResumeResult.Ahead,
+// run by transport.AfterAnswer), and the pages are whole.
+func TestStdioResumeBuildsAhead(t *testing.T) {
+	r := newRawStdio(t)
+	var msgs []any
+	for i := range 120 {
+		msgs = append(msgs, map[string]any{"id": fmt.Sprintf("m%d", i), "role": "user", "content": fmt.Sprintf("%d: %s", i, strings.Repeat("some text ", 200))})
+	}
+	r.send(initLine(1, false), callLine(2, "session_save", map[string]any{"working_dir": "/p", "messages": msgs}))
+	r.next()
+	id := r.next().Get("result.structuredContent.session_id").String()
+	cursor, pages, got := "", 0, 0
+	for {
+		args := map[string]any{"session_id": id, "max_tokens": 2000}
+		if cursor != "" {
+			args["cursor"] = cursor
+		}
+		r.send(callLine(3+pages, "session_resume", args))
+		sc := r.next().Get("result.structuredContent")
+		pages++
+		for i, m := range sc.Get("messages").Array() {
+			if m.Get("id").String() != fmt.Sprintf("m%d", got+i) {
+				t.Fatalf("page %d: message %d is %s", pages, i, m.Get("id"))
+			}
+		}
+		got += len(sc.Get("messages").Array())
+		if cursor = sc.Get("next_cursor").String(); cursor == "" {
+			break
+		}
+	}
+	if got != len(msgs) || pages < 5 {
+		t.Fatalf("%d messages in %d pages", got, pages)
+	}
+	if n := r.svc.PagesServedAhead(); n != pages-1 {
+		t.Fatalf("%d of the %d pages after the first were built ahead", n, pages-1)
+	}
+}

@@ -215,6 +215,9 @@ func resumeTool(svc *memory.Service) server.ServerTool {
 			if err != nil {
 				return toolError(ctx, name, err), nil
 			}
+			if res.Ahead != nil {
+				transport.AfterAnswer(ctx, res.Ahead)
+			}
 			return resumeResult(ctx, res), nil
 		},
 	}

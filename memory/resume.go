@@ -36,13 +36,8 @@ type resumeCursor struct {
 // A page reads only what it returns: the cached state says which entries form the context and
 // how large the newest part is (for prune), and the cursor carries the next entry's seq, so the
 // store seeks to it and decodes from there (at most one frame more than the page returns).
-// The page after it is built in the background meanwhile (resume_prefetch.go).
+// The page after it can be built in the background (ResumeResult.Ahead, resume_prefetch.go).
 func (s *Service) Resume(ctx context.Context, req ResumeRequest) (ResumeResult, error) {
-	return s.resume(ctx, req, true)
-}
-
-// resume is Resume; with ahead, a page that has a next one starts building it.
-func (s *Service) resume(ctx context.Context, req ResumeRequest, ahead bool) (ResumeResult, error) {
 	maxTokens := req.MaxTokens
 	switch {
 	case maxTokens == 0:
@@ -81,9 +76,9 @@ func (s *Service) resume(ctx context.Context, req ResumeRequest, ahead bool) (Re
 	if err != nil {
 		return ResumeResult{}, mapStoreErr(id, err)
 	}
-	if ahead && res.NextCursor != "" {
+	if res.NextCursor != "" && s.pre.gens != nil && maxTokens <= prefetchMaxTokens {
 		key.cursor = res.NextCursor
-		s.prefetch(key)
+		res.Ahead = func() { s.prefetch(key) }
 	}
 	return res, nil
 }

@@ -10,13 +10,13 @@ import (
 )
 
 // A client reading a session through asks for the next resume page as soon as it has taken
-// in this one. Resume builds that next page in the background meanwhile (on another core,
-// while the client parses the page it got: half a millisecond of a 400 KB page's 3 ms round
-// trip, docs/BENCHMARKS.md), and the next call serves it if the session is exactly as it was:
-// the same records (LastSeq; records are never changed in place), the same header (a session
-// deleted and created again has a new nonce) and the same file (storage.Snapshots'
+// in this one. The page's Ahead builds that next page in the background meanwhile (on another
+// core, while the client parses the page it got: half a millisecond of a 400 KB page's 3 ms
+// round trip, docs/BENCHMARKS.md), and the next call serves it if the session is exactly as it
+// was: the same records (LastSeq; records are never changed in place), the same header (a
+// session deleted and created again has a new nonce) and the same file (storage.Snapshots'
 // generation, which a rewrite changes). A store that does not report a generation
-// (PostgreSQL) builds nothing ahead. Neither does the warm-up at a server's start.
+// (PostgreSQL) has no Ahead.
 //
 // What is kept is bounded: prefetchMax pages in all, each dropped after prefetchTTL if nobody
 // asks for it, and only pages of at most prefetchMaxTokens. A caller that reads only the
@@ -60,7 +60,15 @@ type prefetcher struct {
 	pages  []*prefetched // oldest first
 	closed bool          // Service.Close ran: nothing more is started
 	wg     sync.WaitGroup
-	built  int // pages served from here (for tests)
+	built  int // pages served from here (PagesServedAhead)
+}
+
+// PagesServedAhead returns how many resume pages this Service served from those it built
+// ahead (ResumeResult.Ahead).
+func (s *Service) PagesServedAhead() int {
+	s.pre.mu.Lock()
+	defer s.pre.mu.Unlock()
+	return s.pre.built
 }
 
 // close waits for the pages being built and starts no more.
@@ -128,11 +136,11 @@ func (s *Service) builtAhead(r storage.Reader, f *prefetched) (ResumeResult, boo
 var errNoVersion = errors.New("the store does not report a content version")
 
 // prefetch starts building the page key asks for in the background (the page after one just
-// served).
+// served: ResumeResult.Ahead).
 func (s *Service) prefetch(key pageKey) {
 	p := &s.pre
 	var cur resumeCursor
-	if p.gens == nil || key.maxTokens > prefetchMaxTokens || decodeToken("r1.", key.cursor, &cur) != nil {
+	if decodeToken("r1.", key.cursor, &cur) != nil {
 		return
 	}
 	f := &prefetched{key: key, done: make(chan struct{})}

@@ -46,15 +46,8 @@ func turnsWith(n int, extra string) []Message {
 	return msgs
 }
 
-// builtCount returns how many pages s served from those it built ahead.
-func builtCount(s *Service) int {
-	s.pre.mu.Lock()
-	defer s.pre.mu.Unlock()
-	return s.pre.built
-}
-
-// TestResumePrefetchServesTheSamePages: a session read through page by page gets every page
-// after the first from those built ahead, each exactly what building it on request gives (a
+// TestResumePrefetchServesTheSamePages: a session read through page by page, each page's
+// Ahead called as a transport calls it, gets every page after the first from those built ahead, each exactly what building it on request gives (a
 // second Service over another store on the same directory, as another process).
 func TestResumePrefetchServesTheSamePages(t *testing.T) {
 	dir := t.TempDir()
@@ -66,7 +59,7 @@ func TestResumePrefetchServesTheSamePages(t *testing.T) {
 		raw, prune bool
 	}{{"decoded", false, false}, {"raw", true, false}, {"pruned", false, true}, {"raw pruned", true, true}} {
 		t.Run(tc.name, func(t *testing.T) {
-			before := builtCount(s)
+			before := s.PagesServedAhead()
 			req := ResumeRequest{SessionID: id, MaxTokens: 2000, Raw: tc.raw, Prune: tc.prune}
 			pages := 0
 			for {
@@ -74,10 +67,17 @@ func TestResumePrefetchServesTheSamePages(t *testing.T) {
 				if err != nil {
 					t.Fatal(err)
 				}
-				want, err := fresh.resume(t.Context(), req, false)
+				want, err := fresh.Resume(t.Context(), req)
 				if err != nil {
 					t.Fatal(err)
 				}
+				if (got.Ahead != nil) != (got.NextCursor != "") {
+					t.Fatalf("page %d: Ahead set %v, next_cursor %q", pages+1, got.Ahead != nil, got.NextCursor)
+				}
+				if got.Ahead != nil {
+					got.Ahead() // as the transport does once the page is written
+				}
+				got.Ahead, want.Ahead = nil, nil
 				if !reflect.DeepEqual(got, want) {
 					t.Fatalf("page %d differs from one built on request:\n got %+v\nwant %+v", pages+1, got, want)
 				}
@@ -90,7 +90,7 @@ func TestResumePrefetchServesTheSamePages(t *testing.T) {
 			if pages < 4 {
 				t.Fatalf("only %d pages", pages)
 			}
-			if n := builtCount(s) - before; n != pages-1 {
+			if n := s.PagesServedAhead() - before; n != pages-1 {
 				t.Fatalf("%d of the %d pages after the first came from those built ahead", n, pages-1)
 			}
 		})
@@ -149,16 +149,18 @@ func TestResumePrefetchAfterChange(t *testing.T) {
 			id := sessionWith(t, s, 12, secret)
 			req := ResumeRequest{SessionID: id, MaxTokens: 2000, Raw: true}
 			first, err := s.Resume(t.Context(), req)
-			if err != nil || first.NextCursor == "" {
+			if err != nil || first.Ahead == nil {
 				t.Fatalf("first page: %v (next %q)", err, first.NextCursor)
 			}
+			first.Ahead()
 			// The second page is served from those built ahead; the third is built during it.
 			req.Cursor = first.NextCursor
 			second, err := s.Resume(t.Context(), req)
-			if err != nil || second.NextCursor == "" {
-				t.Fatalf("second page: %v (next %q)", err, second.NextCursor)
+			if err != nil || second.Ahead == nil || s.PagesServedAhead() != 1 {
+				t.Fatalf("second page: %v (next %q, %d built)", err, second.NextCursor, s.PagesServedAhead())
 			}
-			before := builtCount(s)
+			second.Ahead()
+			before := s.PagesServedAhead()
 			s.pre.mu.Lock()
 			for _, f := range s.pre.pages {
 				s.pre.mu.Unlock()
@@ -169,11 +171,12 @@ func TestResumePrefetchAfterChange(t *testing.T) {
 			tc.change(t, s, other, id)
 			req.Cursor = second.NextCursor
 			got, gotErr := s.Resume(t.Context(), req)
-			want, wantErr := fresh.resume(t.Context(), req, false)
+			want, wantErr := fresh.Resume(t.Context(), req)
+			got.Ahead, want.Ahead = nil, nil
 			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || !reflect.DeepEqual(got, want) {
 				t.Fatalf("page after the change differs from one built on request:\n got %+v, %v\nwant %+v, %v", got, gotErr, want, wantErr)
 			}
-			if builtCount(s) != before {
+			if s.PagesServedAhead() != before {
 				t.Fatal("the page built before the change was served")
 			}
 			if tc.removes && bytes.Contains(got.RawPage, []byte(secret)) {
@@ -192,9 +195,11 @@ func TestResumePrefetchBounds(t *testing.T) {
 		ids = append(ids, longSession(t, s, 4))
 	}
 	for _, id := range ids {
-		if _, err := s.Resume(t.Context(), ResumeRequest{SessionID: id, MaxTokens: 1000}); err != nil {
+		page, err := s.Resume(t.Context(), ResumeRequest{SessionID: id, MaxTokens: 1000})
+		if err != nil {
 			t.Fatal(err)
 		}
+		page.Ahead()
 	}
 	s.pre.mu.Lock()
 	kept := len(s.pre.pages)
@@ -211,16 +216,13 @@ func TestResumePrefetchBounds(t *testing.T) {
 		}
 		mustSave(t, s, SaveRequest{SessionID: big, Messages: msgs})
 	}
-	if _, err := s.Resume(t.Context(), ResumeRequest{SessionID: big, MaxTokens: prefetchMaxTokens + 1}); err != nil {
-		t.Fatal(err)
+	page, err := s.Resume(t.Context(), ResumeRequest{SessionID: big, MaxTokens: prefetchMaxTokens + 1})
+	if err != nil || page.NextCursor == "" {
+		t.Fatalf("big page: %v (next %q)", err, page.NextCursor)
 	}
-	s.pre.mu.Lock()
-	for _, f := range s.pre.pages {
-		if f.key.id == big {
-			t.Error("a page over prefetchMaxTokens was built ahead")
-		}
+	if page.Ahead != nil {
+		t.Error("a page over prefetchMaxTokens can be built ahead")
 	}
-	s.pre.mu.Unlock()
 	if err := s.Close(); err != nil {
 		t.Fatal(err)
 	}
@@ -235,9 +237,11 @@ func TestResumePrefetchBounds(t *testing.T) {
 	}
 	n := len(s.pre.pages)
 	s.pre.mu.Unlock()
-	if _, err := s.Resume(context.Background(), ResumeRequest{SessionID: ids[0], MaxTokens: 1000}); err != nil {
+	page, err = s.Resume(context.Background(), ResumeRequest{SessionID: ids[0], MaxTokens: 1000})
+	if err != nil {
 		t.Fatal(err)
 	}
+	page.Ahead()
 	s.pre.mu.Lock()
 	if len(s.pre.pages) != n {
 		t.Fatal("a page was built ahead after Close")
@@ -277,6 +281,8 @@ func TestResumePrefetchRacesSaves(t *testing.T) {
 			t.Fatal(err)
 		case len(page.RawMessages) == 0:
 			t.Fatal("an empty page")
+		case page.Ahead != nil:
+			page.Ahead()
 		}
 		req.Cursor = page.NextCursor
 	}

@@ -166,7 +166,7 @@ func (s *Service) Warm(ctx context.Context, n int) error {
 		if metas[i].LastSeq > maxWarmRecords {
 			continue
 		}
-		if _, err := s.resume(ctx, ResumeRequest{SessionID: metas[i].ID, Raw: true}, false); err != nil && ctx.Err() != nil {
+		if _, err := s.Resume(ctx, ResumeRequest{SessionID: metas[i].ID, Raw: true}); err != nil && ctx.Err() != nil {
 			return ctx.Err()
 		}
 	}

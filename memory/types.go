@@ -114,6 +114,12 @@ type ResumeResult struct {
 	// Chars is the length in characters of this result's JSON encoding as Resume measured it
 	// (not part of the output).
 	Chars int `json:"-"`
+	// Ahead, set when there is a next page, starts building that page in the background, so
+	// that the call asking for it finds it built if the session has not changed since
+	// (resume_prefetch.go). Call it once this page has reached the client, which asks for the
+	// next one only after taking in this one: started earlier, the building competes with
+	// sending this page for the machine's cores. Not calling it builds nothing ahead.
+	Ahead func() `json:"-"`
 }
 
 // CompactRequest is session_compact's input.

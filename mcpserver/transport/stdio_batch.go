@@ -103,16 +103,24 @@ func (c *stdioConn) answerError(b *batchSink, e rpcError) {
 }
 
 // answer writes mcp-go's answer to a message: to the client, or to its batch b.
-func (c *stdioConn) answer(b *batchSink, msg mcp.JSONRPCMessage) {
+func (c *stdioConn) answer(b *batchSink, msg mcp.JSONRPCMessage) { c.answerThen(b, msg, nil) }
+
+// answerThen is answer that runs then, when set, once the client has the whole answer but its
+// line's end (writeLineThen), or once the answer is in its batch (which goes out later, with
+// the batch's last answer).
+func (c *stdioConn) answerThen(b *batchSink, msg mcp.JSONRPCMessage, then func()) {
 	if b == nil {
-		c.writeMessage(msg)
+		c.writeMessageThen(msg, then)
 		return
 	}
 	enc, err := encodeAnswer(msg)
-	if err != nil {
+	if err == nil {
+		b.add(enc)
+		c.recycle(msg)
+	} else {
 		c.log.Warn("stdio: encode answer", "err", err)
-		return
 	}
-	b.add(enc)
-	c.recycle(msg)
+	if then != nil {
+		then()
+	}
 }

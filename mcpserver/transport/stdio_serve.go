@@ -82,13 +82,14 @@ func (c *stdioConn) send(p *pending) {
 	}
 	p.forwarded = true
 	c.mu.Unlock()
-	ctx := c.ctx
+	ctx, after := withAfterAnswer(c.ctx)
 	if p.taken {
 		ctx = withSentArguments(ctx, p.args)
 	}
 	if resp := c.serve(ctx, p.line); resp != nil {
-		c.answer(p.batch, resp)
+		c.answerThen(p.batch, resp, after.run)
 	}
+	after.run()       // no answer (a notification's), or already run
 	p.batch.release() // before finish: ServeStdio may return once every request is finished
 	c.finish(p.key)
 }
@@ -169,13 +170,20 @@ func (c *stdioConn) unordered(line []byte, b *batchSink) {
 
 // writeMessage writes one message to the client: answers, notifications, the server's own
 // requests.
-func (c *stdioConn) writeMessage(msg any) {
+func (c *stdioConn) writeMessage(msg any) { c.writeMessageThen(msg, nil) }
+
+// writeMessageThen writes msg as writeMessage does, running then (if set) before the line's
+// end (writeLineThen).
+func (c *stdioConn) writeMessageThen(msg any, then func()) {
 	parts, err := EncodeMessage(msg)
 	if err != nil {
 		c.log.Warn("stdio: encode answer", "err", err)
+		if then != nil {
+			then()
+		}
 		return
 	}
-	if err := c.writeLine(parts...); err != nil {
+	if err := c.writeLineThen(then, parts...); err != nil {
 		c.log.Warn("stdio: write", "err", err)
 	}
 	c.recycle(msg)
@@ -196,14 +204,30 @@ func (c *stdioConn) recycle(msg any) {
 
 // writeLine writes the parts of one message and a newline, with no other message between
 // them. The last part is the caller's to give away: the newline is appended to it.
-func (c *stdioConn) writeLine(parts ...[]byte) error {
-	parts[len(parts)-1] = append(parts[len(parts)-1], '\n')
+func (c *stdioConn) writeLine(parts ...[]byte) error { return c.writeLineThen(nil, parts...) }
+
+// writeLineThen is writeLine that runs then, when set, once the parts are written and before
+// the newline: the client has the whole message but cannot have acted on it (it reads
+// lines), so whatever then starts is in place before the client's next request, and the
+// newline, a byte, is all that then's work competes with (AfterAnswer).
+func (c *stdioConn) writeLineThen(then func(), parts ...[]byte) error {
+	if then == nil {
+		parts[len(parts)-1] = append(parts[len(parts)-1], '\n')
+	}
 	c.outm.Lock()
 	defer c.outm.Unlock()
 	for _, p := range parts {
 		if _, err := c.out.Write(p); err != nil {
+			if then != nil {
+				then()
+			}
 			return err
 		}
 	}
-	return nil
+	if then == nil {
+		return nil
+	}
+	then()
+	_, err := c.out.Write([]byte{'\n'})
+	return err
 }
