@@ -174,7 +174,7 @@ func TestResumePrefetchAfterChange(t *testing.T) {
 			want, wantErr := fresh.Resume(t.Context(), req)
 			got.Ahead, want.Ahead = nil, nil
 			if fmt.Sprint(gotErr) != fmt.Sprint(wantErr) || !reflect.DeepEqual(got, want) {
-				t.Fatalf("page after the change differs from one built on request:\n got %+v, %v\nwant %+v, %v", got, gotErr, want, wantErr)
+				t.Fatalf("page after the change differs from one built on request (%d served ahead, %d before):\n got %.300v, %v\nwant %.300v, %v", s.PagesServedAhead(), before, got, gotErr, want, wantErr)
 			}
 			if s.PagesServedAhead() != before {
 				t.Fatal("the page built before the change was served")

@@ -254,6 +254,7 @@ func resumeAllPages(t *testing.T, s *Service, id string) []ResumeResult {
 		if err != nil {
 			t.Fatal(err)
 		}
+		res.Ahead = nil // a func: compared only with nil
 		out = append(out, res)
 		if cursor = res.NextCursor; cursor == "" {
 			return out

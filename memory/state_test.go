@@ -390,7 +390,7 @@ func TestResumePagesMatchReference(t *testing.T) {
 							t.Fatal(err)
 						}
 						cursor = res.NextCursor
-						res.NextCursor, res.Chars = "", 0
+						res.NextCursor, res.Chars, res.Ahead = "", 0, nil
 						got = append(got, res)
 						if cursor == "" {
 							break

@@ -46,6 +46,7 @@ type sessView struct {
 	hasTail    bool
 	hdr        storage.Header
 	hdrEnd     int64
+	hdrRaw     []byte // the header frame as stored (sameFile)
 	frames     []frameInfo
 	zstEnd     int64 // end of the last good record
 	brokenAt   int64 // reader only: a damaged record followed by intact ones starts here
@@ -223,11 +224,12 @@ func (r *Reader) refresh(st *sessState) error {
 
 	// The sealed part.
 	zstSame := false
+	cached = cached && st.v.zstID.ino == zid.ino && r.sameFile(&st.v)
 	switch {
 	case cached && st.v.zstID == zid:
 		r.v = st.v
 		zstSame = true
-	case cached && st.v.zstClean() && st.v.zstID.ino == zid.ino && zid.size > st.v.zstEnd:
+	case cached && st.v.zstClean() && zid.size > st.v.zstEnd:
 		r.v = st.v
 		r.v.frames = r.v.frames[:len(r.v.frames):len(r.v.frames)]
 	default:
@@ -307,8 +309,21 @@ func (r *Reader) readHeader(size int64) error {
 	if h.ID != r.id {
 		return fmt.Errorf("session %s: header names session %q: %w", r.id, h.ID, storage.ErrCorrupt)
 	}
-	r.v.hdr, r.v.hdrEnd = h, 8+n
+	r.v.hdr, r.v.hdrEnd, r.v.hdrRaw = h, 8+n, append(b[:], js...)
 	return nil
+}
+
+// sameFile reports whether r's .zst, which has the inode of the one v was read from, is that
+// file: its header frame is v's. Inode, size and modification time alone can name another
+// file: a session deleted and created again under its id by another process gets a .zst that
+// may reuse the freed inode, and whose size and (coarse, a clock tick) mtime can be the
+// same; its header differs (a new nonce). One read of a few hundred bytes, from the page cache.
+func (r *Reader) sameFile(v *sessView) bool {
+	if len(v.hdrRaw) == 0 {
+		return false
+	}
+	b := make([]byte, len(v.hdrRaw))
+	return readAt(r.zst, b, 0) == nil && bytes.Equal(b, v.hdrRaw)
 }
 
 // walk follows record headers from r.v.zstEnd. Writers check every frame's xxh64 and cut a

@@ -72,7 +72,7 @@ func (s *Store) Create(ctx context.Context, h storage.Header, m storage.Meta) er
 	tail := newAbsentTail(s.tailPath(id), id)
 	r := &Reader{s: s, id: id, tail: tail} // for sizes: no tail file
 	ti, _ := tail.Stat()
-	r.v = sessView{verified: true, hasTail: true, hdr: h, hdrEnd: int64(len(frame)), zstEnd: int64(len(frame)),
+	r.v = sessView{verified: true, hasTail: true, hdr: h, hdrEnd: int64(len(frame)), hdrRaw: frame, zstEnd: int64(len(frame)),
 		tailHdrLen: int64(len(tail.hdr)), tailEnd: int64(len(tail.hdr)), tailVer: TailFormatVersion, padChecked: true,
 		tailID: statID(ti)}
 	if fi, err := s.fs.Stat(s.zstPath(id)); err == nil {
