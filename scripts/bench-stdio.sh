@@ -7,7 +7,8 @@
 # the server costs without the SDK's buffering. Needs Go, Node 20+ and npm (registry access);
 # prints one JSON line per measurement.
 # With --pi it also times pi's SessionManager (npm @mariozechner/pi-coding-agent@0.58.3) on the
-# same messages, each measurement right after sessionmem's (scripts/bench/pi.mjs).
+# same messages, each measurement right after sessionmem's (scripts/bench/pi.mjs), and the full
+# resume of 2,000 against pi's open and build round by round (scripts/bench/resume-paired.mjs).
 # Usage: scripts/bench-stdio.sh [--pi] [RUNS]
 set -euo pipefail
 
@@ -22,7 +23,8 @@ trap 'rm -rf "$work"' EXIT
 # The same messages the Go benchmarks use: corpus messages of 1 to 4 KB (the excerpts in
 # testdata/ when ../shared/corpus is absent).
 (cd "$root" && SESSIONMEM_BENCH_DUMP="$work/msgs.jsonl" go test -count=1 -run '^TestDumpBenchMessages$' ./cmd/sessionmem/ >/dev/null)
-cp "$root/scripts/bench/package.json" "$root/scripts/bench/stdio.mjs" "$root/scripts/bench/stdio-raw.mjs" "$root/scripts/bench/pi.mjs" "$work/"
+cp "$root/scripts/bench/package.json" "$root/scripts/bench/stdio.mjs" "$root/scripts/bench/stdio-raw.mjs" "$root/scripts/bench/pi.mjs" \
+  "$root/scripts/bench/pisession.mjs" "$root/scripts/bench/resume-paired.mjs" "$work/"
 extra=()
 if [ -n "$pi" ]; then extra=(@mariozechner/pi-coding-agent@0.58.3); fi
 for attempt in 1 2 3; do
@@ -35,7 +37,11 @@ done
 cd "$work"
 node stdio.mjs ./sessionmem msgs.jsonl resume 2000 "$runs"
 node stdio-raw.mjs ./sessionmem msgs.jsonl 2000 "$runs"
-if [ -n "$pi" ]; then node pi.mjs resume msgs.jsonl 2000 "$runs"; node pi.mjs fresh msgs.jsonl 2000 "$runs"; fi
+if [ -n "$pi" ]; then
+  node pi.mjs resume msgs.jsonl 2000 "$runs"; node pi.mjs fresh msgs.jsonl 2000 "$runs"
+  # Issue 25's resume bar, paired: a fresh server and pi take turns, 4 × RUNS rounds.
+  node resume-paired.mjs "$((4 * runs))" ./sessionmem
+fi
 node stdio.mjs ./sessionmem msgs.jsonl resume 6000 "$runs"
 if [ -n "$pi" ]; then node pi.mjs resume msgs.jsonl 6000 "$runs"; fi
 node stdio.mjs ./sessionmem msgs.jsonl list 1000 4 "$runs"

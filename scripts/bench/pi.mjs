@@ -4,57 +4,15 @@
 //   node pi.mjs resume msgs.jsonl 2000 RUNS
 //   node pi.mjs fresh msgs.jsonl 2000 RUNS    (open and build, each in a new node process)
 //   node pi.mjs list msgs.jsonl 1000 4 RUNS
-import { readFileSync, writeFileSync, mkdtempSync, mkdirSync, rmSync, utimesSync, statSync } from "node:fs";
+import { readFileSync, mkdtempSync, mkdirSync, rmSync, statSync } from "node:fs";
 import { join } from "node:path";
 import { tmpdir } from "node:os";
-import { randomUUID } from "node:crypto";
 import { spawnSync } from "node:child_process";
 import { SessionManager } from "@mariozechner/pi-coding-agent";
+import { writeSession } from "./pisession.mjs";
 
 const [mode, file, ...rest] = process.argv.slice(2);
 const contract = readFileSync(file, "utf8").trim().split("\n").map((l) => JSON.parse(l));
-
-// toPi converts one contract message to pi's message shape (one or more messages).
-function toPi(m, ts) {
-  const blocks = typeof m.content === "string" ? [{ type: "text", text: m.content }] : m.content;
-  const simple = (bs) => bs.map((b) => b.type === "image" ? { type: "image", data: b.data, mimeType: b.media_type } : { type: "text", text: b.text ?? "" });
-  if (m.role === "assistant") {
-    const content = blocks.map((b) => {
-      if (b.type === "tool_call") return { type: "toolCall", id: b.id, name: b.name, arguments: b.arguments ?? {} };
-      if (b.type === "thinking") return { type: "thinking", thinking: b.thinking };
-      return { type: "text", text: b.text ?? "" };
-    });
-    const input = m.usage?.input_tokens ?? 0, output = m.usage?.output_tokens ?? 0;
-    return [{ role: "assistant", content, api: "anthropic-messages", provider: "anthropic", model: "claude-sonnet-4-5",
-      usage: { input, output, cacheRead: 0, cacheWrite: 0, totalTokens: input + output, cost: { input: 0, output: 0, cacheRead: 0, cacheWrite: 0, total: 0 } },
-      stopReason: content.some((c) => c.type === "toolCall") ? "toolUse" : "stop", timestamp: ts }];
-  }
-  const results = blocks.filter((b) => b.type === "tool_result");
-  if (results.length > 0) {
-    return results.map((b) => ({ role: "toolResult", toolCallId: b.tool_call_id, toolName: "tool",
-      content: simple(typeof b.content === "string" ? [{ type: "text", text: b.content }] : (b.content ?? [])), isError: !!b.is_error, timestamp: ts }));
-  }
-  return [{ role: "user", content: simple(blocks), timestamp: ts }];
-}
-
-// writeSession writes a pi session file (format v3) holding msgs and returns its path.
-function writeSession(dir, cwd, msgs, i) {
-  const t0 = Date.UTC(2026, 10, 1) + i * 1000;
-  const id = randomUUID();
-  const lines = [JSON.stringify({ type: "session", version: 3, id, timestamp: new Date(t0).toISOString(), cwd })];
-  let parent = null, n = 0;
-  for (const m of msgs) {
-    for (const pm of toPi(m, t0 + n)) {
-      const eid = (n++).toString(16).padStart(8, "0");
-      lines.push(JSON.stringify({ type: "message", id: eid, parentId: parent, timestamp: new Date(t0 + n).toISOString(), message: pm }));
-      parent = eid;
-    }
-  }
-  const path = join(dir, `${new Date(t0).toISOString().replace(/[:.]/g, "-")}_${id}.jsonl`);
-  writeFileSync(path, lines.join("\n") + "\n");
-  utimesSync(path, new Date(t0), new Date(t0));
-  return path;
-}
 
 function median(xs) { xs.sort((a, b) => a - b); return xs[Math.floor(xs.length / 2)]; }
 const now = () => Number(process.hrtime.bigint()) / 1e6;
