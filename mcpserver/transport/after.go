@@ -29,7 +29,8 @@ func withAfterAnswer(ctx context.Context) (context.Context, *afterAnswer) {
 // started); at once where the transport cannot tell (HTTP, a call made in Go, an answer
 // already written). A resume page starts building the next page this way: the client asks for
 // it only after taking in this one, and building it while this one is still being written
-// would compete with the write for the machine's cores.
+// would compete with the write for the machine's cores. fn must return at once (start work,
+// not do it): over stdio it runs while the connection's output is held.
 func AfterAnswer(ctx context.Context, fn func()) {
 	if a, ok := ctx.Value(afterAnswerKey{}).(*afterAnswer); ok {
 		a.mu.Lock()

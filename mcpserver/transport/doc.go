@@ -29,6 +29,9 @@
 //     just before a tool answers (upstream #969); such calls wait 10 ms before answering.
 //   - NewHTTP (http.go): streamable HTTP sessions get an idle TTL, which mcp-go does not set
 //     (its sessions of clients that never send DELETE leak, upstream #723).
+//   - AfterAnswer (after.go): mcp-go gives a handler no way to act once its answer is sent;
+//     over stdio, what a tool leaves to AfterAnswer runs when the client has the whole answer
+//     but its line's end (a resume page starts building the next page then).
 //
 // It knows nothing of sessionmem's tools: it is given how each tool's calls are ordered
 // (StdioOptions.Orders). mcpserver, the only package that imports it, builds the server.
