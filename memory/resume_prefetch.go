@@ -39,7 +39,7 @@ type pageKey struct {
 type pageVersion struct {
 	lastSeq uint64
 	nonce   string
-	created time.Time
+	created int64 // the header's Created, in nanoseconds (a time.Time compares its clock readings too)
 	gen     string
 }
 
@@ -86,7 +86,7 @@ func (p *prefetcher) version(r storage.Reader) (pageVersion, bool) {
 		return pageVersion{}, false
 	}
 	h := r.Header()
-	v := pageVersion{lastSeq: r.LastSeq(), nonce: h.Nonce, created: h.Created, gen: p.gens.Generation(r)}
+	v := pageVersion{lastSeq: r.LastSeq(), nonce: h.Nonce, created: h.Created.UnixNano(), gen: p.gens.Generation(r)}
 	return v, v.gen != ""
 }
 
