@@ -41,32 +41,18 @@ func TestCLIPostgresNoStore(t *testing.T) {
 	t.Setenv("XDG_STATE_HOME", t.TempDir()) // import and hook keep their checkpoints there
 	empty := c.NewDatabase(t)
 	want := noPGStore(t, empty, "", "nothing saved there yet, or a wrong --store / SESSIONMEM_STORE")
-	for _, args := range nonCreating {
-		for _, viaEnv := range []bool{false, true} {
-			name := strings.Join(args, " ")
-			if viaEnv {
-				name += " via " + envStore
-			}
-			t.Run(name, func(t *testing.T) {
-				a := append([]string{}, args...)
-				if viaEnv {
-					t.Setenv(envStore, empty)
-				} else {
-					a = append(a, "--store", empty)
-				}
-				// Bounded: a ui that opened the database would serve until stopped.
-				ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
-				defer cancel()
-				r := runCLIContext(ctx, t, "", a...)
-				if r.code != 1 || r.stderr != want || r.stdout != "" {
-					t.Fatalf("exit %d\nstdout: %q\nstderr: %q\nwant:   %q", r.code, r.stdout, r.stderr, want)
-				}
-				if n := pgtest.Tables(t, empty); n != 0 {
-					t.Fatalf("%s created %d tables in the database", args[0], n)
-				}
-			})
+	eachNonCreating(t, func(t *testing.T, cmd string, withStore func(string) []string) {
+		// Bounded: a ui that opened the database would serve until stopped.
+		ctx, cancel := context.WithTimeout(t.Context(), 20*time.Second)
+		defer cancel()
+		r := runCLIContext(ctx, t, "", withStore(empty)...)
+		if r.code != 1 || r.stderr != want || r.stdout != "" {
+			t.Fatalf("exit %d\nstdout: %q\nstderr: %q\nwant:   %q", r.code, r.stdout, r.stderr, want)
 		}
-	}
+		if n := pgtest.Tables(t, empty); n != 0 {
+			t.Fatalf("%s created %d tables in the database", cmd, n)
+		}
+	})
 	t.Run("migrate from it", func(t *testing.T) {
 		to := filepath.Join(t.TempDir(), "copy")
 		r := runCLI(t, "", "migrate", "--from", empty, "--to", to)

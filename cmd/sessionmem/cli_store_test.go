@@ -17,10 +17,10 @@ var nonCreating = [][]string{
 	{"compact", seedAlpha}, {"delete", "--yes", seedAlpha}, {"ui", "--addr", "127.0.0.1:0"},
 }
 
-// TestCLIMissingStore: the commands that only read or change what is stored refuse a store
-// directory that is not there (a mistyped --store or SESSIONMEM_STORE) and leave no
-// directory behind; the commands that save create it, 0700, as serve does.
-func TestCLIMissingStore(t *testing.T) {
+// eachNonCreating runs check in a subtest for every command line of nonCreating, twice: with
+// the store given by --store and by SESSIONMEM_STORE. withStore returns the command line for
+// a store (setting the variable in the subtest's environment for the second way).
+func eachNonCreating(t *testing.T, check func(t *testing.T, cmd string, withStore func(store string) []string)) {
 	for _, args := range nonCreating {
 		for _, viaEnv := range []bool{false, true} {
 			name := strings.Join(args, " ")
@@ -28,24 +28,34 @@ func TestCLIMissingStore(t *testing.T) {
 				name += " via " + envStore
 			}
 			t.Run(name, func(t *testing.T) {
-				store := filepath.Join(t.TempDir(), "typo")
-				a := append([]string{}, args...)
-				if viaEnv {
-					t.Setenv(envStore, store)
-				} else {
-					a = append(a, "--store", store)
-				}
-				r := runCLI(t, "", a...)
-				want := "sessionmem: no store at " + store + " (nothing saved yet, or a wrong --store / SESSIONMEM_STORE)\n"
-				if r.code != 1 || r.stderr != want || r.stdout != "" {
-					t.Fatalf("exit %d\nstdout: %q\nstderr: %q\nwant:   %q", r.code, r.stdout, r.stderr, want)
-				}
-				if _, err := os.Stat(store); !os.IsNotExist(err) {
-					t.Fatalf("%s created the missing store (%v)", args[0], err)
-				}
+				check(t, args[0], func(store string) []string {
+					a := append([]string{}, args...)
+					if viaEnv {
+						t.Setenv(envStore, store)
+						return a
+					}
+					return append(a, "--store", store)
+				})
 			})
 		}
 	}
+}
+
+// TestCLIMissingStore: the commands that only read or change what is stored refuse a store
+// directory that is not there (a mistyped --store or SESSIONMEM_STORE) and leave no
+// directory behind; the commands that save create it, 0700, as serve does.
+func TestCLIMissingStore(t *testing.T) {
+	eachNonCreating(t, func(t *testing.T, cmd string, withStore func(string) []string) {
+		store := filepath.Join(t.TempDir(), "typo")
+		r := runCLI(t, "", withStore(store)...)
+		want := "sessionmem: no store at " + store + " (nothing saved yet, or a wrong --store / SESSIONMEM_STORE)\n"
+		if r.code != 1 || r.stderr != want || r.stdout != "" {
+			t.Fatalf("exit %d\nstdout: %q\nstderr: %q\nwant:   %q", r.code, r.stdout, r.stderr, want)
+		}
+		if _, err := os.Stat(store); !os.IsNotExist(err) {
+			t.Fatalf("%s created the missing store (%v)", cmd, err)
+		}
+	})
 	t.Run("a file is no store", func(t *testing.T) {
 		file := filepath.Join(t.TempDir(), "notes.txt")
 		if err := os.WriteFile(file, []byte("x"), 0o600); err != nil {
