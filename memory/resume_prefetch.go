@@ -59,6 +59,7 @@ type prefetcher struct {
 	mu     sync.Mutex
 	pages  []*prefetched // oldest first
 	closed bool          // Service.Close ran: nothing more is started
+	ttl    time.Duration // how long a page is kept: prefetchTTL, shorter in tests
 	wg     sync.WaitGroup
 	built  int // pages served from here (PagesServedAhead)
 }
@@ -168,7 +169,11 @@ func (s *Service) prefetch(key pageKey) {
 			f.res, err = s.resumePage(r, key.id, &cur, key.maxTokens, key.prune, key.raw)
 			return err
 		})
-		time.AfterFunc(prefetchTTL, func() {
+		ttl := p.ttl
+		if ttl == 0 {
+			ttl = prefetchTTL
+		}
+		time.AfterFunc(ttl, func() {
 			p.mu.Lock()
 			p.remove(func(x *prefetched) bool { return x == f })
 			p.mu.Unlock()

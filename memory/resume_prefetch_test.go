@@ -8,6 +8,7 @@ import (
 	"strings"
 	"sync"
 	"testing"
+	"time"
 
 	"github.com/sessionmem/sessionmem/redact/redacttest"
 	"github.com/sessionmem/sessionmem/storage"
@@ -245,6 +246,38 @@ func TestResumePrefetchBounds(t *testing.T) {
 	s.pre.mu.Lock()
 	if len(s.pre.pages) != n {
 		t.Fatal("a page was built ahead after Close")
+	}
+}
+
+// TestResumePrefetchExpires: a page built ahead that nobody asks for is dropped after its
+// time (prefetchTTL), and the call that comes later builds its page itself.
+func TestResumePrefetchExpires(t *testing.T) {
+	s := New(openLocal(t, t.TempDir()), Options{})
+	s.pre.ttl = 50 * time.Millisecond
+	id := longSession(t, s, 4)
+	page, err := s.Resume(t.Context(), ResumeRequest{SessionID: id, MaxTokens: 1000})
+	if err != nil || page.Ahead == nil {
+		t.Fatalf("first page: %v (next %q)", err, page.NextCursor)
+	}
+	page.Ahead()
+	kept := func() int {
+		s.pre.mu.Lock()
+		defer s.pre.mu.Unlock()
+		return len(s.pre.pages)
+	}
+	if kept() != 1 {
+		t.Fatalf("%d pages kept after Ahead", kept())
+	}
+	for deadline := time.Now().Add(10 * time.Second); kept() != 0; time.Sleep(10 * time.Millisecond) {
+		if time.Now().After(deadline) {
+			t.Fatal("the page built ahead was still kept 10 s after its time")
+		}
+	}
+	if _, err := s.Resume(t.Context(), ResumeRequest{SessionID: id, MaxTokens: 1000, Cursor: page.NextCursor}); err != nil {
+		t.Fatal(err)
+	}
+	if n := s.PagesServedAhead(); n != 0 {
+		t.Fatalf("%d pages served from those built ahead after they expired", n)
 	}
 }
 
